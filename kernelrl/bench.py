@@ -1,0 +1,211 @@
+"""The evaluation job: build candidates, verify and time them with the baselines on a set of shapes, store every
+measurement in the database as it is taken, and write the long-format CSV and the summary."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelrl import environment
+from kernelrl.baselines import BASELINES
+from kernelrl.build.builder import BuildRequest, BuildResult, LocalBuilder, cache_root
+from kernelrl.build.toolchain import Toolchain
+from kernelrl.db import Database
+from kernelrl.run.runner import Runner, RunSettings, Task, verdict_records
+from kernelrl.workloads.hgemm import GemmProblem
+
+MODES = ("device", "offline", "server")
+
+
+class BenchError(ValueError):
+    """Bad input to a bench or eval job; one line says what to change."""
+
+
+def default_db() -> Path:
+    return cache_root() / "results.db"
+
+
+def parse_modes(text: str) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise BenchError(f"unknown mode {', '.join(bad) or repr(text)}: use device, offline or server (comma-separated)")
+    return list(dict.fromkeys(modes))
+
+
+def parse_baselines(text: str) -> list[str]:
+    if text in ("all", ""):
+        return list(BASELINES)
+    if text == "none":
+        return []
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    bad = [b for b in names if b not in BASELINES]
+    if bad:
+        raise BenchError(f"unknown baseline {', '.join(bad)}: choose from {', '.join(BASELINES)}, all or none")
+    return names
+
+
+def baseline_spec(name: str) -> dict:
+    if name == "torch":
+        return {"name": name, "kind": "torch"}
+    if name.startswith("cublas_"):
+        return {"name": name, "kind": "cublas", "layout": name.split("_")[1]}
+    _, flavour, layout = name.split("_")
+    return {"name": name, "kind": "cublaslt", "layout": layout, "autotune": flavour == "auto"}
+
+
+@dataclass
+class BenchConfig:
+    problems: list[GemmProblem]
+    modes: list[str]
+    candidates: list[str] = field(default_factory=list)
+    baselines: list[str] = field(default_factory=lambda: list(BASELINES))
+    settings: RunSettings = field(default_factory=RunSettings)
+    db_path: Path = field(default_factory=default_db)
+    csv_path: Path | None = None
+    arch: str | None = None
+    runner: str = "local"
+    command: str = ""
+    candidate_flags: tuple[str, ...] = ()
+    build_workers: int | None = None
+
+
+@dataclass
+class BenchOutcome:
+    rows: list[dict]
+    env: dict
+    seconds: float
+    build_failures: dict[str, str]
+    lt_search_s: float
+    measured_tasks: int
+    resumed_tasks: int
+
+
+def candidate_names(paths: list[str]) -> dict[str, str]:
+    """A unique, readable method name per candidate file: its stem, suffixed on collisions."""
+    names: dict[str, str] = {}
+    for path in paths:
+        stem = Path(path).stem
+        name, i = stem, 2
+        while name in names or name in BASELINES:
+            name, i = f"{stem}_{i}", i + 1
+        names[name] = path
+    return names
+
+
+def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
+    """`ui` receives progress: ui.stage(text), ui.build_done(result), ui.start_tasks(total), ui.task_done(task,
+    records), ui.progress(task, method, phase)."""
+    started = time.perf_counter()
+    for path in cfg.candidates:
+        if not Path(path).is_file():
+            raise BenchError(f"candidate {path!r} not found: pass .cu files (or folders of them) to --candidates")
+    env = environment.collect({"runner": cfg.runner})
+    if cfg.runner == "local" and not env.get("gpu"):
+        raise BenchError("no NVIDIA GPU found (nvidia-smi shows none): run on a machine with a GPU, "
+                         "or use --runner dummy to exercise the pipeline")
+    gpu = environment.gpu_key(env) if cfg.runner == "local" else "dummy"
+    names = candidate_names(cfg.candidates)
+    keys = {b: "" for b in cfg.baselines}
+    specs = [baseline_spec(b) for b in cfg.baselines]
+    failures: dict[str, str] = {}
+    settings = cfg.settings
+    if cfg.runner == "local":
+        toolchain = Toolchain.discover(arch=cfg.arch)
+        env["arch"] = toolchain.arch
+        builder = LocalBuilder(toolchain)
+        requests = [BuildRequest.from_file(p, name=n, flags=cfg.candidate_flags) for n, p in names.items()]
+        if any(s["kind"].startswith("cublas") for s in specs):
+            from kernelrl.baselines import native_lib
+            requests.append(native_lib.build_request(toolchain))
+        ui.stage(f"building {len(requests)} libraries with nvcc {toolchain.version} for {toolchain.arch}")
+        results: list[BuildResult] = builder.build_many(requests, workers=cfg.build_workers, on_done=ui.build_done)
+        for result in results:
+            if result.name == "kr_blas":
+                if not result.ok:
+                    raise BenchError(f"building the cuBLAS baseline library failed: {result.error}")
+                settings.blas_lib = result.lib_path
+            elif result.ok:
+                keys[result.name] = result.key
+                specs.append({"name": result.name, "kind": "candidate", "lib_path": result.lib_path,
+                              "resources": result.resources})
+            else:
+                keys[result.name] = result.key
+                failures[result.name] = result.error
+    else:
+        for name, path in names.items():
+            keys[name] = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
+            specs.append({"name": name, "kind": "candidate", "lib_path": path})
+
+    db = Database(cfg.db_path)
+    run_id = db.start_run(cfg.command, env)
+    tasks, resumed = [], 0
+    wanted = {(s["name"], keys[s["name"]]) for s in specs}
+    for i, problem in enumerate(cfg.problems):
+        todo = [mode for mode in cfg.modes
+                if not wanted <= db.measured(gpu, problem, mode, settings.cache, settings.qps)]
+        if todo:
+            tasks.append(Task(i, problem, todo))
+        else:
+            resumed += 1
+    # A candidate that did not build gets its verdict on every shape, without running anything.
+    for name, error in failures.items():
+        for problem in cfg.problems:
+            task = Task(-1, problem, list(cfg.modes))
+            db.add(gpu, problem, settings.cache, settings.qps, verdict_records(task, name, error), keys, env, run_id)
+
+    lt_search = 0.0
+    worker_env: dict = {}
+
+    def on_env(info: dict):
+        worker_env.update(info)
+        env.update({k: v for k, v in info.items() if k not in env or not env[k]})
+        env.update({"cublas": info.get("cublas"), "cublaslt": info.get("cublaslt"),
+                    "cuda_runtime": info.get("cuda_runtime")})
+        db.update_run_env(run_id, env)
+
+    def on_lt_algo(tuning: dict):
+        nonlocal lt_search
+        lt_search += tuning["search_s"]
+        db.add_lt_algo(gpu, worker_env.get("cublaslt") or 0, tuning)
+
+    def on_records(task: Task, records: list[dict]):
+        db.add(gpu, task.problem, settings.cache, settings.qps, records, keys, env, run_id)
+        ui.task_done(task, records)
+
+    ui.start_tasks(len(tasks), resumed)
+    if tasks:
+        runner = Runner.create(cfg.runner)
+        lt_cache = {}
+        for key, row in db.lt_algos(gpu).items():
+            lt_cache[key] = row
+        runner.run(tasks, specs, settings, on_records, lt_cache=lt_cache, on_lt_algo=on_lt_algo, on_env=on_env,
+                   on_progress=ui.progress)
+    rows = db.rows(gpu, cfg.problems, cfg.modes, settings.cache, settings.qps, methods=keys)
+    for row in rows:
+        row["gpu"] = gpu
+    db.close()
+    if cfg.csv_path:
+        from kernelrl.results import write_csv
+        write_csv(rows, cfg.csv_path)
+    return BenchOutcome(rows=rows, env=env, seconds=time.perf_counter() - started, build_failures=failures,
+                        lt_search_s=lt_search, measured_tasks=len(tasks), resumed_tasks=resumed)
+
+
+def expand_candidates(paths: list[str]) -> list[str]:
+    """Files as given; folders contribute their *.cu files, sorted."""
+    out = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            out.extend(str(f) for f in sorted(p.glob("*.cu")))
+        else:
+            out.append(str(p))
+    return out
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")

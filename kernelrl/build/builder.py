@@ -1,0 +1,176 @@
+"""Builder: CUDA source → shared library with nvcc, cached by content hash, built in parallel.
+
+Errors are data: a failed compile returns a BuildResult with `error` set and never raises."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from kernelrl.build.ptxas import parse_ptxas, summarize
+from kernelrl.build.toolchain import Toolchain, arch_flags
+
+BASE_FLAGS = ["-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-lineinfo",
+              "--expt-relaxed-constexpr", "-DNDEBUG"]
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KERNELRL_CACHE") or Path.home() / ".cache" / "kernelrl")
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """One compilation. `source` is the text; `origin` (a path) only labels it and locates relative includes."""
+
+    source: str
+    name: str = "candidate"
+    origin: str | None = None
+    flags: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = ()
+    link: tuple[str, ...] = ()
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, **kw) -> "BuildRequest":
+        path = Path(path)
+        return cls(source=path.read_text(), name=kw.pop("name", path.stem), origin=str(path.resolve()), **kw)
+
+
+@dataclass
+class BuildResult:
+    name: str
+    key: str
+    ok: bool
+    lib_path: str | None = None
+    error: str | None = None
+    log: str = ""
+    ptxas: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def resources(self) -> dict:
+        return summarize(self.ptxas)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Builder:
+    """Base class; `Builder.create(kind)` picks an implementation from the registry."""
+
+    registry: dict[str, type["Builder"]] = {}
+
+    def __init_subclass__(cls, kind: str | None = None, **kw):
+        super().__init_subclass__(**kw)
+        if kind:
+            Builder.registry[kind] = cls
+
+    @classmethod
+    def create(cls, kind: str = "local", **kw) -> "Builder":
+        if kind not in cls.registry:
+            raise ValueError(f"unknown builder {kind!r}: choose from {', '.join(sorted(cls.registry))}")
+        return cls.registry[kind](**kw)
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        raise NotImplementedError
+
+    def build_many(self, requests: Iterable[BuildRequest], workers: int | None = None,
+                   on_done: Callable[[BuildResult], None] | None = None) -> list[BuildResult]:
+        """Build in a thread pool (each thread waits on an nvcc process); results in request order."""
+        requests = list(requests)
+        workers = workers or max(1, min(len(requests), os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(self.build, r) for r in requests]
+            results = []
+            for future in futures:
+                results.append(future.result())
+                if on_done:
+                    on_done(results[-1])
+        return results
+
+
+class LocalBuilder(Builder, kind="local"):
+    """nvcc on this machine. The cache key covers the source, flags, include dirs, nvcc version and arch."""
+
+    def __init__(self, toolchain: Toolchain | None = None, timeout_s: float = 600.0, cache_dir: Path | None = None):
+        self.toolchain = toolchain or Toolchain.discover()
+        self.timeout_s = timeout_s
+        self.cache_dir = Path(cache_dir) if cache_dir else cache_root() / "build"
+
+    def command(self, request: BuildRequest, src: Path, out: Path) -> list[str]:
+        includes = list(request.include_dirs) + list(self.toolchain.include_dirs)
+        if request.origin:
+            includes.insert(0, str(Path(request.origin).parent))
+        return ([self.toolchain.nvcc, *BASE_FLAGS, *arch_flags(self.toolchain.arch), *request.flags]
+                + [f"-I{d}" for d in includes] + [str(src), "-o", str(out), *request.link])
+
+    def key(self, request: BuildRequest) -> str:
+        payload = {"source": request.source, "flags": request.flags, "link": request.link,
+                   "include_dirs": list(request.include_dirs) + list(self.toolchain.include_dirs),
+                   "origin_dir": str(Path(request.origin).parent) if request.origin else None,
+                   "nvcc": self.toolchain.version, "arch": self.toolchain.arch, "base": BASE_FLAGS}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        key = self.key(request)
+        final = self.cache_dir / key
+        meta_path = final / "build.json"
+        if meta_path.exists():
+            try:
+                meta = json.loads(meta_path.read_text())
+                result = BuildResult(**{**meta, "name": request.name, "cached": True})
+                if not result.ok or (result.lib_path and Path(result.lib_path).exists()):
+                    return result
+            except (OSError, ValueError, TypeError):
+                pass  # a damaged cache entry is rebuilt
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=self.cache_dir))
+        src, lib = work / f"{_safe(request.name)}.cu", work / f"lib{_safe(request.name)}.so"
+        src.write_text(request.source)
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(self.command(request, src, lib), capture_output=True, text=True,
+                                  timeout=self.timeout_s, cwd=work)
+            # Name the user's file, not our temporary copy, in messages.
+            log = (proc.stdout + proc.stderr).replace(str(src), request.origin or src.name)
+            ok = proc.returncode == 0 and lib.exists()
+            error = None if ok else "compile error: " + _first_error(log)
+        except subprocess.TimeoutExpired as exc:
+            log, ok = _text(exc.stdout) + _text(exc.stderr), False
+            error = f"compile timeout: nvcc ran past {self.timeout_s:.0f} s"
+        seconds = time.perf_counter() - started
+        result = BuildResult(name=request.name, key=key, ok=ok, error=error, log=log[-20000:],
+                             ptxas=parse_ptxas(log), seconds=round(seconds, 3),
+                             lib_path=str(final / lib.name) if ok else None)
+        (work / "build.json").write_text(json.dumps(result.to_dict(), indent=1))
+        try:
+            os.rename(work, final)  # atomic publish; a concurrent identical build may win the race
+        except OSError:
+            shutil.rmtree(work, ignore_errors=True)
+        return result
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:80] or "candidate"
+
+
+def _text(data) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
+def _first_error(log: str) -> str:
+    """The first line that says 'error', so one line tells the user what went wrong."""
+    for line in log.splitlines():
+        if "error" in line.lower():
+            return line.strip()[:300]
+    lines = [l for l in log.splitlines() if l.strip()]
+    return lines[-1].strip()[:300] if lines else "nvcc failed without output"

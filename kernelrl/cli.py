@@ -1,0 +1,188 @@
+"""The `kernelrl` command."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kernelrl import __version__
+
+# Logs from a GPU machine are read as text: give tables room there instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 150)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 150)
+
+
+class RichUI:
+    """Progress for the bench job: a bar over shapes and a line saying what runs now."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[now]}"), console=console,
+                                 disable=quiet, transient=False)
+        self.task = None
+
+    def stage(self, text: str):
+        if not self.quiet:
+            console.print(f"[dim]{text}[/]")
+
+    def build_done(self, result):
+        if result.ok:
+            res = result.resources
+            detail = f"{res.get('registers', '?')} regs, {res.get('smem_bytes', 0)} B smem, " \
+                     f"{res.get('spill_bytes', 0)} B spills" if res else ""
+            self.stage(f"  built {result.name} ({'cached' if result.cached else f'{result.seconds:.1f} s'}) {detail}")
+        else:
+            console.print(f"  [red]build failed[/] {result.name}: {result.error}")
+
+    def start_tasks(self, total: int, resumed: int):
+        if resumed:
+            self.stage(f"{resumed} shapes already measured in the database: resumed, not measured again")
+        self.bar.start()
+        self.task = self.bar.add_task("shapes", total=total, now="")
+
+    def progress_update(self, text: str):
+        if self.task is not None:
+            self.bar.update(self.task, now=text)
+
+    def progress(self, task, method, phase):
+        if task is not None:
+            self.progress_update(f"{task.problem.name} {method} {phase}")
+
+    def task_done(self, task, records):
+        bad = {(r["method"], r["reason"]) for r in records if not r["verified"] and r["reason"] != "not timed"}
+        for method, reason in sorted(bad, key=str):
+            self.bar.console.print(f"  [yellow]{task.problem.name}[/] {method}: {reason}")
+        if self.task is not None and task.id >= 0 and any(r["verified"] or r["reason"] for r in records):
+            self.bar.advance(self.task)
+
+    def finish(self):
+        self.bar.stop()
+
+
+def _add_common(p: argparse.ArgumentParser):
+    p.add_argument("--acc", default="fp32", choices=["fp32", "fp16"], help="accumulator precision")
+    p.add_argument("--mode", default="device", help="device, offline, server (comma-separated)")
+    p.add_argument("--cache", default="hot", choices=["hot", "cold"], help="device mode: hot L2 or rotated inputs")
+    p.add_argument("--qps", type=float, default=100.0, help="server mode: mean calls per second")
+    p.add_argument("--baselines", default="all", help="all, none, or a comma-separated list")
+    p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds per shape")
+    p.add_argument("--db", default=None, help="results database (default: $KERNELRL_CACHE/results.db)")
+    p.add_argument("--csv", default=None, help="write the long-format CSV here")
+    p.add_argument("--arch", default=None, help="build for this architecture (default: the GPU's), e.g. sm_90a")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds without progress before a hang verdict")
+    p.add_argument("--runner", default="local", choices=["local", "dummy"],
+                   help="dummy makes up times on the CPU (pipeline checks)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernelrl", description="Verify and time HGEMM kernels on your GPU "
+                                     "against torch.matmul, cuBLAS and cuBLASLt.")
+    parser.add_argument("--version", action="version", version=f"kernelrl {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    bench = sub.add_parser("bench", help="measure baselines and candidates on a set of shapes")
+    bench.add_argument("--shapes", default="sample:50:0",
+                       help="paper, small, medium, large, sample:N:SEED or MxNxK[,MxNxK...]")
+    bench.add_argument("--candidates", nargs="*", default=[], help="candidate .cu files or folders of them")
+    _add_common(bench)
+    ev = sub.add_parser("eval", help="verify and time one candidate, with its verdict and reasons")
+    ev.add_argument("file", help="candidate .cu file")
+    ev.add_argument("--shape", default="4096x4096x4096", help="shape spec, as --shapes of bench")
+    _add_common(ev)
+    ev.set_defaults(baselines="torch,cublas_nn,cublas_tn")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command in ("bench", "eval"):
+            return _bench(args)
+    except KeyboardInterrupt:
+        err_console.print("interrupted: everything measured so far is in the database; run again to resume")
+        return 130
+    except Exception as exc:  # every expected failure is one clear line
+        from kernelrl.bench import BenchError
+        from kernelrl.build.toolchain import ToolchainError
+        from kernelrl.run.runner import RunnerError
+        from kernelrl.workloads.hgemm import ShapeError
+        if isinstance(exc, (BenchError, ToolchainError, RunnerError, ShapeError)):
+            err_console.print(f"kernelrl: {exc}")
+            return 2
+        raise
+    return 0
+
+
+def _bench(args) -> int:
+    from kernelrl.bench import (BenchConfig, default_db, expand_candidates, parse_baselines, parse_modes,
+                                run_bench)
+    from kernelrl.results import summarize
+    from kernelrl.run.runner import RunSettings
+    from kernelrl.workloads.hgemm import parse_shapes
+
+    shapes = args.shapes if args.command == "bench" else args.shape
+    candidates = expand_candidates(args.candidates if args.command == "bench" else [args.file])
+    cfg = BenchConfig(problems=parse_shapes(shapes, acc=args.acc), modes=parse_modes(args.mode),
+                      candidates=candidates, baselines=parse_baselines(args.baselines),
+                      settings=RunSettings(cache=args.cache, qps=args.qps, rounds=args.rounds,
+                                           hang_timeout_s=args.timeout),
+                      db_path=Path(args.db) if args.db else default_db(), csv_path=args.csv, arch=args.arch,
+                      runner=args.runner, command="kernelrl " + shlex.join(sys.argv[1:]))
+    if cfg.settings.rounds < 1:
+        raise SystemExit("kernelrl: --rounds must be at least 1")
+    ui = RichUI()
+    try:
+        outcome = run_bench(cfg, ui)
+    finally:
+        ui.finish()
+    env = outcome.env
+    console.print(f"[dim]{env.get('gpu')} · driver {env.get('driver')} · CUDA {env.get('cuda_runtime')} · "
+                  f"torch {env.get('torch')} · cuBLAS {env.get('cublas')} · SM clock at start "
+                  f"{env.get('sm_clock_mhz')} MHz[/]")
+    if args.command == "eval":
+        _print_eval(outcome.rows)
+    else:
+        _print_summary(summarize(outcome.rows))
+    console.print(f"measured {outcome.measured_tasks} shapes ({outcome.resumed_tasks} resumed) in "
+                  f"{outcome.seconds:.1f} s; cuBLASLt autotuning search {outcome.lt_search_s:.1f} s; "
+                  f"database {cfg.db_path}" + (f"; CSV {cfg.csv_path}" if cfg.csv_path else ""))
+    return 0
+
+
+def _print_eval(rows):
+    table = Table(title="evaluation")
+    for col in ("shape", "mode", "method", "µs (median)", "p10–p90", "TFLOP/s", "max err", "verdict"):
+        table.add_column(col)
+    for r in sorted(rows, key=lambda r: (r["m"], r["n"], r["k"], r["mode"], r["time_us_median"] or 1e30)):
+        t = r["time_us_median"]
+        table.add_row(f"{r['m']}x{r['n']}x{r['k']}", r["mode"], r["method"], f"{t:.2f}" if t else "—",
+                      f"{r['time_us_p10']:.2f}–{r['time_us_p90']:.2f}" if t else "",
+                      f"{r['tflops']:.1f}" if r["tflops"] else "", f"{r['max_rel_err']:.2e}" if r["max_rel_err"] else "",
+                      "[green]verified[/]" if r["verified"] else f"[red]{r['reason']}[/]")
+    console.print(table)
+
+
+def _print_summary(summary):
+    table = Table(title="speedup (baseline time / method time), all shapes")
+    for col in ("mode", "method", "vs", "shapes", "geomean", "mean", "win rate", "small", "medium", "large"):
+        table.add_column(col, justify="right" if col not in ("mode", "method", "vs") else "left")
+    by_key = {(s["mode"], s["method"], s["baseline"], s["class"]): s for s in summary}
+    shown = ("torch", "cublas_best", "cublaslt_heur_best", "cublaslt_auto_best")
+    for s in summary:
+        if s["class"] != "all" or (s["baseline"] not in shown and s["method"] not in shown[1:]):
+            continue
+        cls = [by_key.get((s["mode"], s["method"], s["baseline"], c)) for c in ("small", "medium", "large")]
+        table.add_row(s["mode"], s["method"], s["baseline"], str(s["shapes"]), f"{s['geomean']:.3f}",
+                      f"{s['mean']:.3f}", f"{100 * s['win_rate']:.0f} %",
+                      *[f"{c['geomean']:.2f}" if c else "—" for c in cls])
+    console.print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

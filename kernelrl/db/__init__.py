@@ -1,0 +1,3 @@
+from kernelrl.db.database import Database
+
+__all__ = ["Database"]

@@ -1,0 +1,124 @@
+"""The results database (SQLite): one row per measurement, committed as it is taken, so a re-run resumes.
+
+A measurement is identified by (gpu, problem, mode, cache, qps, method, method_key); method_key hashes a
+candidate's source so an edited kernel is measured again. Rows of a shape and mode are written together, in one
+transaction, because their methods were interleaved in one process and belong together."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL, command TEXT, env TEXT);
+CREATE TABLE IF NOT EXISTS measurements (
+    gpu TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, acc TEXT NOT NULL,
+    layout TEXT NOT NULL, mode TEXT NOT NULL, cache TEXT NOT NULL, qps REAL NOT NULL,
+    method TEXT NOT NULL, method_key TEXT NOT NULL,
+    time_us_median REAL, time_us_p10 REAL, time_us_p90 REAL, samples INTEGER, tflops REAL, max_rel_err REAL,
+    verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL,
+    PRIMARY KEY (gpu, m, n, k, acc, layout, mode, cache, qps, method, method_key));
+CREATE TABLE IF NOT EXISTS lt_algos (
+    gpu TEXT NOT NULL, cublaslt INTEGER NOT NULL, key TEXT NOT NULL, algo TEXT NOT NULL, algo_index INTEGER,
+    time_ms REAL, candidates INTEGER, valid INTEGER, search_s REAL, created REAL,
+    PRIMARY KEY (gpu, cublaslt, key));
+"""
+
+COLUMNS = ("m", "n", "k", "acc", "mode", "method", "time_us_median", "time_us_p10", "time_us_p90", "tflops",
+           "max_rel_err", "verified", "reason")
+
+
+class Database:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if self.path.parent and not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=60)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.executescript(SCHEMA)
+
+    def close(self):
+        self.conn.close()
+
+    def start_run(self, command: str, env: dict) -> int:
+        with self.conn:
+            cur = self.conn.execute("INSERT INTO runs (started, command, env) VALUES (?, ?, ?)",
+                                    (time.time(), command, json.dumps(env)))
+        return cur.lastrowid
+
+    def update_run_env(self, run_id: int, env: dict) -> None:
+        with self.conn:
+            self.conn.execute("UPDATE runs SET env = ? WHERE run_id = ?", (json.dumps(env), run_id))
+
+    def add(self, gpu: str, problem, cache: str, qps: float, records: list[dict], keys: dict[str, str],
+            env: dict, run_id: int | None) -> None:
+        """Insert or replace the records of one problem, in one transaction."""
+        rows = []
+        for r in records:
+            rows.append((gpu, problem.m, problem.n, problem.k, problem.acc, problem.layout, r["mode"],
+                         _cache_of(r["mode"], cache), _qps_of(r["mode"], qps), r["method"], keys.get(r["method"], ""),
+                         r["time_us_median"], r["time_us_p10"], r["time_us_p90"], r["samples"], r["tflops"],
+                         r["max_rel_err"], int(bool(r["verified"])), r["reason"], json.dumps(r.get("extra", {})),
+                         json.dumps(env), run_id, time.time()))
+        with self.conn:
+            self.conn.executemany(f"INSERT OR REPLACE INTO measurements VALUES ({','.join('?' * 23)})", rows)
+
+    def measured(self, gpu: str, problem, mode: str, cache: str, qps: float) -> set[tuple[str, str]]:
+        """(method, method_key) pairs already stored for this problem and mode."""
+        cur = self.conn.execute(
+            "SELECT method, method_key FROM measurements WHERE gpu=? AND m=? AND n=? AND k=? AND acc=? AND layout=? "
+            "AND mode=? AND cache=? AND qps=?",
+            (gpu, problem.m, problem.n, problem.k, problem.acc, problem.layout, mode, _cache_of(mode, cache),
+             _qps_of(mode, qps)))
+        return {(row["method"], row["method_key"]) for row in cur}
+
+    def rows(self, gpu: str | None = None, problems=None, modes=None, cache: str = "hot", qps: float = 100.0,
+             methods: dict[str, str] | None = None) -> list[dict]:
+        """Stored rows as dicts, filtered; `methods` maps method name → method_key to select versions."""
+        query = "SELECT * FROM measurements"
+        args: list = []
+        if gpu is not None:
+            query += " WHERE gpu = ?"
+            args.append(gpu)
+        out = []
+        wanted = {(p.m, p.n, p.k, p.acc) for p in problems} if problems is not None else None
+        for row in self.conn.execute(query, args):
+            row = dict(row)
+            if wanted is not None and (row["m"], row["n"], row["k"], row["acc"]) not in wanted:
+                continue
+            if modes is not None and row["mode"] not in modes:
+                continue
+            if row["cache"] != _cache_of(row["mode"], cache) or row["qps"] != _qps_of(row["mode"], qps):
+                continue
+            if methods is not None and methods.get(row["method"]) != row["method_key"]:
+                continue
+            row["extra"] = json.loads(row["extra"] or "{}")
+            row["verified"] = bool(row["verified"])
+            out.append(row)
+        return out
+
+    def lt_algos(self, gpu: str, cublaslt: int | None = None) -> dict[str, dict]:
+        query, args = "SELECT * FROM lt_algos WHERE gpu = ?", [gpu]
+        if cublaslt is not None:
+            query += " AND cublaslt = ?"
+            args.append(cublaslt)
+        return {row["key"]: dict(row) for row in self.conn.execute(query, args)}
+
+    def add_lt_algo(self, gpu: str, cublaslt: int, tuning: dict) -> None:
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO lt_algos VALUES (?,?,?,?,?,?,?,?,?,?)",
+                              (gpu, cublaslt, tuning["key"], tuning["algo"], tuning["algo_index"], tuning["time_ms"],
+                               tuning["candidates"], tuning.get("valid"), tuning["search_s"], time.time()))
+
+
+def _cache_of(mode: str, cache: str) -> str:
+    """Only device mode has a cache setting; host-timed modes store '-' so settings that don't apply don't split rows."""
+    return cache if mode == "device" else "-"
+
+
+def _qps_of(mode: str, qps: float) -> float:
+    return float(qps) if mode == "server" else 0.0

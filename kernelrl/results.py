@@ -1,0 +1,119 @@
+"""Long-format CSV of measurements and the paper-style summary: per baseline and mode, the geomean and mean
+speedup and the win rate, overall and per size class."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from kernelrl.baselines import BASELINES
+from kernelrl.run.stats import geomean
+from kernelrl.workloads.hgemm import SIZE_CLASSES, size_class
+
+CSV_COLUMNS = ["m", "n", "k", "acc", "mode", "method", "time_us_median", "time_us_p10", "time_us_p90", "tflops",
+               "max_rel_err", "verified", "reason", "cache", "qps", "samples", "gpu"]
+# Best-of-layout baselines, as the paper compares against (its 'cuBLAS-max' and friends).
+COMBINED = {"cublas_best": ("cublas_nn", "cublas_tn"), "cublaslt_heur_best": ("cublaslt_heur_nn", "cublaslt_heur_tn"),
+            "cublaslt_auto_best": ("cublaslt_auto_nn", "cublaslt_auto_tn")}
+
+
+def write_csv(rows: list[dict], path: str | Path) -> None:
+    """Atomic write: a temp file in the same folder, then rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = sorted(rows, key=lambda r: (r["m"], r["n"], r["k"], r["acc"], r["mode"], r["method"]))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _fmt(row.get(k)) for k in CSV_COLUMNS})
+    os.replace(tmp, path)
+
+
+def read_csv(path: str | Path) -> list[dict]:
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        for key in ("m", "n", "k"):
+            row[key] = int(row[key])
+        for key in ("time_us_median", "time_us_p10", "time_us_p90", "tflops", "max_rel_err"):
+            row[key] = float(row[key]) if row.get(key) not in (None, "") else None
+        row["verified"] = str(row.get("verified")).lower() in ("1", "true")
+    return rows
+
+
+def _fmt(value):
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, bool):
+        return int(value)
+    return "" if value is None else value
+
+
+def times_by_shape(rows: list[dict]) -> dict:
+    """{(mode, (m, n, k, acc)): {method: time_us}} for verified measurements, with best-of-layout baselines added."""
+    table: dict = defaultdict(dict)
+    for r in rows:
+        if r["verified"] and r["time_us_median"]:
+            table[(r["mode"], (r["m"], r["n"], r["k"], r["acc"]))][r["method"]] = r["time_us_median"]
+    for times in table.values():
+        for combined, parts in COMBINED.items():
+            present = [times[p] for p in parts if p in times]
+            if len(present) == len(parts):
+                times[combined] = min(present)
+    return table
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """One row per (mode, subject, baseline, size class incl. 'all'): geomean and mean speedup, win rate.
+
+    Subjects are the candidates; with none, the library baselines are compared with torch.matmul."""
+    table = times_by_shape(rows)
+    methods = {r["method"] for r in rows}
+    candidates = sorted(m for m in methods if m not in BASELINES)
+    if candidates:
+        pairs = [(c, b) for c in candidates for b in (*BASELINES, *COMBINED)]
+    else:
+        pairs = [(b, "torch") for b in (*BASELINES[1:], *COMBINED)]
+    out = []
+    modes = sorted({mode for mode, _ in table})
+    for mode in modes:
+        for subject, baseline in pairs:
+            by_class = defaultdict(list)
+            for (m, shape), times in table.items():
+                if m == mode and subject in times and baseline in times:
+                    speedup = times[baseline] / times[subject]
+                    by_class[size_class(2 * shape[0] * shape[1] * shape[2])].append(speedup)
+                    by_class["all"].append(speedup)
+            for cls in ("all", *SIZE_CLASSES):
+                values = by_class.get(cls, [])
+                if not values:
+                    continue
+                out.append({"mode": mode, "method": subject, "baseline": baseline, "class": cls, "shapes": len(values),
+                            "geomean": geomean(values), "mean": sum(values) / len(values),
+                            "win_rate": sum(v > 1.0 for v in values) / len(values),
+                            "min": min(values), "max": max(values)})
+    return out
+
+
+def failures(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if not r["verified"]]
+
+
+def summary_markdown(summary: list[dict], klass: str = "all") -> str:
+    lines = ["| mode | method | baseline | shapes | geomean | mean | win rate | min | max |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for s in summary:
+        if s["class"] == klass:
+            lines.append(f"| {s['mode']} | {s['method']} | {s['baseline']} | {s['shapes']} | {s['geomean']:.3f} | "
+                         f"{s['mean']:.3f} | {100 * s['win_rate']:.0f} % | {s['min']:.2f} | {s['max']:.2f} |")
+    return "\n".join(lines)
+
+
+def is_finite(x) -> bool:
+    return x is not None and math.isfinite(x)

@@ -1,0 +1,203 @@
+"""What the GPU worker can call: torch.matmul, the cuBLAS/cuBLASLt shim, and candidates' kernelrl_hgemm.
+
+Every method binds to fixed buffers and a fixed stream ahead of time and returns a zero-argument callable that
+launches one GEMM and returns a status (0 = ok), so all methods pay the same host overhead in the timed loop."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+from dataclasses import dataclass
+
+import torch
+
+from kernelrl.baselines import native_lib
+
+LT_WORKSPACE_BYTES = 32 << 20  # cuBLAS's recommended workspace on Hopper; the same for every cuBLAS baseline
+
+
+class MethodError(RuntimeError):
+    """A method cannot run this problem; the message is its verdict."""
+
+
+@dataclass
+class Buffers:
+    """One input set: A, B (K×N), Bt (N×K) and C tensors; `ws` is the method's own workspace tensor or None."""
+
+    a: torch.Tensor
+    b: torch.Tensor
+    bt: torch.Tensor
+    c: torch.Tensor
+
+
+def _ptr(t: torch.Tensor | None) -> int | None:
+    return t.data_ptr() if t is not None else None
+
+
+class Method:
+    name = "method"
+    needs_bt = False
+
+    def workspace_bytes(self, m: int, n: int, k: int) -> int:
+        return 0
+
+    def prepare(self, problem, stream: torch.cuda.Stream, bufs: Buffers, ws: torch.Tensor | None) -> dict:
+        """One-time, untimed setup per problem (plans, algorithm searches). Returns facts worth recording."""
+        return {}
+
+    def bind(self, problem, bufs: Buffers, ws: torch.Tensor | None, stream: torch.cuda.Stream):
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class TorchMatmul(Method):
+    name = "torch"
+
+    def bind(self, problem, bufs, ws, stream):
+        a, b, c = bufs.a, bufs.b, bufs.c
+
+        def call():
+            torch.matmul(a, b, out=c)
+            return 0
+        return call
+
+
+class Cublas(Method):
+    def __init__(self, lib, ctx, layout: str):
+        self.lib, self.ctx, self.layout = lib, ctx, layout
+        self.name = f"cublas_{layout}"
+        self.needs_bt = layout == "tn"
+
+    def workspace_bytes(self, m, n, k):
+        return LT_WORKSPACE_BYTES
+
+    def bind(self, problem, bufs, ws, stream):
+        b = bufs.bt if self.needs_bt else bufs.b
+        return functools.partial(self.lib.kr_cublas_gemm, self.ctx, native_lib.LAYOUTS[self.layout],
+                                 native_lib.ACCS[problem.acc], bufs.a.data_ptr(), b.data_ptr(), bufs.c.data_ptr(),
+                                 problem.m, problem.n, problem.k, ws.data_ptr(), ws.numel(), stream.cuda_stream)
+
+
+class CublasLt(Method):
+    """cuBLASLt with the heuristic's top-1 algorithm, or (autotune) the fastest of up to `max_algos` candidates
+    timed on this GPU; the autotune choice is cached by the parent in the database."""
+
+    def __init__(self, lib, ctx, layout: str, autotune: bool, algo_cache: dict, max_algos: int = 100):
+        self.lib, self.ctx, self.layout, self.autotune = lib, ctx, layout, autotune
+        self.name = f"cublaslt_{'auto' if autotune else 'heur'}_{layout}"
+        self.needs_bt = layout == "tn"
+        self.algo_cache, self.max_algos = algo_cache, max_algos
+        self.plan = None
+        self.algo = None
+        self.new_tuning: dict | None = None
+
+    def workspace_bytes(self, m, n, k):
+        return LT_WORKSPACE_BYTES
+
+    def prepare(self, problem, stream, bufs, ws):
+        self.close()
+        self.plan = self.lib.kr_lt_plan_create(self.ctx, native_lib.LAYOUTS[self.layout], native_lib.ACCS[problem.acc],
+                                               problem.m, problem.n, problem.k)
+        if not self.plan:
+            raise MethodError(f"cuBLASLt plan: {native_lib.last_error(self.lib)}")
+        key = lt_cache_key(problem, self.layout, ws.numel())
+        if self.autotune and key in self.algo_cache:
+            self.algo = ctypes.create_string_buffer(bytes.fromhex(self.algo_cache[key]["algo"]), native_lib.ALGO_BYTES)
+            return {"algo_index": self.algo_cache[key]["algo_index"], "tuning": "cached"}
+        count = self.max_algos if self.autotune else 1
+        algos = ctypes.create_string_buffer(native_lib.ALGO_BYTES * count)
+        needed = (ctypes.c_size_t * count)()
+        found = ctypes.c_int()
+        if self.lib.kr_lt_heuristics(self.plan, ws.numel(), count, algos, needed, ctypes.byref(found)):
+            raise MethodError(f"cuBLASLt heuristic: {native_lib.last_error(self.lib)}")
+        if not self.autotune:
+            self.algo = ctypes.create_string_buffer(algos.raw[:native_lib.ALGO_BYTES], native_lib.ALGO_BYTES)
+            return {"heuristic_algos": found.value}
+        import time
+        b = bufs.bt if self.needs_bt else bufs.b
+        times = (ctypes.c_float * found.value)()
+        best = ctypes.c_int(-1)
+        reps = _autotune_reps(problem)
+        started = time.perf_counter()
+        rc = self.lib.kr_lt_autotune(self.plan, algos, found.value, bufs.a.data_ptr(), b.data_ptr(), bufs.c.data_ptr(),
+                                     ws.data_ptr(), ws.numel(), stream.cuda_stream, reps, times, ctypes.byref(best))
+        if rc:
+            raise MethodError(f"cuBLASLt autotuning: {native_lib.last_error(self.lib)}")
+        offset = best.value * native_lib.ALGO_BYTES
+        self.algo = ctypes.create_string_buffer(algos.raw[offset:offset + native_lib.ALGO_BYTES], native_lib.ALGO_BYTES)
+        finite = [t for t in times if t != float("inf")]
+        self.new_tuning = {"key": key, "algo": self.algo.raw.hex(), "algo_index": best.value,
+                           "time_ms": times[best.value], "candidates": found.value, "valid": len(finite),
+                           "search_s": time.perf_counter() - started, "reps": reps}
+        return {"algo_index": best.value, "tuning": "searched", "candidates": found.value,
+                "search_s": round(self.new_tuning["search_s"], 4)}
+
+    def bind(self, problem, bufs, ws, stream):
+        b = bufs.bt if self.needs_bt else bufs.b
+        return functools.partial(self.lib.kr_lt_run, self.plan, self.algo, bufs.a.data_ptr(), b.data_ptr(),
+                                 bufs.c.data_ptr(), ws.data_ptr(), ws.numel(), stream.cuda_stream)
+
+    def close(self):
+        if self.plan:
+            self.lib.kr_lt_plan_destroy(self.plan)
+            self.plan = None
+
+
+def _autotune_reps(problem) -> int:
+    """Enough back-to-back runs per algorithm for ~1 ms of work, at least 1 and at most 20."""
+    est_s = max(problem.flops / 700e12, problem.min_bytes / 3e12, 3e-6)
+    return int(min(20, max(1, 1e-3 // est_s)))
+
+
+def lt_cache_key(problem, layout: str, ws_bytes: int) -> str:
+    return f"{problem.m}x{problem.n}x{problem.k}:{problem.acc}:{layout}:{ws_bytes}"
+
+
+class Candidate(Method):
+    """A shared library exporting kernelrl_hgemm (and optionally _workspace, _supports, _info)."""
+
+    def __init__(self, name: str, lib_path: str):
+        self.name = name
+        try:
+            self.lib = ctypes.CDLL(lib_path)
+        except OSError as exc:
+            raise MethodError(f"cannot load the built library: {exc}") from None
+        try:
+            self.fn = self.lib.kernelrl_hgemm
+        except AttributeError:
+            raise MethodError("no entry point: the library does not export extern \"C\" kernelrl_hgemm") from None
+        vp, i = ctypes.c_void_p, ctypes.c_int
+        self.fn.argtypes = [vp, vp, vp, i, i, i, vp, ctypes.c_size_t, vp]
+        self.fn.restype = i
+        self._workspace = self._optional("kernelrl_hgemm_workspace", ctypes.c_size_t, [i, i, i])
+        self._supports = self._optional("kernelrl_hgemm_supports", i, [i, i, i])
+        self._info = self._optional("kernelrl_hgemm_info", ctypes.c_char_p, [])
+
+    def _optional(self, symbol, restype, argtypes):
+        fn = getattr(self.lib, symbol, None) if hasattr(self.lib, symbol) else None
+        if fn is not None:
+            fn.restype, fn.argtypes = restype, argtypes
+        return fn
+
+    def info(self) -> dict:
+        if self._info is None:
+            return {}
+        raw = self._info()
+        try:
+            return json.loads(raw.decode()) if raw else {}
+        except (ValueError, UnicodeDecodeError):
+            raise MethodError("kernelrl_hgemm_info does not return valid JSON") from None
+
+    def supports(self, m, n, k) -> bool:
+        return True if self._supports is None else bool(self._supports(m, n, k))
+
+    def workspace_bytes(self, m, n, k):
+        return int(self._workspace(m, n, k)) if self._workspace is not None else 0
+
+    def bind(self, problem, bufs, ws, stream):
+        return functools.partial(self.fn, bufs.a.data_ptr(), bufs.b.data_ptr(), bufs.c.data_ptr(), problem.m,
+                                 problem.n, problem.k, _ptr(ws), ws.numel() if ws is not None else 0,
+                                 stream.cuda_stream)

@@ -1,0 +1,213 @@
+"""Runners execute tasks (one problem, several timing modes, all methods) and stream back records.
+
+LocalRunner drives the spawned GPU worker and turns its crashes and hangs into verdicts for the method that was
+running; DummyRunner makes up times on the CPU so everything above it can be tested without a GPU."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import secrets
+import signal
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kernelrl.workloads.hgemm import GemmProblem
+
+
+@dataclass
+class RunSettings:
+    cache: str = "hot"
+    qps: float = 100.0
+    rounds: int = 7
+    calls_per_round: int = 3
+    graph_target_ms: float = 1.0
+    max_graph_calls: int = 1000
+    hang_timeout_s: float = 60.0
+    blas_lib: str | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Task:
+    id: int
+    problem: GemmProblem
+    modes: list[str]
+    skip: set[str] = field(default_factory=set)
+
+    def to_payload(self) -> dict:
+        return {"id": self.id, "problem": self.problem.to_dict(), "modes": self.modes, "skip": sorted(self.skip)}
+
+
+class RunnerError(RuntimeError):
+    """The runner itself cannot work (no GPU, the worker cannot start); one line says why."""
+
+
+class Runner:
+    registry: dict[str, type["Runner"]] = {}
+
+    def __init_subclass__(cls, kind: str | None = None, **kw):
+        super().__init_subclass__(**kw)
+        if kind:
+            Runner.registry[kind] = cls
+
+    @classmethod
+    def create(cls, kind: str = "local", **kw) -> "Runner":
+        if kind not in cls.registry:
+            raise ValueError(f"unknown runner {kind!r}: choose from {', '.join(sorted(cls.registry))}")
+        return cls.registry[kind](**kw)
+
+    def run(self, tasks: list[Task], methods: list[dict], settings: RunSettings,
+            on_records: Callable[[Task, list[dict]], None], lt_cache: dict | None = None,
+            on_lt_algo: Callable[[dict], None] | None = None, on_env: Callable[[dict], None] | None = None,
+            on_progress: Callable[[Task, str, str], None] | None = None) -> None:
+        raise NotImplementedError
+
+
+def verdict_records(task: Task, method: str, reason: str) -> list[dict]:
+    """Records for a method that never produced timings: one per mode, unverified, with the reason."""
+    return [{"method": method, "mode": mode, "time_us_median": None, "time_us_p10": None, "time_us_p90": None,
+             "samples": 0, "tflops": None, "max_rel_err": None, "verified": False, "reason": reason, "extra": {}}
+            for mode in task.modes]
+
+
+class LocalRunner(Runner, kind="local"):
+    def __init__(self, max_restarts: int = 50):
+        self.max_restarts = max_restarts
+
+    def run(self, tasks, methods, settings, on_records, lt_cache=None, on_lt_algo=None, on_env=None,
+            on_progress=None):
+        from kernelrl.run.worker import worker_main
+
+        ctx = mp.get_context("spawn")
+        secret = secrets.randbits(62)  # this run's private seed: never stored, never printed
+        pending = {t.id: t for t in tasks}
+        lt_cache = dict(lt_cache or {})
+        restarts = 0
+        while pending:
+            parent, child = ctx.Pipe(duplex=False)
+            payload = {"tasks": [t.to_payload() for t in pending.values()], "methods": methods,
+                       "settings": settings.to_dict(), "secret": secret, "lt_cache": lt_cache}
+            proc = ctx.Process(target=worker_main, args=(child, payload), daemon=True)
+            proc.start()
+            child.close()
+            current = (None, None, None)
+            finished = False
+            while True:
+                if not parent.poll(settings.hang_timeout_s):
+                    culprit = f"hang: no progress for {settings.hang_timeout_s:.0f} s during {current[2] or 'start-up'}"
+                    _kill(proc)
+                    break
+                try:
+                    msg = parent.recv()
+                except (EOFError, OSError):
+                    proc.join(5)
+                    culprit = f"crash: the worker died ({_exit_text(proc.exitcode)}) during {current[2] or 'start-up'}"
+                    break
+                kind = msg[0]
+                if kind == "begin":
+                    current = msg[1:]
+                    if on_progress:
+                        on_progress(pending.get(msg[1]), msg[2], msg[3])
+                elif kind == "task":
+                    task = pending.pop(msg[1])
+                    on_records(task, msg[2])
+                elif kind == "lt_algo":
+                    lt_cache[msg[1]["key"]] = msg[1]
+                    if on_lt_algo:
+                        on_lt_algo(msg[1])
+                elif kind == "env":
+                    if on_env:
+                        on_env(msg[1])
+                elif kind == "startup_error":
+                    _kill(proc)
+                    raise RunnerError(f"the GPU worker could not start: {msg[1]}")
+                elif kind == "fatal":
+                    current = msg[1:4]
+                    culprit = msg[4]
+                    proc.join(10)
+                    _kill(proc)
+                    break
+                elif kind == "done":
+                    finished = True
+                    proc.join(10)
+                    break
+            parent.close()
+            if finished:
+                break
+            task_id, method, _phase = current
+            if task_id is None or task_id not in pending or method is None:
+                raise RunnerError(f"the GPU worker failed before running anything: {culprit}")
+            task = pending[task_id]
+            task.skip.add(method)
+            on_records(task, verdict_records(task, method, culprit))
+            restarts += 1
+            if restarts > self.max_restarts:
+                raise RunnerError(f"gave up after {restarts} worker restarts; last: {method}: {culprit}")
+
+
+def _kill(proc) -> None:
+    if proc.is_alive():
+        proc.kill()
+    proc.join(10)
+
+
+def _exit_text(code) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+class DummyRunner(Runner, kind="dummy"):
+    """Made-up but deterministic times: a method named `*slow*` is 2× the baseline time, `*fast*` 0.8×,
+    `*broken*` fails verification, `*crash*` dies like a crashed worker would. For CPU tests of everything above."""
+
+    def __init__(self, delay_s: float = 0.0):
+        self.delay_s = delay_s
+        self.calls = 0
+
+    def run(self, tasks, methods, settings, on_records, lt_cache=None, on_lt_algo=None, on_env=None,
+            on_progress=None):
+        if on_env:
+            on_env({"gpu": "dummy", "sm_count": 0, "torch": "dummy", "cuda_runtime": None})
+        for task in tasks:
+            self.calls += 1
+            records = []
+            for spec in methods:
+                name = spec["name"]
+                if name in task.skip:
+                    continue
+                if on_progress:
+                    on_progress(task, name, "time")
+                if "crash" in name:
+                    task.skip.add(name)
+                    on_records(task, verdict_records(task, name, "crash: the worker died (signal SIGSEGV)"))
+                    continue
+                if "broken" in name:
+                    records += verdict_records(task, name, "wrong values: error 1 exceeds the fp32 tolerance")
+                    continue
+                for mode in task.modes:
+                    base = _dummy_time_us(task.problem, mode, spec)
+                    records.append({"method": name, "mode": mode, "time_us_median": base,
+                                    "time_us_p10": base * 0.98, "time_us_p90": base * 1.03, "samples": 7,
+                                    "tflops": task.problem.flops / (base * 1e6), "max_rel_err": 1e-4,
+                                    "verified": True, "reason": None, "extra": {}})
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            on_records(task, records)
+
+
+def _dummy_time_us(problem: GemmProblem, mode: str, spec: dict) -> float:
+    base = max(problem.flops / 600e12, problem.min_bytes / 3e12) * 1e6 + 2.0 + (8.0 if mode != "device" else 0.0)
+    jitter = 1.0 + (zlib.crc32(f"{spec['name']}{problem}".encode()) % 100) / 1000.0
+    name = spec["name"]
+    factor = 2.0 if "slow" in name else 0.8 if "fast" in name else 1.0
+    return base * factor * jitter

@@ -1,0 +1,124 @@
+"""Correctness checks for HGEMM candidates. Device-agnostic: the same code runs on CPU tensors in tests.
+
+The error metric is  max_ij |C_ij - R_ij| / (|R_ij| + rms(R)),  with R the fp32 reference of the fp16 inputs:
+a relative error for large entries, scaled by the typical output magnitude for entries near zero.
+A correct fp32-accumulating kernel is bounded by fp16 output rounding (2^-11); fp16 accumulation rounds a partial
+sum once per tensor-core step, so its bound grows with sqrt(K). The tolerances below leave head room for split-K
+and reordered sums; a dropped or doubled K term still fails, and the exact 0/1 check catches what slips through.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+FP16_EPS = 2.0 ** -11  # half of fp16's relative spacing: the rounding of one output element
+
+
+def tolerance(acc: str, k: int) -> float:
+    """Largest accepted error (metric above) for a GEMM with accumulator `acc` and reduction length `k`."""
+    if acc == "fp32":
+        return 8 * FP16_EPS
+    return FP16_EPS * (16 + math.sqrt(k))
+
+
+def ones_density(k: int) -> float:
+    """Fraction of ones in 0/1 inputs. Every dot product is a count of at most 2048 (exact in fp16, and every partial
+    sum is exact in an fp16 accumulator) when the expected count stays near 1024: half ones up to K = 4096, fewer above."""
+    return 0.5 if k <= 4096 else math.sqrt(1024.0 / k)
+
+
+def make_inputs(m: int, n: int, k: int, kind: str, seed: int, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """A (m×k) and B (k×n) in fp16: `normal` draws N(0, 1); `binary` draws 0/1 at `ones_density(k)`."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed & 0x7FFF_FFFF_FFFF_FFFF)
+    if kind == "normal":
+        a = torch.randn(m, k, device=device, generator=gen, dtype=torch.float32)
+        b = torch.randn(k, n, device=device, generator=gen, dtype=torch.float32)
+    elif kind == "binary":
+        p = ones_density(k)
+        a = (torch.rand(m, k, device=device, generator=gen) < p).float()
+        b = (torch.rand(k, n, device=device, generator=gen) < p).float()
+    else:
+        raise ValueError(f"unknown input kind {kind!r}")
+    return a.half(), b.half()
+
+
+def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """fp32 product of the fp16 inputs, with TF32 off so the reference is a true fp32 sum."""
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return torch.matmul(a.float(), b.float())
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+
+
+@dataclass
+class CheckOutcome:
+    ok: bool
+    max_rel_err: float
+    reason: str | None = None
+
+
+def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: bool = False) -> CheckOutcome:
+    """Judge output `c` (fp16) against the fp32 reference. NaN anywhere fails: the output was NaN-poisoned before
+    the call, so a NaN means an element was never written (or the kernel produced one)."""
+    nan = torch.isnan(c)
+    if bool(nan.any()):
+        count = int(nan.sum())
+        return CheckOutcome(False, math.inf, f"unwritten output: {count} of {c.numel()} elements still NaN "
+                                             f"(first at {_first_index(nan, c.shape[1])})")
+    cf = c.float()
+    if bool(torch.isinf(cf).any()):
+        return CheckOutcome(False, math.inf, "output holds Inf")
+    diff = (cf - ref).abs()
+    rms = float(ref.pow(2).mean().sqrt()) or 1.0
+    err = float((diff / (ref.abs() + rms)).max())
+    if exact:
+        bad = diff != 0
+        if bool(bad.any()):
+            return CheckOutcome(False, err, f"0/1 inputs: {int(bad.sum())} elements differ from the exact result "
+                                            f"(first at {_first_index(bad, c.shape[1])})")
+        return CheckOutcome(True, err)
+    tol = tolerance(acc, k)
+    if err > tol:
+        return CheckOutcome(False, err, f"wrong values: error {err:.3g} exceeds the {acc} tolerance {tol:.3g} for K={k}")
+    return CheckOutcome(True, err)
+
+
+def _first_index(mask: torch.Tensor, cols: int) -> tuple[int, int]:
+    flat = int(torch.nonzero(mask.reshape(-1))[0])
+    return divmod(flat, cols)
+
+
+class GuardedBuffer:
+    """A device buffer with guard bands of a known byte pattern on both sides; `intact()` tells whether anything
+    wrote outside the buffer. Guards are multiples of 256 bytes so the data pointer keeps cudaMalloc's alignment."""
+
+    PATTERN = 0xA5
+
+    def __init__(self, shape: tuple[int, ...], dtype=torch.float16, device="cpu", guard_bytes: int = 65536):
+        self.guard = -(-max(guard_bytes, 256) // 256) * 256
+        self.nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        span = -(-self.nbytes // 256) * 256
+        self.raw = torch.full((self.guard + span + self.guard,), self.PATTERN, dtype=torch.uint8, device=device)
+        self.tail_start = self.guard + self.nbytes
+        self.tensor = self.raw[self.guard:self.guard + self.nbytes].view(dtype).view(shape)
+
+    def ptr(self) -> int:
+        return self.tensor.data_ptr()
+
+    def rearm(self) -> None:
+        self.raw[:self.guard].fill_(self.PATTERN)
+        self.raw[self.tail_start:].fill_(self.PATTERN)
+
+    def intact(self) -> bool:
+        return bool((self.raw[:self.guard] == self.PATTERN).all()) and bool((self.raw[self.tail_start:] == self.PATTERN).all())
+
+
+def guard_bytes_for(rows: int, row_bytes: int) -> int:
+    """Guard size: room for a tile of up to 256 rows running past the edge, within [64 KiB, 32 MiB]."""
+    return int(min(max(256 * row_bytes, 65536), 32 << 20))

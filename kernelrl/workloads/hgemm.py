@@ -1,0 +1,115 @@
+"""HGEMM workloads: C = A @ B in half precision, and the named shape sets of the CUDA-L2 paper grid."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from dataclasses import asdict, dataclass
+
+PAPER_DIMS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384)
+ACCUMULATORS = ("fp32", "fp16")
+LAYOUTS = ("nn",)
+SIZE_CLASSES = ("small", "medium", "large")
+
+
+class ShapeError(ValueError):
+    """A shape specification that cannot be understood; the message says what to write instead."""
+
+
+@dataclass(frozen=True, order=True)
+class GemmProblem:
+    """C (M×N) = A (M×K) @ B (K×N); fp16 inputs and output, row-major, accumulator `acc`."""
+
+    m: int
+    n: int
+    k: int
+    acc: str = "fp32"
+    layout: str = "nn"
+
+    def __post_init__(self):
+        for name in ("m", "n", "k"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ShapeError(f"{name}={value!r}: dimensions must be positive integers")
+        if self.acc not in ACCUMULATORS:
+            raise ShapeError(f"acc={self.acc!r}: use one of {', '.join(ACCUMULATORS)}")
+        if self.layout not in LAYOUTS:
+            raise ShapeError(f"layout={self.layout!r}: only {', '.join(LAYOUTS)} (row-major A and B) is defined")
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def min_bytes(self) -> int:
+        """Fewest bytes of device memory traffic: each fp16 input read once, the output written once."""
+        return 2 * (self.m * self.k + self.k * self.n + self.m * self.n)
+
+    @property
+    def size_class(self) -> str:
+        return size_class(self.flops)
+
+    @property
+    def name(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+    def with_acc(self, acc: str) -> "GemmProblem":
+        return GemmProblem(self.m, self.n, self.k, acc, self.layout)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def size_class(flops: int) -> str:
+    """`small` under 1 GFLOP, `medium` 1 to 100 GFLOP, `large` above 100 GFLOP."""
+    if flops < 1e9:
+        return "small"
+    if flops <= 100e9:
+        return "medium"
+    return "large"
+
+
+def paper_grid(acc: str = "fp32") -> list[GemmProblem]:
+    """The 1000 (M, N, K) configurations of the CUDA-L2 paper, in M, N, K order."""
+    return [GemmProblem(m, n, k, acc) for m, n, k in itertools.product(PAPER_DIMS, repeat=3)]
+
+
+_LITERAL = re.compile(r"^\s*(\d+)\s*[x×]\s*(\d+)\s*[x×]\s*(\d+)\s*$")
+_USAGE = "use paper, small, medium, large, sample:N:SEED, or MxNxK[,MxNxK...]"
+
+
+def parse_shapes(spec: str, acc: str = "fp32") -> list[GemmProblem]:
+    """Turn a shape-set spec into problems. Sets may be joined with '+', e.g. `small+4096x4096x4096`."""
+    if not spec or not spec.strip():
+        raise ShapeError(f"empty shape specification: {_USAGE}")
+    problems: list[GemmProblem] = []
+    for part in spec.split("+"):
+        problems.extend(_parse_one(part.strip(), acc))
+    return list(dict.fromkeys(problems))  # keep order, drop repeats
+
+
+def _parse_one(spec: str, acc: str) -> list[GemmProblem]:
+    grid = paper_grid(acc)
+    if spec == "paper":
+        return grid
+    if spec in SIZE_CLASSES:
+        return [p for p in grid if p.size_class == spec]
+    if spec.startswith("sample:"):
+        parts = spec.split(":")
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
+            raise ShapeError(f"{spec!r}: write sample:N:SEED, e.g. sample:50:0")
+        count, seed = int(parts[1]), int(parts[2])
+        if not 1 <= count <= len(grid):
+            raise ShapeError(f"{spec!r}: N must be between 1 and {len(grid)}")
+        return sorted(random.Random(seed).sample(grid, count))
+    problems = []
+    for item in spec.split(","):
+        match = _LITERAL.match(item)
+        if not match:
+            raise ShapeError(f"unknown shape {item.strip()!r}: {_USAGE}")
+        m, n, k = (int(g) for g in match.groups())
+        if min(m, n, k) < 1:
+            raise ShapeError(f"shape {item.strip()!r}: dimensions must be at least 1")
+        problems.append(GemmProblem(m, n, k, acc))
+    return problems

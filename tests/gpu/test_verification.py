@@ -1,0 +1,80 @@
+"""Every verification defence, on the GPU: each deliberately broken candidate must fail for its named reason,
+the honest reference must pass, and every baseline (cuBLASLt included) must run and verify."""
+
+from pathlib import Path
+
+import pytest
+
+from kernelrl.bench import BenchConfig, run_bench
+from kernelrl.run.runner import RunSettings
+from kernelrl.workloads.hgemm import parse_shapes
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = ROOT / "tests" / "gpu" / "broken"
+
+
+class QuietUI:
+    def stage(self, text): pass
+    def build_done(self, result): pass
+    def start_tasks(self, total, resumed): pass
+    def progress(self, task, method, phase): pass
+    def task_done(self, task, records): pass
+
+
+def evaluate(tmp_path, files, shapes="256x512x128", baselines=("cublas_nn",), modes=("device",), acc="fp32",
+             timeout=60.0):
+    cfg = BenchConfig(problems=parse_shapes(shapes, acc=acc), modes=list(modes), candidates=[str(f) for f in files],
+                      baselines=list(baselines), db_path=tmp_path / "r.db",
+                      settings=RunSettings(rounds=3, hang_timeout_s=timeout))
+    return run_bench(cfg, QuietUI())
+
+
+def verdict(outcome, method):
+    rows = [r for r in outcome.rows if r["method"] == method]
+    assert rows, f"no rows for {method}"
+    return rows[0]
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("wrong_values", "wrong values"),
+    ("unwritten_tail", "unwritten output"),
+    ("oob_write", "out-of-bounds write"),
+    ("modifies_input", "modified its inputs"),
+    ("first_calls_only", "unwritten output"),
+    ("cache_by_pointer", "unwritten output"),
+    ("side_stream", "unwritten output"),
+    ("illegal_address", "crash"),
+    ("returns_error", "returned error 1"),
+    ("no_entry", "no entry point"),
+    ("compile_error", "compile error"),
+])
+def test_broken_candidate_is_rejected_for_its_reason(tmp_path, name, reason):
+    outcome = evaluate(tmp_path, [BROKEN / f"{name}.cu"])
+    row = verdict(outcome, name)
+    assert not row["verified"]
+    assert reason in row["reason"], row["reason"]
+    assert verdict(outcome, "cublas_nn")["verified"], "the run must go on for the others"
+
+
+def test_hang_becomes_a_verdict(tmp_path):
+    outcome = evaluate(tmp_path, [BROKEN / "hang.cu"], timeout=20.0)
+    row = verdict(outcome, "hang")
+    assert not row["verified"] and row["reason"].startswith("hang")
+    assert verdict(outcome, "cublas_nn")["verified"]
+
+
+def test_fp16_accumulation_claiming_fp32_fails_at_large_k(tmp_path):
+    outcome = evaluate(tmp_path, [BROKEN / "fp16_acc_claims_fp32.cu"], shapes="128x128x16384")
+    row = verdict(outcome, "fp16_acc_claims_fp32")
+    assert not row["verified"] and "tolerance" in row["reason"]
+
+
+@pytest.mark.parametrize("acc, example", [("fp32", "hgemm_wmma.cu"), ("fp16", "hgemm_wmma_fp16acc.cu")])
+def test_reference_candidate_and_every_baseline_verify(tmp_path, acc, example):
+    outcome = evaluate(tmp_path, [ROOT / "examples" / example], shapes="64x64x64,333x200x72,1024x256x4096",
+                       baselines=("torch", "cublas_nn", "cublas_tn", "cublaslt_heur_nn", "cublaslt_heur_tn",
+                                  "cublaslt_auto_nn", "cublaslt_auto_tn"), modes=("device", "offline"), acc=acc)
+    bad = [(r["method"], r["m"], r["n"], r["k"], r["reason"]) for r in outcome.rows if not r["verified"]]
+    assert not bad
+    assert all(r["time_us_median"] > 0 for r in outcome.rows)

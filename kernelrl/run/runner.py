@@ -75,13 +75,16 @@ def verdict_records(task: Task, method: str, reason: str) -> list[dict]:
 
 
 class LocalRunner(Runner, kind="local"):
-    def __init__(self, max_restarts: int = 50):
+    def __init__(self, max_restarts: int = 50, worker_target=None):
         self.max_restarts = max_restarts
+        self.worker_target = worker_target  # tests substitute a CPU-only stand-in for the GPU worker
 
     def run(self, tasks, methods, settings, on_records, lt_cache=None, on_lt_algo=None, on_env=None,
             on_progress=None):
-        from kernelrl.run.worker import worker_main
-
+        if self.worker_target is None:
+            from kernelrl.run.worker import worker_main
+        else:
+            worker_main = self.worker_target
         ctx = mp.get_context("spawn")
         secret = secrets.randbits(62)  # this run's private seed: never stored, never printed
         pending = {t.id: t for t in tasks}

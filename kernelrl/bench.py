@@ -71,6 +71,7 @@ class BenchConfig:
     command: str = ""
     candidate_flags: tuple[str, ...] = ()
     build_workers: int | None = None
+    cuda_l2_untimed_padding: bool = False  # CUDA-L2 files: pad in kernelrl_hgemm_stage, outside the timed call
 
 
 @dataclass
@@ -117,7 +118,17 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
         toolchain = Toolchain.discover(arch=cfg.arch)
         env["arch"] = toolchain.arch
         builder = LocalBuilder(toolchain)
-        requests = [BuildRequest.from_file(p, name=n, flags=cfg.candidate_flags) for n, p in names.items()]
+        requests, adapted = [], set()
+        for n, p in names.items():
+            try:
+                request, is_cuda_l2 = candidate_request(n, p, cfg)
+            except ValueError as exc:  # a CUDA-L2-looking file the adapter cannot read: its verdict, not a stop
+                keys[n] = hashlib.sha256(Path(p).read_bytes()).hexdigest()[:24]
+                failures[n] = f"CUDA-L2 adapter: {exc}"
+                continue
+            requests.append(request)
+            if is_cuda_l2:
+                adapted.add(n)
         if any(s["kind"].startswith("cublas") for s in specs):
             from kernelrl.baselines import native_lib
             requests.append(native_lib.build_request(toolchain))
@@ -132,6 +143,8 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
                 keys[result.name] = result.key
                 specs.append({"name": result.name, "kind": "candidate", "lib_path": result.lib_path,
                               "resources": result.resources})
+                if result.name in adapted and cfg.cuda_l2_untimed_padding:
+                    specs[-1]["untimed_stage"] = True  # exports kernelrl_hgemm_stage; the worker must call it
             else:
                 keys[result.name] = result.key
                 failures[result.name] = result.error
@@ -193,6 +206,17 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
         write_csv(rows, cfg.csv_path)
     return BenchOutcome(rows=rows, env=env, seconds=time.perf_counter() - started, build_failures=failures,
                         lt_search_s=lt_search, measured_tasks=len(tasks), resumed_tasks=resumed)
+
+
+def candidate_request(name: str, path: str, cfg: BenchConfig) -> tuple[BuildRequest, bool]:
+    """The build of one candidate file and whether it is a CUDA-L2 kernel file: those are built as the adapter's
+    wrapper around them, with torch's headers and libraries. Raises ValueError for a CUDA-L2-looking file that the
+    adapter cannot read."""
+    from kernelrl.adapters import cuda_l2
+    if cuda_l2.is_cuda_l2_source(Path(path).read_text(errors="replace")):
+        return cuda_l2.build_request(path, name=name, untimed_padding=cfg.cuda_l2_untimed_padding,
+                                     extra_flags=cfg.candidate_flags), True
+    return BuildRequest.from_file(path, name=name, flags=cfg.candidate_flags), False
 
 
 def expand_candidates(paths: list[str]) -> list[str]:

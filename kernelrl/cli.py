@@ -79,6 +79,9 @@ def _add_common(p: argparse.ArgumentParser):
     p.add_argument("--timeout", type=float, default=60.0, help="seconds without progress before a hang verdict")
     p.add_argument("--runner", default="local", choices=["local", "dummy"],
                    help="dummy makes up times on the CPU (pipeline checks)")
+    p.add_argument("--untimed-padding", action="store_true",
+                   help="CUDA-L2 kernel files: pad and transpose the inputs outside the timed call, as CUDA-L2's "
+                        "own harness does (default: inside it)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         from kernelrl.run.runner import RunnerError
         from kernelrl.workloads.hgemm import ShapeError
         if isinstance(exc, (BenchError, ToolchainError, RunnerError, ShapeError)):
-            err_console.print(f"kernelrl: {exc}")
+            print(f"kernelrl: {exc}", file=sys.stderr)  # plain: one line, no markup, no wrapping
             return 2
         raise
     return 0
@@ -133,7 +136,8 @@ def _bench(args) -> int:
                       settings=RunSettings(cache=args.cache, qps=args.qps, rounds=args.rounds,
                                            hang_timeout_s=args.timeout),
                       db_path=Path(args.db) if args.db else default_db(), csv_path=args.csv, arch=args.arch,
-                      runner=args.runner, command="kernelrl " + shlex.join(sys.argv[1:]))
+                      runner=args.runner, command="kernelrl " + shlex.join(sys.argv[1:]),
+                      cuda_l2_untimed_padding=args.untimed_padding)
     if cfg.settings.rounds < 1:
         raise SystemExit("kernelrl: --rounds must be at least 1")
     ui = RichUI()

@@ -151,6 +151,9 @@ class LocalBuilder(Builder, kind="local"):
         result = BuildResult(name=request.name, key=key, ok=ok, error=error, log=log[-20000:],
                              ptxas=parse_ptxas(log), seconds=round(seconds, 3),
                              lib_path=str(final / lib.name) if ok else None)
+        if error and error.startswith("compile timeout"):
+            shutil.rmtree(work, ignore_errors=True)  # the limit is not in the key: a later, longer try must compile
+            return result
         (work / "build.json").write_text(json.dumps(result.to_dict(), indent=1))
         try:
             os.rename(work, final)  # atomic publish; a concurrent identical build may win the race

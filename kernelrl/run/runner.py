@@ -22,8 +22,8 @@ class RunSettings:
     qps: float = 100.0
     rounds: int = 7
     calls_per_round: int = 3
-    graph_target_ms: float = 1.0
-    max_graph_calls: int = 1000
+    graph_target_ms: float = 0.5
+    max_graph_calls: int = 500
     hang_timeout_s: float = 60.0
     blas_lib: str | None = None
 

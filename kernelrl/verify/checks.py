@@ -65,23 +65,25 @@ class CheckOutcome:
 
 def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: bool = False) -> CheckOutcome:
     """Judge output `c` (fp16) against the fp32 reference. NaN anywhere fails: the output was NaN-poisoned before
-    the call, so a NaN means an element was never written (or the kernel produced one)."""
-    nan = torch.isnan(c)
-    if bool(nan.any()):
-        count = int(nan.sum())
-        return CheckOutcome(False, math.inf, f"unwritten output: {count} of {c.numel()} elements still NaN "
-                                             f"(first at {_first_index(nan, c.shape[1])})")
+    the call, so a NaN means an element was never written (or the kernel produced one).
+    All statistics come back in one device-to-host transfer: this runs for every method on every shape."""
     cf = c.float()
-    if bool(torch.isinf(cf).any()):
-        return CheckOutcome(False, math.inf, "output holds Inf")
+    nan = torch.isnan(cf)
     diff = (cf - ref).abs()
-    rms = float(ref.pow(2).mean().sqrt()) or 1.0
-    err = float((diff / (ref.abs() + rms)).max())
+    rms = ref.pow(2).mean().sqrt().clamp_min(1e-30)
+    stats = torch.stack([nan.sum().float(), torch.isinf(cf).sum().float(),
+                         torch.nan_to_num(diff / (ref.abs() + rms), nan=0.0).max(),
+                         (diff != 0).sum().float() if exact else torch.zeros((), device=c.device)])
+    nans, infs, err, differing = stats.tolist()
+    if nans:
+        return CheckOutcome(False, math.inf, f"unwritten output: {int(nans)} of {c.numel()} elements still NaN "
+                                             f"(first at {_first_index(nan, c.shape[1])})")
+    if infs:
+        return CheckOutcome(False, math.inf, "output holds Inf")
     if exact:
-        bad = diff != 0
-        if bool(bad.any()):
-            return CheckOutcome(False, err, f"0/1 inputs: {int(bad.sum())} elements differ from the exact result "
-                                            f"(first at {_first_index(bad, c.shape[1])})")
+        if differing:
+            return CheckOutcome(False, err, f"0/1 inputs: {int(differing)} elements differ from the exact result "
+                                            f"(first at {_first_index(diff != 0, c.shape[1])})")
         return CheckOutcome(True, err)
     tol = tolerance(acc, k)
     if err > tol:
@@ -115,8 +117,12 @@ class GuardedBuffer:
         self.raw[:self.guard].fill_(self.PATTERN)
         self.raw[self.tail_start:].fill_(self.PATTERN)
 
+    def intact_flag(self) -> torch.Tensor:
+        """A 0-d bool tensor, left on the device so many buffers can be checked with one synchronization."""
+        return (self.raw[:self.guard] == self.PATTERN).all() & (self.raw[self.tail_start:] == self.PATTERN).all()
+
     def intact(self) -> bool:
-        return bool((self.raw[:self.guard] == self.PATTERN).all()) and bool((self.raw[self.tail_start:] == self.PATTERN).all())
+        return bool(self.intact_flag())
 
 
 def guard_bytes_for(rows: int, row_bytes: int) -> int:

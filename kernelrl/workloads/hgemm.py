@@ -97,7 +97,7 @@ def _parse_one(spec: str, acc: str) -> list[GemmProblem]:
         return [p for p in grid if p.size_class == spec]
     if spec.startswith("sample:"):
         parts = spec.split(":")
-        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].lstrip("-").isdigit():
+        if len(parts) != 3 or not re.fullmatch(r"\d+", parts[1]) or not re.fullmatch(r"-?\d+", parts[2]):
             raise ShapeError(f"{spec!r}: write sample:N:SEED, e.g. sample:50:0")
         count, seed = int(parts[1]), int(parts[2])
         if not 1 <= count <= len(grid):

@@ -1,0 +1,184 @@
+"""LocalRunner turns a worker's crash, hang or fatal error into a verdict for the method that was running, and
+restarts a fresh worker for the rest. CPU-only stand-ins for the GPU worker speak its pipe protocol.
+
+The stand-ins live at module top level: the runner spawns them, so they must be picklable by reference."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from kernelrl.run.runner import LocalRunner, RunnerError, RunSettings, Task
+from kernelrl.workloads.hgemm import GemmProblem
+
+METHODS = [{"name": "good", "kind": "torch"}, {"name": "bad", "kind": "candidate", "lib_path": "x"},
+           {"name": "also_good", "kind": "torch"}]
+MODES = ["device", "offline"]
+
+
+def _no_core_dumps():
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def _record(method, mode, skip):
+    return {"method": method, "mode": mode, "time_us_median": 1.0, "time_us_p10": 0.9, "time_us_p90": 1.1,
+            "samples": 3, "tflops": 1.0, "max_rel_err": 0.0, "verified": True, "reason": None,
+            "extra": {"skip_seen": sorted(skip)}}
+
+
+def _serve(conn, payload, misbehave):
+    """The protocol of run/worker.py::worker_main; `misbehave(conn, task_id, method)` may crash or hang."""
+    _no_core_dumps()
+    conn.send(("env", {"gpu": "fake", "pid": os.getpid()}))
+    for task in payload["tasks"]:
+        records = []
+        for spec in payload["methods"]:
+            name = spec["name"]
+            if name in task["skip"]:
+                continue
+            conn.send(("begin", task["id"], name, "time:device"))
+            misbehave(conn, task["id"], name)
+            records += [_record(name, mode, task["skip"]) for mode in task["modes"]]
+        conn.send(("task", task["id"], records))
+    conn.send(("done",))
+
+
+def _segfault_on_bad_task0(conn, task_id, method):
+    if method == "bad" and task_id == 0:
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _hang_on_bad_task0(conn, task_id, method):
+    if method == "bad" and task_id == 0:
+        time.sleep(1000)
+
+
+def _fatal_on_bad(conn, task_id, method):
+    if method == "bad":
+        conn.send(("fatal", task_id, method, "time:device", "crash: CUDA error: an illegal memory access"))
+        conn.close()
+        os._exit(3)
+
+
+def segfault_worker(conn, payload):
+    _serve(conn, payload, _segfault_on_bad_task0)
+
+
+def hang_worker(conn, payload):
+    _serve(conn, payload, _hang_on_bad_task0)
+
+
+def fatal_worker(conn, payload):
+    _serve(conn, payload, _fatal_on_bad)
+
+
+def honest_worker(conn, payload):
+    _serve(conn, payload, lambda *args: None)
+
+
+def startup_error_worker(conn, payload):
+    conn.send(("startup_error", "RuntimeError: no CUDA GPU visible to torch"))
+
+
+def early_exit_worker(conn, payload):
+    _no_core_dumps()
+    os._exit(7)
+
+
+def run(target, n_tasks=2, hang_timeout_s=30.0, methods=METHODS):
+    tasks = [Task(i, GemmProblem(64, 64, 64 * (i + 1)), list(MODES)) for i in range(n_tasks)]
+    got = []
+    envs = []
+    LocalRunner(worker_target=target).run(tasks, methods, RunSettings(hang_timeout_s=hang_timeout_s),
+                                          lambda task, records: got.append((task.id, set(task.skip), records)),
+                                          on_env=envs.append)
+    return tasks, got, envs
+
+
+def by_task_method(got):
+    out = {}
+    for task_id, _, records in got:
+        for r in records:
+            out.setdefault((task_id, r["method"]), []).append(r)
+    return out
+
+
+# -- crash ---------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def segfault_run():
+    return run(segfault_worker)
+
+
+def test_crash_becomes_the_running_methods_verdict(segfault_run):
+    _, got, _ = segfault_run
+    bad = by_task_method(got)[(0, "bad")]
+    assert [r["mode"] for r in bad] == MODES
+    for r in bad:
+        assert not r["verified"] and r["time_us_median"] is None
+        assert r["reason"].startswith("crash") and "SIGSEGV" in r["reason"]
+        assert "time:device" in r["reason"]
+
+
+def test_worker_is_restarted_with_the_culprit_skipped(segfault_run):
+    tasks, got, envs = segfault_run
+    assert "bad" in tasks[0].skip
+    assert len(envs) == 2 and envs[0]["pid"] != envs[1]["pid"]  # a fresh process
+    (task0_timings,) = [records for task_id, _, records in got if task_id == 0 and records[0]["verified"]]
+    assert {r["method"] for r in task0_timings} == {"good", "also_good"}
+    assert all(r["extra"]["skip_seen"] == ["bad"] for r in task0_timings)
+
+
+def test_other_tasks_and_methods_complete_after_a_crash(segfault_run):
+    _, got, _ = segfault_run
+    table = by_task_method(got)
+    for key in [(0, "good"), (0, "also_good"), (1, "good"), (1, "bad"), (1, "also_good")]:
+        assert [r["mode"] for r in table[key]] == MODES, key
+        assert all(r["verified"] for r in table[key]), key
+
+
+def test_each_task_is_reported_once_per_method(segfault_run):
+    _, got, _ = segfault_run
+    assert all(len(records) == len(MODES) for records in by_task_method(got).values())
+
+
+# -- hang ----------------------------------------------------------------------------------------------------
+
+def test_hang_becomes_a_verdict_and_the_rest_completes():
+    tasks, got, _ = run(hang_worker, hang_timeout_s=5.0)
+    table = by_task_method(got)
+    assert all(r["reason"].startswith("hang") and not r["verified"] for r in table[(0, "bad")])
+    assert "time:device" in table[(0, "bad")][0]["reason"]
+    assert "bad" in tasks[0].skip
+    assert all(r["verified"] for key in [(0, "good"), (0, "also_good"), (1, "bad")] for r in table[key])
+
+
+# -- fatal and start-up errors -------------------------------------------------------------------------------
+
+def test_fatal_message_gives_its_reason_to_that_method():
+    tasks, got, _ = run(fatal_worker, n_tasks=1)
+    table = by_task_method(got)
+    assert {r["reason"] for r in table[(0, "bad")]} == {"crash: CUDA error: an illegal memory access"}
+    assert all(r["verified"] for key in [(0, "good"), (0, "also_good")] for r in table[key])
+    assert tasks[0].skip == {"bad"}
+
+
+def test_startup_error_raises_runner_error():
+    with pytest.raises(RunnerError, match="no CUDA GPU visible"):
+        run(startup_error_worker, n_tasks=1)
+
+
+def test_death_before_any_method_raises_runner_error():
+    with pytest.raises(RunnerError, match="exit code 7"):
+        run(early_exit_worker, n_tasks=1)
+
+
+def test_honest_worker_runs_once():
+    _, got, envs = run(honest_worker)
+    assert len(envs) == 1
+    assert {key for key in by_task_method(got)} == {(t, m["name"]) for t in (0, 1) for m in METHODS}

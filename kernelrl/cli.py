@@ -99,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--shape", default="4096x4096x4096", help="shape spec, as --shapes of bench")
     _add_common(ev)
     ev.set_defaults(baselines="torch,cublas_nn,cublas_tn")
+    sm = sub.add_parser("summarize", help="speedup tables (geomean, mean, win rate, per size class) from CSVs")
+    sm.add_argument("csv", nargs="+", help="long-format result CSVs written by bench")
+    sm.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    sm.add_argument("--vs-torch", action="store_true", help="also compare every library baseline with torch")
     return parser
 
 
@@ -107,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("bench", "eval"):
             return _bench(args)
+        if args.command == "summarize":
+            return _summarize(args)
     except KeyboardInterrupt:
         err_console.print("interrupted: everything measured so far is in the database; run again to resume")
         return 130
@@ -159,6 +165,23 @@ def _bench(args) -> int:
     return 0
 
 
+def _summarize(args) -> int:
+    from kernelrl.bench import BenchError
+    from kernelrl.results import read_csv, summarize, summary_markdown
+
+    rows = []
+    for path in args.csv:
+        if not Path(path).is_file():
+            raise BenchError(f"{path}: no such CSV; pass files written by kernelrl bench --csv")
+        rows += read_csv(path)
+    summary = summarize(rows, baselines_vs_torch=args.vs_torch)
+    if args.markdown:
+        print(summary_markdown(summary))
+    else:
+        _print_summary(summary, every_baseline=True)
+    return 0
+
+
 def _print_eval(rows):
     table = Table(title="evaluation")
     for col in ("shape", "mode", "method", "µs (median)", "p10–p90", "TFLOP/s", "max err", "verdict"):
@@ -172,14 +195,14 @@ def _print_eval(rows):
     console.print(table)
 
 
-def _print_summary(summary):
+def _print_summary(summary, every_baseline: bool = False):
     table = Table(title="speedup (baseline time / method time), all shapes")
     for col in ("mode", "method", "vs", "shapes", "geomean", "mean", "win rate", "small", "medium", "large"):
         table.add_column(col, justify="right" if col not in ("mode", "method", "vs") else "left")
     by_key = {(s["mode"], s["method"], s["baseline"], s["class"]): s for s in summary}
     shown = ("torch", "cublas_best", "cublaslt_heur_best", "cublaslt_auto_best")
     for s in summary:
-        if s["class"] != "all" or (s["baseline"] not in shown and s["method"] not in shown[1:]):
+        if s["class"] != "all" or not every_baseline and s["baseline"] not in shown:
             continue
         cls = [by_key.get((s["mode"], s["method"], s["baseline"], c)) for c in ("small", "medium", "large")]
         table.add_row(s["mode"], s["method"], s["baseline"], str(s["shapes"]), f"{s['geomean']:.3f}",

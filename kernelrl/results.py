@@ -69,17 +69,17 @@ def times_by_shape(rows: list[dict]) -> dict:
     return table
 
 
-def summarize(rows: list[dict]) -> list[dict]:
+def summarize(rows: list[dict], baselines_vs_torch: bool = False) -> list[dict]:
     """One row per (mode, subject, baseline, size class incl. 'all'): geomean and mean speedup, win rate.
 
-    Subjects are the candidates; with none, the library baselines are compared with torch.matmul."""
+    Subjects are the candidates; with none (or with `baselines_vs_torch`), the library baselines are also
+    compared with torch.matmul."""
     table = times_by_shape(rows)
     methods = {r["method"] for r in rows}
     candidates = sorted(m for m in methods if m not in BASELINES)
-    if candidates:
-        pairs = [(c, b) for c in candidates for b in (*BASELINES, *COMBINED)]
-    else:
-        pairs = [(b, "torch") for b in (*BASELINES[1:], *COMBINED)]
+    pairs = [(c, b) for c in candidates for b in (*BASELINES, *COMBINED)]
+    if baselines_vs_torch or not candidates:
+        pairs += [(b, "torch") for b in (*BASELINES[1:], *COMBINED)]
     out = []
     modes = sorted({mode for mode, _ in table})
     for mode in modes:
@@ -105,13 +105,18 @@ def failures(rows: list[dict]) -> list[dict]:
     return [r for r in rows if not r["verified"]]
 
 
-def summary_markdown(summary: list[dict], klass: str = "all") -> str:
-    lines = ["| mode | method | baseline | shapes | geomean | mean | win rate | min | max |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+def summary_markdown(summary: list[dict]) -> str:
+    """Speedup table (baseline time / method time) with per-size-class geomeans beside the overall figures."""
+    by_key = {(s["mode"], s["method"], s["baseline"], s["class"]): s for s in summary}
+    lines = ["| mode | method | vs | shapes | geomean | mean | win rate | min | max | small | medium | large |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in summary:
-        if s["class"] == klass:
-            lines.append(f"| {s['mode']} | {s['method']} | {s['baseline']} | {s['shapes']} | {s['geomean']:.3f} | "
-                         f"{s['mean']:.3f} | {100 * s['win_rate']:.0f} % | {s['min']:.2f} | {s['max']:.2f} |")
+        if s["class"] != "all":
+            continue
+        cls = [by_key.get((s["mode"], s["method"], s["baseline"], c)) for c in SIZE_CLASSES]
+        lines.append(f"| {s['mode']} | {s['method']} | {s['baseline']} | {s['shapes']} | {s['geomean']:.3f} | "
+                     f"{s['mean']:.3f} | {100 * s['win_rate']:.0f} % | {s['min']:.2f} | {s['max']:.2f} | "
+                     + " | ".join(f"{c['geomean']:.3f}" if c else "—" for c in cls) + " |")
     return "\n".join(lines)
 
 

@@ -267,7 +267,7 @@ def _reads(body: str, var: str) -> bool:
         after, before = body[m.end():], body[:m.start()]
         if _B_METADATA.match(after):
             continue
-        if re.search(r"\bCHECK\w*\s*\(\s*$", before) and re.match(r"\s*,", after):
+        if re.search(r"\bCHECK\w*\s*\(\s*$", before) and re.match(r"\s*[,)]", after):
             continue
         return True
     return False

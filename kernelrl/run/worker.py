@@ -248,9 +248,6 @@ class Worker:
         else:
             raise ValueError(f"unknown mode {mode!r}")
 
-    def _estimate_s(self, problem) -> float:
-        return max(problem.flops / 700e12, problem.min_bytes / 3e12, 2e-6)
-
     def _time_device(self, task_id, problem, live, results):
         """CUDA-graph replay of back-to-back calls, timed with events; cold cache rotates input sets whose total
         exceeds twice the L2, so each call reads its operands from HBM."""
@@ -261,7 +258,7 @@ class Worker:
             nsets = max(2, min(4096, math.ceil(2 * self.l2_bytes / set_bytes), (8 << 30) // set_bytes))
         kept_guards = list(self._guards)
         sets = [self.set0] + [self._alloc_set(problem, self.need_bt) for _ in range(nsets - 1)]
-        est = self._estimate_s(problem)
+        est = M._estimate_s(problem)
         calls_per_graph = max(nsets, min(s["max_graph_calls"], math.ceil(s["graph_target_ms"] * 1e-3 / est)))
         calls_per_graph = math.ceil(calls_per_graph / nsets) * nsets
         graphs = {}

@@ -41,12 +41,21 @@ class Worker:
         self.stream = None
         self.blas = self.ctx = None
         self.current = (None, None, None)
+        self.phase_s: dict[str, float] = {}
+        self._phase_started = time.perf_counter()
 
     # -- messaging -------------------------------------------------------------------------------------------
     def send(self, *msg):
         self.conn.send(msg)
 
     def begin(self, task_id, method, phase):
+        """Announce what runs next (the parent's culprit if we die) and charge the time since the last
+        announcement to the phase that just ended, so each task reports where the evaluator's time goes."""
+        now = time.perf_counter()
+        if self.current[2] is not None:
+            kind = self.current[2].split(":")[0]
+            self.phase_s[kind] = self.phase_s.get(kind, 0.0) + now - self._phase_started
+        self._phase_started = now
         self.current = (task_id, method, phase)
         self.send("begin", task_id, method, phase)
 
@@ -115,7 +124,13 @@ class Worker:
         self._guards, self.workspaces, self.set0 = [], {}, None
         if torch.cuda.memory_reserved() > (16 << 30):  # return big shapes' memory; small ones reuse the cache
             torch.cuda.empty_cache()
-        self.send("task", task_id, _records(problem, task["modes"], results))
+        self.begin(task_id, None, "report")  # closes the last phase
+        phases = {k: round(v, 4) for k, v in self.phase_s.items()}
+        self.phase_s = {}
+        records = _records(problem, task["modes"], results)
+        for record in records:
+            record["extra"]["task_phase_s"] = phases
+        self.send("task", task_id, records)
 
     def _admit(self, method: M.Method, spec: dict, problem: GemmProblem):
         if isinstance(method, M.Candidate):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import resource
 import time
 import traceback
 
@@ -128,8 +129,10 @@ class Worker:
         phases = {k: round(v, 4) for k, v in self.phase_s.items()}
         self.phase_s = {}
         records = _records(problem, task["modes"], results)
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
         for record in records:
             record["extra"]["task_phase_s"] = phases
+            record["extra"]["worker_max_rss_mb"] = round(rss_mb)
         self.send("task", task_id, records)
 
     def _admit(self, method: M.Method, spec: dict, problem: GemmProblem):

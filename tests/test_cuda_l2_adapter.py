@@ -330,3 +330,27 @@ def test_on_gpu_untimed_padding_needs_the_stage_call(tmp_path):
     torch.cuda.synchronize()
     outcome = compare_output(c, reference(a, b), "fp32", k)
     assert outcome.ok, outcome.reason
+
+
+@pytest.mark.gpu
+def test_on_gpu_untimed_padding_verifies_through_the_evaluator(tmp_path):
+    """--untimed-padding: the worker stages every new input set outside timing, and the kernel still verifies on
+    the re-checks made during timing (fresh inputs behind the same pointers are staged again)."""
+    from kernelrl.bench import BenchConfig, run_bench
+    from kernelrl.run.runner import RunSettings
+    from kernelrl.workloads.hgemm import parse_shapes
+
+    class QuietUI:
+        def stage(self, text): pass
+        def build_done(self, result): assert result.ok, result.log[-3000:]
+        def start_tasks(self, total, resumed): pass
+        def progress(self, task, method, phase): pass
+        def task_done(self, task, records): pass
+
+    cfg = BenchConfig(problems=parse_shapes("100x200x72", acc="fp32"), modes=["device", "offline"],
+                      candidates=[str(write(tmp_path))], baselines=["torch"], db_path=tmp_path / "r.db",
+                      settings=RunSettings(rounds=3), cuda_l2_untimed_padding=True)
+    rows = [r for r in run_bench(cfg, QuietUI()).rows if r["method"] == "synth"]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["verified"], row["reason"]

@@ -211,6 +211,16 @@ class Candidate(Method):
         self._workspace = self._optional("kernelrl_hgemm_workspace", ctypes.c_size_t, [i, i, i])
         self._supports = self._optional("kernelrl_hgemm_supports", i, [i, i, i])
         self._info = self._optional("kernelrl_hgemm_info", ctypes.c_char_p, [])
+        # Optional untimed input staging (the CUDA-L2 protocol: padded copies made outside the timed region).
+        self._stage = self._optional("kernelrl_hgemm_stage", i, [vp, vp, i, i, i, vp, ctypes.c_size_t, vp])
+        self.staged = False
+
+    def stage(self, problem, bufs: "Buffers", ws, stream) -> int:
+        """Run the candidate's untimed staging for the current inputs; 0 when it has none to run."""
+        if not (self.staged and self._stage):
+            return 0
+        return self._stage(bufs.a.data_ptr(), bufs.b.data_ptr(), problem.m, problem.n, problem.k, _ptr(ws),
+                           ws.numel() if ws is not None else 0, stream.cuda_stream)
 
     def _optional(self, symbol, restype, argtypes):
         fn = getattr(self.lib, symbol, None) if hasattr(self.lib, symbol) else None

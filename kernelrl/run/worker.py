@@ -89,6 +89,9 @@ class Worker:
             return M.CublasLt(self.blas, self.ctx, spec["layout"], spec["autotune"], self.algo_cache)
         if kind == "candidate":
             method = M.Candidate(spec["name"], spec["lib_path"])
+            method.staged = bool(spec.get("untimed_stage"))
+            if method.staged and self.settings["cache"] == "cold":
+                raise Rejected("untimed input staging needs --cache hot (one staged input set)")
             return method
         raise ValueError(f"unknown method kind {kind!r}")
 
@@ -114,6 +117,7 @@ class Worker:
             except (M.MethodError, Rejected) as exc:
                 results[name]["errors"].append(str(exc))
         self._guards = []
+        self.live, self.results = live, results  # methods still in the running, and their verdicts so far
         self.need_bt = any(x.needs_bt for x in live.values())
         self.set0 = self._alloc_set(problem, self.need_bt)
         self._alloc_workspaces(problem, live)
@@ -186,14 +190,27 @@ class Worker:
         bufs.b.copy_(b)
         if bufs.bt is not None:
             bufs.bt.copy_(b.t())
+        self._stage_inputs(problem, bufs)
         return a, b, reference(a, b)
+
+    def _stage_inputs(self, problem, bufs: M.Buffers, only: str | None = None):
+        """New inputs: let candidates with untimed staging (--untimed-padding) prepare them, outside any timing."""
+        for name, method in list(getattr(self, "live", {}).items()):
+            if isinstance(method, M.Candidate) and method.staged and only in (None, name):
+                torch.cuda.synchronize()
+                rc = method.stage(problem, bufs, self.workspaces.get(name), self.stream)
+                self._sync(name, "stage")
+                if rc:  # its verdict; it leaves the running for this problem
+                    self.results[name]["errors"].append(
+                        f"kernelrl_hgemm_stage returned error {rc} ({self._error_name(rc)})")
+                    self.live.pop(name).close()
 
     def _checked_call(self, task_id, problem, name, method, bufs, call, a, b, ref, exact, phase, results):
         """Poison C, call once, and run every check. Raises Rejected with the first failure."""
         self.begin(task_id, name, phase)
         bufs.c.fill_(float("nan"))
         ws = self.workspaces.get(name)
-        if ws is not None and isinstance(method, M.Candidate):
+        if ws is not None and isinstance(method, M.Candidate) and not method.staged:
             ws.fill_(0xFF)  # a kernel that relies on a zeroed workspace must zero it itself, inside the call
         self._rearm()
         torch.cuda.synchronize()

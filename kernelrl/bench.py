@@ -24,6 +24,16 @@ class BenchError(ValueError):
     """Bad input to a bench or eval job; one line says what to change."""
 
 
+class NullUI:
+    """The progress interface of run_bench, silent: for library use and tests. RichUI (cli.py) is the loud one."""
+
+    def stage(self, text): pass
+    def build_done(self, result): pass
+    def start_tasks(self, total, resumed): pass
+    def progress(self, task, method, phase): pass
+    def task_done(self, task, records): pass
+
+
 def default_db() -> Path:
     return cache_root() / "results.db"
 

@@ -5,7 +5,7 @@ import csv
 import pytest
 
 from kernelrl.baselines import BASELINES
-from kernelrl.bench import (BenchConfig, BenchError, candidate_names, expand_candidates, parse_baselines,
+from kernelrl.bench import (BenchConfig, BenchError, NullUI, candidate_names, expand_candidates, parse_baselines,
                             parse_modes, run_bench)
 from kernelrl.run.runner import RunSettings
 from kernelrl.workloads.hgemm import parse_shapes
@@ -13,14 +13,11 @@ from kernelrl.workloads.hgemm import parse_shapes
 MODES = ["device", "offline"]
 
 
-class QuietUI:
+class QuietUI(NullUI):
+    """Silent; remembers what each task reported."""
+
     def __init__(self):
         self.done = []
-
-    def stage(self, text): pass
-    def build_done(self, result): pass
-    def start_tasks(self, total, resumed): pass
-    def progress(self, task, method, phase): pass
 
     def task_done(self, task, records):
         self.done.append((task.problem.name, records))

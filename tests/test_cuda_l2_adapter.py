@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernelrl.adapters import cuda_l2
+from kernelrl.bench import NullUI
 from kernelrl.adapters.cuda_l2 import ALIGN, is_cuda_l2_source, parse_cuda_l2, workspace_bytes, wrapper_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,6 +272,13 @@ def test_wrapper_compiles_with_nvcc(tmp_path):
 
 
 # -- on a GPU ------------------------------------------------------------------------------------------------------
+class BuildCheckingUI(NullUI):
+    """Silent, except that a failed build fails the test with the compiler's log."""
+
+    def build_done(self, result):
+        assert result.ok, result.log[-3000:]
+
+
 @pytest.mark.gpu
 def test_on_gpu_timed_padding_verifies(tmp_path):
     """The adapted synthetic file through the whole evaluator: padded (100x200x72 -> 128x256x80) and unpadded, with
@@ -279,17 +287,10 @@ def test_on_gpu_timed_padding_verifies(tmp_path):
     from kernelrl.run.runner import RunSettings
     from kernelrl.workloads.hgemm import parse_shapes
 
-    class QuietUI:
-        def stage(self, text): pass
-        def build_done(self, result): assert result.ok, result.log[-3000:]
-        def start_tasks(self, total, resumed): pass
-        def progress(self, task, method, phase): pass
-        def task_done(self, task, records): pass
-
     cfg = BenchConfig(problems=parse_shapes("100x200x72,256x128x64", acc="fp32"), modes=["device", "offline"],
                       candidates=[str(write(tmp_path))], baselines=["torch"], db_path=tmp_path / "r.db",
                       settings=RunSettings(rounds=3))
-    rows = [r for r in run_bench(cfg, QuietUI()).rows if r["method"] == "synth"]
+    rows = [r for r in run_bench(cfg, BuildCheckingUI()).rows if r["method"] == "synth"]
     assert len(rows) == 4
     for row in rows:
         assert row["verified"], row["reason"]
@@ -340,17 +341,10 @@ def test_on_gpu_untimed_padding_verifies_through_the_evaluator(tmp_path):
     from kernelrl.run.runner import RunSettings
     from kernelrl.workloads.hgemm import parse_shapes
 
-    class QuietUI:
-        def stage(self, text): pass
-        def build_done(self, result): assert result.ok, result.log[-3000:]
-        def start_tasks(self, total, resumed): pass
-        def progress(self, task, method, phase): pass
-        def task_done(self, task, records): pass
-
     cfg = BenchConfig(problems=parse_shapes("100x200x72", acc="fp32"), modes=["device", "offline"],
                       candidates=[str(write(tmp_path))], baselines=["torch"], db_path=tmp_path / "r.db",
                       settings=RunSettings(rounds=3), cuda_l2_untimed_padding=True)
-    rows = [r for r in run_bench(cfg, QuietUI()).rows if r["method"] == "synth"]
+    rows = [r for r in run_bench(cfg, BuildCheckingUI()).rows if r["method"] == "synth"]
     assert len(rows) == 2
     for row in rows:
         assert row["verified"], row["reason"]

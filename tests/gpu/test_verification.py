@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelrl.bench import BenchConfig, run_bench
+from kernelrl.bench import BenchConfig, NullUI, run_bench
 from kernelrl.run.runner import RunSettings
 from kernelrl.workloads.hgemm import parse_shapes
 
@@ -14,20 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 BROKEN = ROOT / "tests" / "gpu" / "broken"
 
 
-class QuietUI:
-    def stage(self, text): pass
-    def build_done(self, result): pass
-    def start_tasks(self, total, resumed): pass
-    def progress(self, task, method, phase): pass
-    def task_done(self, task, records): pass
-
 
 def evaluate(tmp_path, files, shapes="256x512x128", baselines=("cublas_nn",), modes=("device",), acc="fp32",
              timeout=60.0):
     cfg = BenchConfig(problems=parse_shapes(shapes, acc=acc), modes=list(modes), candidates=[str(f) for f in files],
                       baselines=list(baselines), db_path=tmp_path / "r.db",
                       settings=RunSettings(rounds=3, hang_timeout_s=timeout))
-    return run_bench(cfg, QuietUI())
+    return run_bench(cfg, NullUI())
 
 
 def verdict(outcome, method):

@@ -1,0 +1,97 @@
+"""Kernel spaces: parametric families of HGEMM candidates in the evaluator's contract.
+
+A family declares its knobs (each a list of values), a constraint check that rejects invalid points before anything
+is compiled (shared memory, registers, alignment, divisibility), a procedural name for every point (one string is the
+dedupe key, the filter target and the log label, as CUTLASS names its kernels), and a renderer that turns a point
+into one self-contained .cu source exporting kernelrl_hgemm and friends."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from kernelrl.workloads.hgemm import GemmProblem
+
+# Per-SM limits of the target (Hopper, sm_90): what constraints check against.
+HOPPER = {"sms": 132, "smem_per_block": 227 * 1024, "smem_per_sm": 228 * 1024, "regs_per_sm": 65536,
+          "max_threads_per_block": 1024, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One point of a family: its knob values and the accumulator it is built for."""
+
+    family: str
+    acc: str
+    params: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, family: str, acc: str, **params) -> "Variant":
+        return cls(family, acc, tuple(sorted(params.items())))
+
+    @property
+    def p(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def name(self) -> str:
+        return SPACES[self.family].name_of(self)
+
+    def source(self) -> str:
+        return SPACES[self.family].render(self)
+
+    def to_dict(self) -> dict:
+        return {"family": self.family, "acc": self.acc, "params": self.p, "name": self.name}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Variant":
+        return cls.of(data["family"], data["acc"], **data["params"])
+
+
+class KernelSpace:
+    """Base class of a family. Subclasses set `family` and `knobs`, and implement check, name_of and render."""
+
+    family: str = ""
+    knobs: dict[str, list] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.family:
+            SPACES[cls.family] = cls()
+
+    # -- the space ---------------------------------------------------------------------------------------------
+    def points(self, acc: str) -> Iterator[Variant]:
+        """Every point of the knob grid that passes the shape-independent constraints."""
+        names = sorted(self.knobs)
+        for values in itertools.product(*(self.knobs[n] for n in names)):
+            variant = Variant(self.family, acc, tuple(zip(names, values)))
+            if self.check(variant) is None:
+                yield variant
+
+    def check(self, variant: Variant) -> str | None:
+        """Why this point is invalid on the target (None when valid), without any shape."""
+        raise NotImplementedError
+
+    def supports(self, variant: Variant, problem: GemmProblem) -> str | None:
+        """Why this point cannot run `problem` (None when it can). Default: every shape (kernels pad or guard)."""
+        return None
+
+    def resources(self, variant: Variant) -> dict:
+        """Static estimate used by the cost model: threads, smem_bytes, tile (BM, BN, BK), split_k, stages."""
+        raise NotImplementedError
+
+    def name_of(self, variant: Variant) -> str:
+        raise NotImplementedError
+
+    def render(self, variant: Variant) -> str:
+        raise NotImplementedError
+
+    def info_json(self, variant: Variant) -> str:
+        """What kernelrl_hgemm_info returns, as a C string literal body."""
+        return json.dumps({"acc": variant.acc, "family": self.family, "params": variant.p, "name": variant.name},
+                          separators=(",", ":")).replace("\\", "\\\\").replace('"', '\\"')
+
+
+SPACES: dict[str, KernelSpace] = {}

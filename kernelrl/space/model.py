@@ -1,0 +1,74 @@
+"""A cheap cost model that ranks a family's points for a shape before anything is compiled.
+
+It is a pruning device, not a predictor of record: roofline time of the *padded* tile work at a per-family fraction of
+the tensor-core peak, multiplied out by wave quantization (a partial last wave costs a full wave), bounded below by
+the bytes that must cross HBM (split-K partials included) and a fixed launch/prologue latency. Measurement decides."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kernelrl.space.base import HOPPER, SPACES, Variant
+from kernelrl.workloads.hgemm import GemmProblem
+
+
+@dataclass(frozen=True)
+class Machine:
+    sms: int = HOPPER["sms"]
+    tensor_tflops: float = 990.0     # dense fp16 tensor-core peak (datasheet lead; ~750 measured through cuBLAS)
+    hbm_tbps: float = 4.3            # device-to-device copy measured on the H200 (bytes read + written)
+    smem_per_sm: int = HOPPER["smem_per_sm"]
+    max_threads_per_sm: int = HOPPER["max_threads_per_sm"]
+    max_blocks_per_sm: int = HOPPER["max_blocks_per_sm"]
+
+
+H200 = Machine()
+# Fraction of the tensor peak a family can sustain on a full wave: wgmma reaches ~0.8, mma.sync tops out near 0.6 on
+# Hopper (it cannot use the wgmma path), the plain WMMA reference near 0.35.
+FAMILY_EFFICIENCY = {"cutlass_sm90": 0.80, "mma_sync": 0.60, "small": 0.45, "wmma_reference": 0.35}
+LAUNCH_US = 2.0
+
+
+def blocks_per_sm(resources: dict, machine: Machine = H200) -> int:
+    smem = max(1, resources.get("smem_bytes", 0))
+    threads = max(1, resources.get("threads", 128))
+    return max(1, min(machine.smem_per_sm // smem, machine.max_threads_per_sm // threads, machine.max_blocks_per_sm))
+
+
+def waves(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> tuple[int, int, float]:
+    """(CTAs, waves, efficiency of the last wave's quantization: CTAs / (waves × slots))."""
+    r = SPACES[variant.family].resources(variant)
+    bm, bn, _ = r["tile"]
+    cluster = r.get("cluster", (1, 1))
+    ctas = math.ceil(problem.m / bm) * math.ceil(problem.n / bn) * r.get("split_k", 1)
+    # A cluster of CM×CN CTAs is scheduled together: round the grid up to whole clusters.
+    per_cluster = cluster[0] * cluster[1]
+    ctas = math.ceil(ctas / per_cluster) * per_cluster
+    slots = machine.sms * blocks_per_sm(r, machine)
+    n_waves = math.ceil(ctas / slots)
+    return ctas, n_waves, ctas / (n_waves * slots)
+
+
+def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> float:
+    space = SPACES[variant.family]
+    r = space.resources(variant)
+    bm, bn, _ = r["tile"]
+    split = r.get("split_k", 1)
+    padded_flops = 2.0 * math.ceil(problem.m / bm) * bm * math.ceil(problem.n / bn) * bn * problem.k
+    _, _, quantization = waves(variant, problem, machine)
+    rate = machine.tensor_tflops * 1e12 * FAMILY_EFFICIENCY.get(variant.family, 0.5)
+    compute_us = padded_flops / rate / quantization * 1e6
+    traffic = problem.min_bytes + (2 * split * problem.m * problem.n * 4 if split > 1 else 0)
+    memory_us = traffic / (machine.hbm_tbps * 1e12) * 1e6
+    launches = 2 if split > 1 else 1
+    return max(compute_us, memory_us) + LAUNCH_US * launches
+
+
+def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200) -> list[tuple[float, Variant]]:
+    """Variants that can run `problem`, fastest predicted first (ties broken by name, so the order is stable)."""
+    scored = []
+    for v in variants:
+        if SPACES[v.family].supports(v, problem) is None:
+            scored.append((predict_us(v, problem, machine), v))
+    return sorted(scored, key=lambda sv: (sv[0], sv[1].name))

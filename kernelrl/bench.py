@@ -8,6 +8,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from kernelrl import environment
 from kernelrl.baselines import BASELINES
@@ -82,6 +83,10 @@ class BenchConfig:
     candidate_flags: tuple[str, ...] = ()
     build_workers: int | None = None
     cuda_l2_untimed_padding: bool = False  # CUDA-L2 files: pad in kernelrl_hgemm_stage, outside the timed call
+    # Generated candidates (the tuner's): method name → .cu text, beside the files in `candidates`.
+    sources: dict[str, str] = field(default_factory=dict)
+    # Which candidates run on which problem (the tuner measures a different short list per shape); None: all.
+    methods_for: Callable[[GemmProblem], set[str]] | None = None
 
 
 @dataclass
@@ -120,6 +125,9 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
                          "or use --runner dummy to exercise the pipeline")
     gpu = environment.gpu_key(env) if cfg.runner == "local" else "dummy"
     names = candidate_names(cfg.candidates)
+    clash = set(names) & set(cfg.sources) | set(cfg.sources) & set(BASELINES)
+    if clash:
+        raise BenchError(f"candidate names used twice: {', '.join(sorted(clash))}")
     keys = {b: "" for b in cfg.baselines}
     specs = [baseline_spec(b) for b in cfg.baselines]
     failures: dict[str, str] = {}
@@ -139,6 +147,7 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
             requests.append(request)
             if is_cuda_l2:
                 adapted.add(n)
+        requests += [BuildRequest(text, name=n, flags=cfg.candidate_flags) for n, text in cfg.sources.items()]
         if any(s["kind"].startswith("cublas") for s in specs):
             from kernelrl.baselines import native_lib
             requests.append(native_lib.build_request(toolchain))
@@ -159,24 +168,33 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
                 keys[result.name] = result.key
                 failures[result.name] = result.error
     else:
-        for name, path in names.items():
-            keys[name] = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
-            specs.append({"name": name, "kind": "candidate", "lib_path": path})
+        texts = {**{n: Path(p).read_text(errors="replace") for n, p in names.items()}, **cfg.sources}
+        for name, text in texts.items():
+            keys[name] = hashlib.sha256(text.encode()).hexdigest()[:24]
+            specs.append({"name": name, "kind": "candidate", "lib_path": names.get(name)})
 
     db = Database(cfg.db_path)
     run_id = db.start_run(cfg.command, env)
     tasks, resumed = [], 0
-    wanted = {(s["name"], keys[s["name"]]) for s in specs}
+    candidates = {s["name"] for s in specs if s["kind"] == "candidate"} | set(failures)
+
+    def runs_here(problem) -> set[str]:
+        return candidates if cfg.methods_for is None else candidates & set(cfg.methods_for(problem))
+
     for i, problem in enumerate(cfg.problems):
+        here = runs_here(problem)
+        wanted = {(s["name"], keys[s["name"]]) for s in specs if s["kind"] != "candidate" or s["name"] in here}
         todo = [mode for mode in cfg.modes
                 if not wanted <= db.measured(gpu, problem, mode, settings.cache, settings.qps)]
         if todo:
-            tasks.append(Task(i, problem, todo))
+            tasks.append(Task(i, problem, todo, skip=candidates - here))
         else:
             resumed += 1
-    # A candidate that did not build gets its verdict on every shape, without running anything.
+    # A candidate that did not build gets its verdict on every shape it was meant for, without running anything.
     for name, error in failures.items():
         for problem in cfg.problems:
+            if name not in runs_here(problem):
+                continue
             task = Task(-1, problem, list(cfg.modes))
             db.add(gpu, problem, settings.cache, settings.qps, verdict_records(task, name, error), keys, env, run_id)
 

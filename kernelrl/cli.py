@@ -99,6 +99,20 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--shape", default="4096x4096x4096", help="shape spec, as --shapes of bench")
     _add_common(ev)
     ev.set_defaults(baselines="torch,cublas_nn,cublas_tn")
+    tu = sub.add_parser("tune", help="search the kernel spaces per shape and write a tuned library")
+    tu.add_argument("--shapes", default="sample:20:0", help="as bench --shapes (paper for the whole grid)")
+    tu.add_argument("--out", required=True, help="library folder to write (manifest.json, kernels/, lib/)")
+    tu.add_argument("--families", default="all", help="comma-separated kernel families, or all")
+    tu.add_argument("--top-k", type=int, default=6, help="candidates per shape chosen by the cost model")
+    tu.add_argument("--neighbours", type=int, default=2, help="extra candidates: winners of the nearest tuned shapes")
+    tu.add_argument("--batch", type=int, default=25, help="shapes measured per worker run")
+    tu.add_argument("--budget-minutes", type=float, default=None, help="stop starting new batches after this")
+    tu.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
+    tu.add_argument("--rounds", type=int, default=5)
+    tu.add_argument("--db", default=None)
+    tu.add_argument("--arch", default=None)
+    tu.add_argument("--timeout", type=float, default=60.0)
+    tu.add_argument("--runner", default="local", choices=["local", "dummy"])
     sm = sub.add_parser("summarize", help="speedup tables (geomean, mean, win rate, per size class) from CSVs")
     sm.add_argument("csv", nargs="+", help="long-format result CSVs written by bench")
     sm.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -113,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             return _bench(args)
         if args.command == "summarize":
             return _summarize(args)
+        if args.command == "tune":
+            return _tune(args)
     except KeyboardInterrupt:
         err_console.print("interrupted: everything measured so far is in the database; run again to resume")
         return 130
@@ -162,6 +178,39 @@ def _bench(args) -> int:
     console.print(f"measured {outcome.measured_tasks} shapes ({outcome.resumed_tasks} resumed) in "
                   f"{outcome.seconds:.1f} s; cuBLASLt autotuning search {outcome.lt_search_s:.1f} s; "
                   f"database {cfg.db_path}" + (f"; CSV {cfg.csv_path}" if cfg.csv_path else ""))
+    return 0
+
+
+def _tune(args) -> int:
+    from kernelrl.bench import BenchError
+    from kernelrl.run.runner import RunSettings
+    from kernelrl.space import SPACES
+    from kernelrl.tune import TuneConfig, tune
+    from kernelrl.workloads.hgemm import parse_shapes
+
+    families = sorted(SPACES) if args.families == "all" else [f.strip() for f in args.families.split(",") if f.strip()]
+    if not families:
+        raise BenchError("no kernel family is available: install kernelrl completely or pass --families")
+    cfg = TuneConfig(problems=parse_shapes(args.shapes, acc=args.acc), families=families, out=Path(args.out),
+                     top_k=args.top_k, neighbours=args.neighbours, batch=args.batch,
+                     budget_minutes=args.budget_minutes,
+                     settings=RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout),
+                     db_path=Path(args.db) if args.db else None, arch=args.arch, runner=args.runner,
+                     command="kernelrl " + shlex.join(sys.argv[1:]))
+    ui = RichUI()
+    try:
+        results = tune(cfg, ui)
+    finally:
+        ui.finish()
+    table = Table(title="tuned shapes")
+    for col in ("shape", "best kernel", "µs", "torch µs", "speedup", "dispatch"):
+        table.add_column(col)
+    for r in results:
+        speed = r.yardstick_us / r.best_us if r.best_us and r.yardstick_us else None
+        table.add_row(r.problem.name, r.best.name if r.best else "—", f"{r.best_us:.2f}" if r.best_us else "—",
+                      f"{r.yardstick_us:.2f}" if r.yardstick_us else "—", f"{speed:.3f}" if speed else "—",
+                      "kernel" if speed and speed > 1 else "torch.matmul")
+    console.print(table)
     return 0
 
 

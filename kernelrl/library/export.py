@@ -1,0 +1,61 @@
+"""Write a tuned library folder from the tuner's per-shape results."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from kernelrl import __version__
+
+MANIFEST = "manifest.json"
+
+
+def shape_key(m: int, n: int, k: int, acc: str) -> str:
+    return f"{m}x{n}x{k}:{acc}"
+
+
+def write_library(out: Path, results, ui=None, builder=None, env: dict | None = None) -> dict:
+    """manifest.json + kernels/NAME.cu for every kernel that won a shape; with a builder, also lib/libNAME.so.
+
+    A shape whose best tuned kernel is not faster than the yardstick (torch.matmul) dispatches to the fallback:
+    the library never makes a shape slower than what the user had."""
+    out = Path(out)
+    (out / "kernels").mkdir(parents=True, exist_ok=True)
+    shapes, kernels = {}, {}
+    for r in results:
+        p = r.problem
+        entry = {"m": p.m, "n": p.n, "k": p.k, "acc": p.acc, "time_us": r.best_us, "yardstick_us": r.yardstick_us,
+                 "measured_us": r.measured, "failed": r.failed, "kernel": None, "dispatch": "fallback"}
+        if r.best is not None:
+            entry.update(kernel=r.best.name, family=r.best.family, params=r.best.p)
+            if r.yardstick_us is None or r.best_us < r.yardstick_us:
+                entry["dispatch"] = "kernel"
+                kernels[r.best.name] = r.best
+        shapes[shape_key(p.m, p.n, p.k, p.acc)] = entry
+    kernel_entries = {}
+    for name, variant in sorted(kernels.items()):
+        source = out / "kernels" / f"{name}.cu"
+        source.write_text(variant.source())
+        entry = {**variant.to_dict(), "source": f"kernels/{name}.cu", "library": None}
+        if builder is not None:
+            from kernelrl.build.builder import BuildRequest
+            built = builder.build(BuildRequest(variant.source(), name=name))
+            if built.ok:
+                (out / "lib").mkdir(exist_ok=True)
+                shutil.copy2(built.lib_path, out / "lib" / f"lib{name}.so")
+                entry["library"] = f"lib/lib{name}.so"
+        kernel_entries[name] = entry
+    manifest = {"kernelrl": __version__, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "env": env or {}, "shapes": shapes, "kernels": kernel_entries}
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=".manifest.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+    os.replace(tmp, out / MANIFEST)
+    if ui is not None:
+        used = sum(1 for s in shapes.values() if s["dispatch"] == "kernel")
+        ui.stage(f"library {out}: {len(kernel_entries)} kernels; {used} of {len(shapes)} shapes use a tuned kernel")
+    return manifest

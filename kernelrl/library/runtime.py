@@ -1,0 +1,181 @@
+"""Runtime dispatch of torch tensors to a tuned library.
+
+    lib = kernelrl.load_library("LIB")      # also makes torch.ops.kernelrl.hgemm use it
+    c = kernelrl.hgemm(a, b)                # or torch.ops.kernelrl.hgemm(a, b): eager, CUDA graphs, torch.compile
+
+Dispatch rules, in order: the shape's own tuned kernel (when it beat torch.matmul there); else the kernel that won
+the nearest tuned shape and whose kernelrl_hgemm_supports accepts this one; else torch.matmul (cuBLAS). Inputs that
+no kernel takes as they are (CPU tensors, misaligned pointers) go to torch.matmul too: never a wrong answer.
+Non-contiguous inputs are made contiguous (a copy). Wrong dtypes, ranks, devices or mismatched shapes raise
+LibraryError with one line saying what to pass."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import threading
+from pathlib import Path
+
+import torch
+
+from kernelrl.library.export import MANIFEST
+
+
+class LibraryError(ValueError):
+    """Bad input to the tuned library; the message says what to pass instead."""
+
+
+class _Kernel:
+    def __init__(self, name: str, path: Path):
+        self.name = name
+        self.lib = ctypes.CDLL(str(path))
+        vp, i = ctypes.c_void_p, ctypes.c_int
+        self.fn = self.lib.kernelrl_hgemm
+        self.fn.argtypes = [vp, vp, vp, i, i, i, vp, ctypes.c_size_t, vp]
+        self.fn.restype = i
+        self._ws = self._optional("kernelrl_hgemm_workspace", ctypes.c_size_t)
+        self._supports = self._optional("kernelrl_hgemm_supports", i)
+
+    def _optional(self, symbol: str, restype):
+        if not hasattr(self.lib, symbol):
+            return None
+        fn = getattr(self.lib, symbol)
+        fn.argtypes, fn.restype = [ctypes.c_int] * 3, restype
+        return fn
+
+    def supports(self, m: int, n: int, k: int) -> bool:
+        return True if self._supports is None else bool(self._supports(m, n, k))
+
+    def workspace(self, m: int, n: int, k: int) -> int:
+        return 0 if self._ws is None else int(self._ws(m, n, k))
+
+
+class Library:
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        path = self.root / MANIFEST
+        if not path.is_file():
+            raise LibraryError(f"{self.root}: no {MANIFEST}; pass a folder written by `kernelrl tune --out`")
+        manifest = json.loads(path.read_text())
+        self.kernels_meta: dict[str, dict] = manifest.get("kernels", {})
+        self.table: dict[tuple, str | None] = {}
+        for entry in manifest.get("shapes", {}).values():
+            name = entry["kernel"] if entry.get("dispatch") == "kernel" else None
+            self.table[(entry["m"], entry["n"], entry["k"], entry["acc"])] = name
+        self._loaded: dict[str, _Kernel | None] = {}
+        self._decisions: dict[tuple, str | None] = {}
+        self._workspaces: dict[int, torch.Tensor] = {}
+        self._lock = threading.Lock()
+
+    # -- choosing ------------------------------------------------------------------------------------------------
+    def kernel(self, name: str) -> _Kernel | None:
+        if name not in self._loaded:
+            meta = self.kernels_meta.get(name, {})
+            lib = meta.get("library")
+            self._loaded[name] = _Kernel(name, self.root / lib) if lib and (self.root / lib).is_file() else None
+        return self._loaded[name]
+
+    def choose(self, m: int, n: int, k: int, acc: str = "fp32") -> str | None:
+        """The kernel that runs (m, n, k), or None for the torch.matmul fallback. Decisions are cached."""
+        key = (m, n, k, acc)
+        if key in self._decisions:
+            return self._decisions[key]
+        if key in self.table:
+            name = self.table[key]
+            choice = name if name is not None and self.kernel(name) is not None else None
+        else:
+            choice = None
+            tuned = sorted((_distance(key, other), name) for other, name in self.table.items()
+                           if name is not None and other[3] == acc)
+            for _, name in tuned:
+                kern = self.kernel(name)
+                if kern is not None and kern.supports(m, n, k):
+                    choice = name
+                    break
+        self._decisions[key] = choice
+        return choice
+
+    # -- calling -------------------------------------------------------------------------------------------------
+    def hgemm(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: str = "fp32"):
+        _check(a, b, out)
+        m, k = a.shape
+        n = b.shape[1]
+        if out is None:
+            out = torch.empty((m, n), dtype=torch.float16, device=a.device)
+        name = self.choose(m, n, k, acc) if a.is_cuda else None
+        if name is not None:
+            a, b = a.contiguous(), b.contiguous()
+            if a.data_ptr() % 16 or b.data_ptr() % 16 or out.data_ptr() % 16:
+                name = None  # kernels load 16 bytes at a time
+        if name is None:
+            return torch.matmul(a, b, out=out)
+        kern = self.kernel(name)
+        ws = self._workspace(a.device, kern.workspace(m, n, k))
+        rc = kern.fn(a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k,
+                     ws.data_ptr() if ws is not None else None, ws.numel() if ws is not None else 0,
+                     torch.cuda.current_stream(a.device).cuda_stream)
+        if rc:
+            raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
+        return out
+
+    def _workspace(self, device: torch.device, size: int) -> torch.Tensor | None:
+        if size == 0:
+            return None
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        with self._lock:
+            ws = self._workspaces.get(index)
+            if ws is None or ws.numel() < size:
+                ws = torch.empty(size, dtype=torch.uint8, device=device)
+                self._workspaces[index] = ws
+        return ws
+
+
+def _distance(a: tuple, b: tuple) -> float:
+    return sum(abs(math.log2(x) - math.log2(y)) for x, y in zip(a[:3], b[:3]))
+
+
+def _check(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> None:
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise LibraryError("hgemm takes two torch tensors a (M×K) and b (K×N)")
+    if a.dim() != 2 or b.dim() != 2:
+        raise LibraryError(f"hgemm takes 2-D tensors; got a with {a.dim()} and b with {b.dim()} dimensions")
+    if a.dtype != torch.float16 or b.dtype != torch.float16:
+        raise LibraryError(f"hgemm takes float16 tensors; got {a.dtype} and {b.dtype} (convert with .half())")
+    if a.device != b.device:
+        raise LibraryError(f"a is on {a.device} and b on {b.device}: put both on the same device")
+    if a.shape[1] != b.shape[0]:
+        raise LibraryError(f"shape mismatch: a is {tuple(a.shape)}, b is {tuple(b.shape)}; a.shape[1] must equal "
+                           "b.shape[0]")
+    if out is not None:
+        want = (a.shape[0], b.shape[1])
+        if tuple(out.shape) != want or out.dtype != torch.float16 or out.device != a.device or \
+                not out.is_contiguous():
+            raise LibraryError(f"out must be a contiguous float16 tensor of shape {want} on {a.device}")
+
+
+_default: Library | None = None
+
+
+def load_library(root: str | Path) -> Library:
+    """Load a tuned library and make it the one kernelrl.hgemm and torch.ops.kernelrl.hgemm use."""
+    global _default
+    _default = Library(root)
+    return _default
+
+
+def hgemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """C = A @ B through the loaded tuned library (fp32 accumulation)."""
+    if _default is None:
+        raise LibraryError("no tuned library loaded: call kernelrl.load_library(LIB) first")
+    return _default.hgemm(a, b, out)
+
+
+@torch.library.custom_op("kernelrl::hgemm", mutates_args=())
+def _hgemm_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return hgemm(a, b)
+
+
+@_hgemm_op.register_fake
+def _(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a.new_empty((a.shape[0], b.shape[1]))

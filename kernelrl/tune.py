@@ -1,0 +1,110 @@
+"""The tuner: with no LLM at all, search the kernel spaces for each shape on the user's GPU.
+
+Per shape: every point of the chosen families that can run it is ranked by the cost model; the best `top_k`, plus
+the winners of already-tuned neighbouring shapes, are built (in parallel, cached) and measured in the evaluator's
+device mode, interleaved with torch.matmul as the yardstick. Every measurement lands in the database as it is taken,
+so a later run resumes where this one stopped; `budget_minutes` stops starting new batches. The fastest verified
+kernel of each shape goes into the tuned library (see kernelrl.library)."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelrl.bench import BenchConfig, BenchError, run_bench
+from kernelrl.run.runner import RunSettings
+from kernelrl.space import SPACES, Variant
+from kernelrl.space.model import rank
+from kernelrl.workloads.hgemm import GemmProblem
+
+YARDSTICK = "torch"  # the runtime's fallback: a tuned kernel is used only where it beats this
+
+
+@dataclass
+class TuneConfig:
+    problems: list[GemmProblem]
+    families: list[str]
+    out: Path
+    top_k: int = 6
+    neighbours: int = 2
+    batch: int = 25
+    budget_minutes: float | None = None
+    settings: RunSettings = field(default_factory=lambda: RunSettings(rounds=5))
+    db_path: Path | None = None
+    arch: str | None = None
+    runner: str = "local"
+    command: str = ""
+
+
+@dataclass
+class ShapeResult:
+    problem: GemmProblem
+    best: Variant | None
+    best_us: float | None
+    yardstick_us: float | None
+    measured: dict[str, float]
+    failed: dict[str, str]
+
+
+def log_distance(a: GemmProblem, b: GemmProblem) -> float:
+    return sum(abs(math.log2(x) - math.log2(y)) for x, y in ((a.m, b.m), (a.n, b.n), (a.k, b.k)))
+
+
+def shortlist(problem: GemmProblem, families: list[str], top_k: int, winners: dict[GemmProblem, Variant],
+              neighbours: int) -> list[Variant]:
+    """The model's top_k over all families, then up to `neighbours` winners of the nearest tuned shapes."""
+    points = [v for fam in families for v in SPACES[fam].points(problem.acc)]
+    chosen = [v for _, v in rank(points, problem)[:top_k]]
+    near = sorted(((log_distance(problem, p), v.name, v) for p, v in winners.items() if v.acc == problem.acc),
+                  key=lambda t: (t[0], t[1]))
+    extra = 0
+    for _, _, variant in near:
+        if extra >= neighbours:
+            break
+        if variant not in chosen and SPACES[variant.family].supports(variant, problem) is None:
+            chosen.append(variant)
+            extra += 1
+    return chosen
+
+
+def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
+    unknown = [f for f in cfg.families if f not in SPACES]
+    if unknown:
+        raise BenchError(f"unknown kernel family {', '.join(unknown)}: choose from {', '.join(sorted(SPACES))}")
+    started = time.perf_counter()
+    winners: dict[GemmProblem, Variant] = {}
+    results: list[ShapeResult] = []
+    for start in range(0, len(cfg.problems), cfg.batch):
+        if cfg.budget_minutes is not None and time.perf_counter() - started > cfg.budget_minutes * 60:
+            ui.stage(f"budget of {cfg.budget_minutes} min spent: {len(results)} of {len(cfg.problems)} shapes tuned; "
+                     "run again to resume")
+            break
+        batch = cfg.problems[start:start + cfg.batch]
+        lists = {p: shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours) for p in batch}
+        variants = {v.name: v for vs in lists.values() for v in vs}
+        per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
+        bench = BenchConfig(problems=batch, modes=["device"], baselines=[YARDSTICK], settings=cfg.settings,
+                            sources={name: v.source() for name, v in variants.items()},
+                            methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
+                            command=cfg.command, **({"db_path": cfg.db_path} if cfg.db_path else {}))
+        outcome = run_bench(bench, ui)
+        for problem in batch:
+            result = _pick(problem, outcome.rows, variants)
+            results.append(result)
+            if result.best is not None:
+                winners[problem] = result.best
+    from kernelrl.library.export import write_library
+    write_library(cfg.out, results, ui)
+    return results
+
+
+def _pick(problem: GemmProblem, rows: list[dict], variants: dict[str, Variant]) -> ShapeResult:
+    mine = [r for r in rows if (r["m"], r["n"], r["k"], r["acc"]) == (problem.m, problem.n, problem.k, problem.acc)]
+    measured = {r["method"]: r["time_us_median"] for r in mine if r["verified"] and r["time_us_median"]}
+    failed = {r["method"]: r["reason"] for r in mine if not r["verified"]}
+    tuned = {name: t for name, t in measured.items() if name in variants}
+    best_name = min(tuned, key=tuned.get) if tuned else None
+    return ShapeResult(problem, variants.get(best_name), tuned.get(best_name), measured.get(YARDSTICK), measured,
+                       failed)

@@ -75,9 +75,10 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         raise BenchError(f"unknown kernel family {', '.join(unknown)}: choose from {', '.join(sorted(SPACES))}")
     started = time.perf_counter()
     winners: dict[GemmProblem, Variant] = {}
+    env: dict = {}
     results: list[ShapeResult] = []
     for start in range(0, len(cfg.problems), cfg.batch):
-        if cfg.budget_minutes is not None and time.perf_counter() - started > cfg.budget_minutes * 60:
+        if results and cfg.budget_minutes is not None and time.perf_counter() - started > cfg.budget_minutes * 60:
             ui.stage(f"budget of {cfg.budget_minutes} min spent: {len(results)} of {len(cfg.problems)} shapes tuned; "
                      "run again to resume")
             break
@@ -90,13 +91,19 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
                             methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
                             command=cfg.command, **({"db_path": cfg.db_path} if cfg.db_path else {}))
         outcome = run_bench(bench, ui)
+        env = outcome.env
         for problem in batch:
             result = _pick(problem, outcome.rows, variants)
             results.append(result)
             if result.best is not None:
                 winners[problem] = result.best
     from kernelrl.library.export import write_library
-    write_library(cfg.out, results, ui)
+    builder = None
+    if cfg.runner == "local":  # the winners are in the build cache already: copying them costs no compile
+        from kernelrl.build.builder import LocalBuilder
+        from kernelrl.build.toolchain import Toolchain
+        builder = LocalBuilder(Toolchain.discover(arch=cfg.arch))
+    write_library(cfg.out, results, ui, builder=builder, env=env)
     return results
 
 

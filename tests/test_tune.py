@@ -1,0 +1,162 @@
+"""The tuner loop, the cost model and the tuned library, on the CPU: a made-up family and the dummy runner."""
+
+import json
+
+import pytest
+import torch
+
+from kernelrl.bench import NullUI
+from kernelrl.library.runtime import Library, LibraryError
+from kernelrl.space.base import SPACES, KernelSpace, Variant
+from kernelrl.space.model import predict_us, rank, waves
+from kernelrl.tune import TuneConfig, shortlist, tune
+from kernelrl.workloads.hgemm import GemmProblem, parse_shapes
+
+
+class ToySpace(KernelSpace):
+    """Tiles and a speed label: the dummy runner makes `fast` kernels 0.8× torch's time and `slow` ones 2×."""
+
+    family = "toy"
+    knobs = {"tile": [64, 128, 256], "speed": ["fast", "slow"]}
+
+    def check(self, v):
+        return "256 tiles need the fast path" if v.p["tile"] == 256 and v.p["speed"] == "slow" else None
+
+    def supports(self, v, problem):
+        return None if problem.k % 8 == 0 else "K must be a multiple of 8"
+
+    def resources(self, v):
+        t = v.p["tile"]
+        return {"threads": 256, "smem_bytes": 2 * 2 * t * 32 * 3, "tile": (t, t, 32), "split_k": 1, "stages": 3}
+
+    def name_of(self, v):
+        return f"toy_{v.acc}_{v.p['tile']}_{v.p['speed']}"
+
+    def render(self, v):
+        return f"// {self.name_of(v)}\nextern \"C\" int kernelrl_hgemm() {{ return 0; }}\n"
+
+
+def test_points_skip_invalid_combinations():
+    names = {v.name for v in SPACES["toy"].points("fp32")}
+    assert "toy_fp32_256_slow" not in names and len(names) == 5
+
+
+def test_wave_quantization_counts_a_partial_wave_as_whole():
+    v = Variant.of("toy", "fp32", tile=128, speed="fast")  # 48 KiB smem, 256 threads: 4 CTAs per SM, 528 slots
+    assert waves(v, GemmProblem(128 * 24, 128 * 22, 64)) == (528, 1, 1.0)
+    ctas, n_waves, efficiency = waves(v, GemmProblem(128 * 24, 128 * 22 + 1, 64))
+    assert (ctas, n_waves) == (552, 2) and efficiency == pytest.approx(552 / 1056)
+
+
+def test_model_prefers_less_padding():
+    problem = GemmProblem(64, 64, 4096)
+    small, big = Variant.of("toy", "fp32", tile=64, speed="fast"), Variant.of("toy", "fp32", tile=256, speed="fast")
+    assert predict_us(small, problem) < predict_us(big, problem)
+
+
+def test_rank_drops_unsupported_shapes():
+    assert rank(list(SPACES["toy"].points("fp32")), GemmProblem(64, 64, 12)) == []
+
+
+def test_shortlist_adds_neighbour_winners():
+    winner = Variant.of("toy", "fp32", tile=256, speed="fast")
+    chosen = shortlist(GemmProblem(64, 64, 64), ["toy"], 1, {GemmProblem(64, 64, 128): winner}, neighbours=1)
+    assert chosen[-1] == winner and len(chosen) == 2
+
+
+def run_tune(tmp_path, shapes="64x64x64,128x128x128,4096x4096x4096", **kw):
+    cfg = TuneConfig(problems=parse_shapes(shapes), families=["toy"], out=tmp_path / "lib", runner="dummy",
+                     db_path=tmp_path / "t.db", top_k=kw.pop("top_k", 3), **kw)
+    return tune(cfg, NullUI())
+
+
+def test_tune_writes_a_manifest_with_the_fastest_verified_kernel(tmp_path):
+    results = run_tune(tmp_path)
+    manifest = json.loads((tmp_path / "lib" / "manifest.json").read_text())
+    assert len(manifest["shapes"]) == 3
+    for r in results:
+        entry = manifest["shapes"][f"{r.problem.name}:fp32"]
+        assert r.best.p["speed"] == "fast" and entry["dispatch"] == "kernel" and entry["kernel"] == r.best.name
+        assert (tmp_path / "lib" / manifest["kernels"][r.best.name]["source"]).is_file()
+
+
+def test_tune_resumes_from_the_database(tmp_path):
+    run_tune(tmp_path)
+    again = run_tune(tmp_path)
+    assert [r.best for r in again] == [r.best for r in run_tune(tmp_path)]
+
+
+def test_a_kernel_slower_than_torch_is_not_dispatched(tmp_path):
+    class SlowOnly(ToySpace):
+        family = "toy_slow"
+        knobs = {"tile": [64], "speed": ["slow"]}
+
+        def name_of(self, v):
+            return f"toyslow_{v.acc}_{v.p['tile']}"
+    cfg = TuneConfig(problems=parse_shapes("64x64x64"), families=["toy_slow"], out=tmp_path / "lib", runner="dummy",
+                     db_path=tmp_path / "t.db")
+    tune(cfg, NullUI())
+    entry = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]["64x64x64:fp32"]
+    assert entry["dispatch"] == "fallback" and entry["kernel"] == "toyslow_fp32_64"
+
+
+def test_budget_stops_before_the_next_batch(tmp_path):
+    results = run_tune(tmp_path, batch=1, budget_minutes=0.0)
+    assert len(results) == 1
+
+
+def test_unknown_family_is_one_clear_error(tmp_path):
+    from kernelrl.bench import BenchError
+    with pytest.raises(BenchError, match="unknown kernel family"):
+        tune(TuneConfig(problems=parse_shapes("64x64x64"), families=["nope"], out=tmp_path, runner="dummy"), NullUI())
+
+
+# -- the library runtime ---------------------------------------------------------------------------------------------
+def write_manifest(root, shapes, kernels=None):
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "manifest.json").write_text(json.dumps({"shapes": shapes, "kernels": kernels or {}}))
+
+
+def test_library_without_manifest_says_what_to_pass(tmp_path):
+    with pytest.raises(LibraryError, match="kernelrl tune --out"):
+        Library(tmp_path)
+
+
+def test_shapes_without_a_loadable_kernel_fall_back_to_torch(tmp_path):
+    write_manifest(tmp_path, {"64x64x64:fp32": {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": "k1",
+                                                "dispatch": "kernel"}},
+                   {"k1": {"library": "lib/libk1.so"}})
+    lib = Library(tmp_path)
+    assert lib.choose(64, 64, 64) is None
+    a, b = torch.randn(64, 64).half(), torch.randn(64, 64).half()
+    torch.testing.assert_close(lib.hgemm(a, b), torch.matmul(a, b))
+
+
+@pytest.mark.parametrize("a, b, match", [
+    (torch.randn(4, 8), torch.randn(8, 4), "float16"),
+    (torch.randn(4, 8).half(), torch.randn(7, 4).half(), "shape mismatch"),
+    (torch.randn(2, 4, 8).half(), torch.randn(8, 4).half(), "2-D"),
+])
+def test_bad_inputs_raise_one_clear_error(tmp_path, a, b, match):
+    write_manifest(tmp_path, {})
+    with pytest.raises(LibraryError, match=match):
+        Library(tmp_path).hgemm(a, b)
+
+
+def test_out_must_match(tmp_path):
+    write_manifest(tmp_path, {})
+    a, b = torch.randn(4, 8).half(), torch.randn(8, 4).half()
+    with pytest.raises(LibraryError, match="out must be"):
+        Library(tmp_path).hgemm(a, b, out=torch.empty(4, 5).half())
+
+
+def test_custom_op_is_registered_with_a_fake_for_compile(tmp_path):
+    import kernelrl
+    write_manifest(tmp_path, {})
+    kernelrl.load_library(tmp_path)
+    a, b = torch.randn(3, 8).half(), torch.randn(8, 5).half()
+    torch.testing.assert_close(torch.ops.kernelrl.hgemm(a, b), torch.matmul(a, b))
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode() as mode:
+        out = torch.ops.kernelrl.hgemm(mode.from_tensor(a), mode.from_tensor(b))
+    assert tuple(out.shape) == (3, 5)

@@ -80,10 +80,22 @@ def test_tune_writes_a_manifest_with_the_fastest_verified_kernel(tmp_path):
         assert (tmp_path / "lib" / manifest["kernels"][r.best.name]["source"]).is_file()
 
 
+class CountingUI(NullUI):
+    def __init__(self):
+        self.started = []
+
+    def start_tasks(self, total, resumed):
+        self.started.append((total, resumed))
+
+
 def test_tune_resumes_from_the_database(tmp_path):
-    run_tune(tmp_path)
-    again = run_tune(tmp_path)
-    assert [r.best for r in again] == [r.best for r in run_tune(tmp_path)]
+    first = run_tune(tmp_path)
+    ui = CountingUI()
+    cfg = TuneConfig(problems=parse_shapes("64x64x64,128x128x128,4096x4096x4096"), families=["toy"],
+                     out=tmp_path / "lib", runner="dummy", db_path=tmp_path / "t.db", top_k=3)
+    again = tune(cfg, ui)
+    assert ui.started == [(0, 3)]  # nothing measured again
+    assert [r.best for r in again] == [r.best for r in first]
 
 
 def test_a_kernel_slower_than_torch_is_not_dispatched(tmp_path):

@@ -87,6 +87,7 @@ class BenchConfig:
     sources: dict[str, str] = field(default_factory=dict)
     # Which candidates run on which problem (the tuner measures a different short list per shape); None: all.
     methods_for: Callable[[GemmProblem], set[str]] | None = None
+    ray_address: str | None = None  # spread the shapes over a Ray cluster's GPUs ("local" starts one here)
 
 
 @dataclass
@@ -219,7 +220,11 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
 
     ui.start_tasks(len(tasks), resumed)
     if tasks:
-        runner = Runner.create(cfg.runner)
+        if cfg.ray_address:
+            import kernelrl.run.ray_runner  # noqa: F401  (registers the "ray" runner)
+            runner = Runner.create("ray", address=cfg.ray_address, inner=cfg.runner)
+        else:
+            runner = Runner.create(cfg.runner)
         lt_cache = {}
         for key, row in db.lt_algos(gpu).items():
             lt_cache[key] = row

@@ -79,6 +79,8 @@ def _add_common(p: argparse.ArgumentParser):
     p.add_argument("--timeout", type=float, default=60.0, help="seconds without progress before a hang verdict")
     p.add_argument("--runner", default="local", choices=["local", "dummy"],
                    help="dummy makes up times on the CPU (pipeline checks)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="spread shapes over a Ray cluster's GPUs (an address, or 'local' to start one here)")
     p.add_argument("--untimed-padding", action="store_true",
                    help="CUDA-L2 kernel files: pad and transpose the inputs outside the timed call, as CUDA-L2's "
                         "own harness does (default: inside it)")
@@ -113,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--arch", default=None)
     tu.add_argument("--timeout", type=float, default=60.0)
     tu.add_argument("--runner", default="local", choices=["local", "dummy"])
+    tu.add_argument("--ray", default=None, metavar="ADDRESS",
+                    help="spread shapes over a Ray cluster's GPUs (an address, or 'local' to start one here)")
     sm = sub.add_parser("summarize", help="speedup tables (geomean, mean, win rate, per size class) from CSVs")
     sm.add_argument("csv", nargs="+", help="long-format result CSVs written by bench")
     sm.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -159,7 +163,7 @@ def _bench(args) -> int:
                                            hang_timeout_s=args.timeout),
                       db_path=Path(args.db) if args.db else default_db(), csv_path=args.csv, arch=args.arch,
                       runner=args.runner, command="kernelrl " + shlex.join(sys.argv[1:]),
-                      cuda_l2_untimed_padding=args.untimed_padding)
+                      cuda_l2_untimed_padding=args.untimed_padding, ray_address=args.ray)
     if cfg.settings.rounds < 1:
         raise SystemExit("kernelrl: --rounds must be at least 1")
     ui = RichUI()
@@ -196,7 +200,7 @@ def _tune(args) -> int:
                      budget_minutes=args.budget_minutes,
                      settings=RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout),
                      db_path=Path(args.db) if args.db else None, arch=args.arch, runner=args.runner,
-                     command="kernelrl " + shlex.join(sys.argv[1:]))
+                     command="kernelrl " + shlex.join(sys.argv[1:]), ray_address=args.ray)
     ui = RichUI()
     try:
         results = tune(cfg, ui)

@@ -36,6 +36,7 @@ class TuneConfig:
     arch: str | None = None
     runner: str = "local"
     command: str = ""
+    ray_address: str | None = None
 
 
 @dataclass
@@ -89,6 +90,7 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         bench = BenchConfig(problems=batch, modes=["device"], baselines=[YARDSTICK], settings=cfg.settings,
                             sources={name: v.source() for name, v in variants.items()},
                             methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
+                            ray_address=cfg.ray_address,
                             command=cfg.command, **({"db_path": cfg.db_path} if cfg.db_path else {}))
         outcome = run_bench(bench, ui)
         env = outcome.env

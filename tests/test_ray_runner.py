@@ -1,0 +1,34 @@
+"""The Ray runner on a local Ray cluster (CPUs only) with the dummy runner inside each actor: the same records as
+one process, committed by the driver."""
+
+import pytest
+
+from kernelrl.bench import NullUI
+from kernelrl.tune import TuneConfig, tune
+from kernelrl.workloads.hgemm import parse_shapes
+
+ray = pytest.importorskip("ray")
+import tests.test_tune  # noqa: E402,F401  (registers the made-up "toy" family)
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_tune_over_ray_matches_one_process(tmp_path, local_cluster):
+    shapes = parse_shapes("64x64x64,128x128x128,256x64x512,4096x4096x4096,64x4096x128")
+    common = dict(problems=shapes, families=["toy"], runner="dummy", top_k=3, batch=5)
+    alone = tune(TuneConfig(out=tmp_path / "a", db_path=tmp_path / "a.db", **common), NullUI())
+    spread = tune(TuneConfig(out=tmp_path / "b", db_path=tmp_path / "b.db", ray_address="local", **common), NullUI())
+    assert [(r.problem, r.best, r.best_us) for r in spread] == [(r.problem, r.best, r.best_us) for r in alone]
+
+
+def test_a_cluster_without_gpus_is_one_clear_error(tmp_path, local_cluster):
+    from kernelrl.run.ray_runner import RayRunner
+    from kernelrl.run.runner import RunnerError, RunSettings, Task
+    with pytest.raises(RunnerError, match="no GPU"):
+        RayRunner(address="local", inner="local").run([Task(0, parse_shapes("64x64x64")[0], ["device"])], [],
+                                                      RunSettings(), lambda t, r: None)

@@ -1,0 +1,55 @@
+"""Host overhead of the tuned library's dispatch (issue target: at most 2 µs per call), on a GPU machine.
+
+    python benchmarks/dispatch_overhead.py LIB [--shape 64x64x64] [--calls 20000]
+
+Times, on the host clock and without synchronizing inside the loop, N calls of: the kernel through ctypes directly,
+kernelrl.hgemm, torch.ops.kernelrl.hgemm and torch.matmul. The difference between the first two is the dispatch
+overhead. (The GPU work queues behind; a tiny shape keeps the launch queue from filling for long.)"""
+
+import argparse
+import time
+
+import torch
+
+import kernelrl
+
+
+def per_call_us(fn, calls):
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("library")
+    parser.add_argument("--shape", default="64x64x64")
+    parser.add_argument("--calls", type=int, default=20000)
+    args = parser.parse_args()
+    m, n, k = (int(x) for x in args.shape.split("x"))
+    lib = kernelrl.load_library(args.library)
+    a, b = torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half()
+    out = torch.empty(m, n, device="cuda").half()
+    name = lib.choose(m, n, k)
+    rows = []
+    if name:
+        kern = lib.kernel(name)
+        stream = torch.cuda.current_stream().cuda_stream
+        args_ = (a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k, None, 0, stream)
+        rows.append(("ctypes kernel call", per_call_us(lambda: kern.fn(*args_), args.calls)))
+    rows.append(("kernelrl.hgemm(out=)", per_call_us(lambda: kernelrl.hgemm(a, b, out), args.calls)))
+    rows.append(("torch.ops.kernelrl.hgemm", per_call_us(lambda: torch.ops.kernelrl.hgemm(a, b), args.calls)))
+    rows.append(("torch.matmul(out=)", per_call_us(lambda: torch.matmul(a, b, out=out), args.calls)))
+    print(f"{torch.cuda.get_device_name()} · torch {torch.__version__} · {args.shape} · kernel {name}")
+    for label, us in rows:
+        print(f"{label:28s} {us:7.2f} µs/call (host)")
+
+
+if __name__ == "__main__":
+    main()

@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("csv", nargs="+", help="long-format result CSVs written by bench")
     sm.add_argument("--markdown", action="store_true", help="print a Markdown table")
     sm.add_argument("--vs-torch", action="store_true", help="also compare every library baseline with torch")
+    rp = sub.add_parser("report", help="one self-contained HTML page: speedup maps, win rates, failures")
+    rp.add_argument("results", nargs="+", help="result CSVs written by bench --csv (or kernelrl .db files)")
+    rp.add_argument("-o", "--output", default="report.html", help="the HTML page to write (default: report.html)")
+    rp.add_argument("--manifest", default=None, help="a kernel library's manifest.json: adds the family map")
+    rp.add_argument("--method", default=None, help="the candidate to map when the results hold several")
     return parser
 
 
@@ -131,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             return _bench(args)
         if args.command == "summarize":
             return _summarize(args)
+        if args.command == "report":
+            return _report(args)
         if args.command == "tune":
             return _tune(args)
     except KeyboardInterrupt:
@@ -232,6 +239,19 @@ def _summarize(args) -> int:
         print(summary_markdown(summary))
     else:
         _print_summary(summary, every_baseline=True)
+    return 0
+
+
+def _report(args) -> int:
+    from kernelrl.report import ReportError, build_report
+
+    try:
+        info = build_report(args.results, args.output, manifest=args.manifest, method=args.method)
+    except ReportError as exc:
+        print(f"kernelrl: {exc}", file=sys.stderr)
+        return 2
+    console.print(f"report {info['path']}: {info['bytes'] / 1e6:.2f} MB, {info['maps']} maps, "
+                  f"{info['seconds']:.1f} s", markup=False, highlight=False)
     return 0
 
 

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 
 from kernelrl.build.ptxas import parse_ptxas, summarize
 from kernelrl.build.toolchain import Toolchain, arch_flags
+from kernelrl.registry import Registered
 
 BASE_FLAGS = ["-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-lineinfo",
               "--expt-relaxed-constexpr", "-DNDEBUG"]
@@ -64,21 +65,10 @@ class BuildResult:
         return asdict(self)
 
 
-class Builder:
+class Builder(Registered):
     """Base class; `Builder.create(kind)` picks an implementation from the registry."""
 
     registry: dict[str, type["Builder"]] = {}
-
-    def __init_subclass__(cls, kind: str | None = None, **kw):
-        super().__init_subclass__(**kw)
-        if kind:
-            Builder.registry[kind] = cls
-
-    @classmethod
-    def create(cls, kind: str = "local", **kw) -> "Builder":
-        if kind not in cls.registry:
-            raise ValueError(f"unknown builder {kind!r}: choose from {', '.join(sorted(cls.registry))}")
-        return cls.registry[kind](**kw)
 
     def build(self, request: BuildRequest) -> BuildResult:
         raise NotImplementedError

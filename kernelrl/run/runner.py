@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kernelrl.registry import Registered
 from kernelrl.workloads.hgemm import GemmProblem
 
 
@@ -46,19 +47,10 @@ class RunnerError(RuntimeError):
     """The runner itself cannot work (no GPU, the worker cannot start); one line says why."""
 
 
-class Runner:
+class Runner(Registered):
+    """Base class; `Runner.create(kind)` picks an implementation from the registry."""
+
     registry: dict[str, type["Runner"]] = {}
-
-    def __init_subclass__(cls, kind: str | None = None, **kw):
-        super().__init_subclass__(**kw)
-        if kind:
-            Runner.registry[kind] = cls
-
-    @classmethod
-    def create(cls, kind: str = "local", **kw) -> "Runner":
-        if kind not in cls.registry:
-            raise ValueError(f"unknown runner {kind!r}: choose from {', '.join(sorted(cls.registry))}")
-        return cls.registry[kind](**kw)
 
     def run(self, tasks: list[Task], methods: list[dict], settings: RunSettings,
             on_records: Callable[[Task, list[dict]], None], lt_cache: dict | None = None,

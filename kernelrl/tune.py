@@ -55,9 +55,24 @@ def log_distance(a: GemmProblem, b: GemmProblem) -> float:
 
 def shortlist(problem: GemmProblem, families: list[str], top_k: int, winners: dict[GemmProblem, Variant],
               neighbours: int) -> list[Variant]:
-    """The model's top_k over all families, then up to `neighbours` winners of the nearest tuned shapes."""
+    """The model's top_k over all families, then up to `neighbours` winners of the nearest tuned shapes.
+
+    The model knows tiles, not schedules, so many points tie: the list is kept diverse (each family gets its share,
+    at most two points per family and tile) before it is filled up in plain model order."""
     points = [v for fam in families for v in SPACES[fam].points(problem.acc)]
-    chosen = [v for _, v in rank(points, problem)[:top_k]]
+    ranked = [v for _, v in rank(points, problem)]
+    quota = max(1, math.ceil(top_k / max(1, len(families))))
+    per_family: dict[str, int] = {}
+    per_tile: dict[tuple, int] = {}
+    chosen: list[Variant] = []
+    for v in ranked:
+        tile = (v.family, SPACES[v.family].resources(v)["tile"])
+        if len(chosen) >= top_k or per_family.get(v.family, 0) >= quota or per_tile.get(tile, 0) >= 2:
+            continue
+        chosen.append(v)
+        per_family[v.family] = per_family.get(v.family, 0) + 1
+        per_tile[tile] = per_tile.get(tile, 0) + 1
+    chosen += [v for v in ranked if v not in chosen][:top_k - len(chosen)]
     near = sorted(((log_distance(problem, p), v.name, v) for p, v in winners.items() if v.acc == problem.acc),
                   key=lambda t: (t[0], t[1]))
     extra = 0

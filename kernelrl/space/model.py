@@ -2,7 +2,8 @@
 
 It is a pruning device, not a predictor of record: roofline time of the *padded* tile work at a per-family fraction of
 the tensor-core peak, multiplied out by wave quantization (a partial last wave costs a full wave), bounded below by
-the bytes that must cross HBM (split-K partials included) and a fixed launch/prologue latency. Measurement decides."""
+the bytes that must cross HBM (split-K partials included), the operand panels every tile streams through L2, and a
+fixed launch/prologue latency. Measurement decides."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class Machine:
     sms: int = HOPPER["sms"]
     tensor_tflops: float = 990.0     # dense fp16 tensor-core peak (datasheet lead; ~750 measured through cuBLAS)
     hbm_tbps: float = 4.3            # device-to-device copy measured on the H200 (bytes read + written)
+    l2_tbps: float = 12.0            # L2 → SM operand bandwidth (lead, not measured here): small tiles re-read more
     smem_per_sm: int = HOPPER["smem_per_sm"]
     max_threads_per_sm: int = HOPPER["max_threads_per_sm"]
     max_blocks_per_sm: int = HOPPER["max_blocks_per_sm"]
@@ -59,10 +61,15 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
     _, _, quantization = waves(variant, problem, machine)
     rate = machine.tensor_tflops * 1e12 * FAMILY_EFFICIENCY.get(variant.family, 0.5)
     compute_us = padded_flops / rate / quantization * 1e6
-    traffic = problem.min_bytes + (2 * split * problem.m * problem.n * 4 if split > 1 else 0)
-    memory_us = traffic / (machine.hbm_tbps * 1e12) * 1e6
+    memory_us = problem.min_bytes / (machine.hbm_tbps * 1e12) * 1e6
+    # Split-K writes fp32 partials and a second kernel reads them back: time added after the main kernel.
+    reduce_us = (2 * split * problem.m * problem.n * 4 + problem.m * problem.n * 2) / (machine.hbm_tbps * 1e12) * 1e6 \
+        if split > 1 else 0.0
+    # Every CTA streams its A and B panels through L2: (BM + BN) × K halves per output tile.
+    operand_bytes = math.ceil(problem.m / bm) * math.ceil(problem.n / bn) * (bm + bn) * problem.k * 2
+    l2_us = operand_bytes / (machine.l2_tbps * 1e12) * 1e6
     launches = 2 if split > 1 else 1
-    return max(compute_us, memory_us) + LAUNCH_US * launches
+    return max(compute_us, memory_us, l2_us) + reduce_us + LAUNCH_US * launches
 
 
 def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200) -> list[tuple[float, Variant]]:

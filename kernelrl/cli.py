@@ -126,6 +126,20 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("-o", "--output", default="report.html", help="the HTML page to write (default: report.html)")
     rp.add_argument("--manifest", default=None, help="a kernel library's manifest.json: adds the family map")
     rp.add_argument("--method", default=None, help="the candidate to map when the results hold several")
+    kb = sub.add_parser("kb", help="KernelBench-format tasks (Model / get_inputs / get_init_inputs) and candidates")
+    kb_sub = kb.add_subparsers(dest="kb_command", required=True)
+    kbe = kb_sub.add_parser("eval", help="match candidates (ModelNew) to tasks and run the static checks; static "
+                            "checks only for now: the GPU timing and verification worker comes later",
+                            description="Loads tasks and candidates (files or folders; KernelBench's level1/ "
+                            "level2/ level3/ layout works as is), matches them by file name or --map, compares "
+                            "constructor and forward signatures and scans candidates for known cheats. Static "
+                            "checks only: no GPU evaluation yet, and no timings. Exit code 1 when any pair fails.")
+    kbe.add_argument("--tasks", nargs="+", required=True, help="task .py files or folders of them")
+    kbe.add_argument("--candidates", nargs="+", required=True, help="candidate .py files or folders of them")
+    kbe.add_argument("--map", nargs="*", default=[], metavar="TASK=CANDIDATE",
+                     help="explicit pairs (stems, levelN/stem or paths), before matching by file name")
+    kbe.add_argument("--device", default="cuda", choices=["cpu", "cuda"],
+                     help="where evaluation would run (not yet: static checks only)")
     return parser
 
 
@@ -140,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args)
         if args.command == "tune":
             return _tune(args)
+        if args.command == "kb":
+            return _kb_eval(args)
     except KeyboardInterrupt:
         err_console.print("interrupted: everything measured so far is in the database; run again to resume")
         return 130
@@ -253,6 +269,32 @@ def _report(args) -> int:
     console.print(f"report {info['path']}: {info['bytes'] / 1e6:.2f} MB, {info['maps']} maps, "
                   f"{info['seconds']:.1f} s", markup=False, highlight=False)
     return 0
+
+
+def _kb_eval(args) -> int:
+    import torch
+    from rich.markup import escape
+
+    from kernelrl.kernelbench.evaluate import static_eval
+
+    report = static_eval(args.tasks, args.candidates, args.map)
+    for line in report.errors:
+        print(f"kernelrl: {line}", file=sys.stderr)
+    table = Table(title="KernelBench static verdicts")
+    for col in ("task", "candidate", "verdict", "reasons"):
+        table.add_column(col)
+    for v in report.verdicts:
+        colour = "green" if v.ok else "yellow" if v.status == "flagged" else "red"
+        reasons = [*v.reasons, *map(str, v.findings)]
+        table.add_row(escape(v.task.name) if v.task else "—", escape(v.candidate.name) if v.candidate else "—",
+                      f"[{colour}]{v.status}[/]", escape("\n".join(reasons)))
+    console.print(table)
+    why = "" if args.device == "cuda" and torch.cuda.is_available() else f" (--device {args.device}" + (
+        ": CUDA is unavailable here)" if args.device == "cuda" else ")")
+    passed = sum(v.ok for v in report.verdicts)
+    console.print(f"static checks only: no GPU evaluation yet{why}; {passed} of {len(report.verdicts)} pairs "
+                  f"passed; no timings measured", markup=False, highlight=False)
+    return 0 if passed == len(report.verdicts) and not report.errors else 1
 
 
 def _print_eval(rows):

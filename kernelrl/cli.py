@@ -128,18 +128,28 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--method", default=None, help="the candidate to map when the results hold several")
     kb = sub.add_parser("kb", help="KernelBench-format tasks (Model / get_inputs / get_init_inputs) and candidates")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
-    kbe = kb_sub.add_parser("eval", help="match candidates (ModelNew) to tasks and run the static checks; static "
-                            "checks only for now: the GPU timing and verification worker comes later",
+    kbe = kb_sub.add_parser("eval", help="match candidates (ModelNew) to tasks, run the static checks, then "
+                            "verify and time each pair in a spawned worker",
                             description="Loads tasks and candidates (files or folders; KernelBench's level1/ "
                             "level2/ level3/ layout works as is), matches them by file name or --map, compares "
-                            "constructor and forward signatures and scans candidates for known cheats. Static "
-                            "checks only: no GPU evaluation yet, and no timings. Exit code 1 when any pair fails.")
+                            "constructor and forward signatures and scans candidates for known cheats (static "
+                            "checks: a finding marks the pair flagged). Then, on --device cuda when a GPU is "
+                            "visible (or --device cpu explicitly, a dry run against eager only), each pair runs in "
+                            "a spawned worker: outputs checked over several seeds and two input distributions, "
+                            "then timed beside the baselines; the dynamic verdict decides correctness. Exit code "
+                            "1 when any pair fails.")
     kbe.add_argument("--tasks", nargs="+", required=True, help="task .py files or folders of them")
     kbe.add_argument("--candidates", nargs="+", required=True, help="candidate .py files or folders of them")
     kbe.add_argument("--map", nargs="*", default=[], metavar="TASK=CANDIDATE",
                      help="explicit pairs (stems, levelN/stem or paths), before matching by file name")
     kbe.add_argument("--device", default="cuda", choices=["cpu", "cuda"],
-                     help="where evaluation would run (not yet: static checks only)")
+                     help="where the dynamic evaluation runs (cuda: static checks only when no GPU is visible)")
+    kbe.add_argument("--static-only", action="store_true", help="skip the dynamic evaluation")
+    kbe.add_argument("--baselines", default=None,
+                     help="comma-separated: eager, compile_default, compile_reduce_overhead, cuda_graph "
+                          "(default: all on cuda, eager on cpu)")
+    kbe.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per pair")
+    kbe.add_argument("--timeout", type=float, default=120.0, help="seconds without progress before a hang verdict")
     return parser
 
 
@@ -289,11 +299,60 @@ def _kb_eval(args) -> int:
         table.add_row(escape(v.task.name) if v.task else "—", escape(v.candidate.name) if v.candidate else "—",
                       f"[{colour}]{v.status}[/]", escape("\n".join(reasons)))
     console.print(table)
-    why = "" if args.device == "cuda" and torch.cuda.is_available() else f" (--device {args.device}" + (
-        ": CUDA is unavailable here)" if args.device == "cuda" else ")")
+    dynamic = not args.static_only and (args.device == "cpu" or torch.cuda.is_available())
+    if dynamic:
+        return _kb_dynamic(args, report)
+    why = " (--static-only)" if args.static_only else "" if args.device == "cuda" and torch.cuda.is_available() \
+        else f" (--device {args.device}" + (": CUDA is unavailable here)" if args.device == "cuda" else ")")
     passed = sum(v.ok for v in report.verdicts)
     console.print(f"static checks only: no GPU evaluation yet{why}; {passed} of {len(report.verdicts)} pairs "
                   f"passed; no timings measured", markup=False, highlight=False)
+    return 0 if passed == len(report.verdicts) and not report.errors else 1
+
+
+def _kb_dynamic(args, report) -> int:
+    """Verify and time every runnable pair (task and candidate load, signatures agree) in spawned workers. A
+    static finding only flags the pair: the dynamic verdict decides whether it is correct."""
+    from rich.markup import escape
+
+    from kernelrl.kernelbench.aggregate import aggregate
+    from kernelrl.kernelbench.worker import DEFAULT_BASELINES, KBSettings, pair_verdict, run_pairs, task_result
+
+    baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip()) if args.baselines else \
+        (DEFAULT_BASELINES if args.device == "cuda" else ("eager",))
+    unknown = [b for b in baselines if b not in DEFAULT_BASELINES]
+    if unknown:
+        raise SystemExit(f"kernelrl: unknown baseline {unknown[0]}; choose from {', '.join(DEFAULT_BASELINES)}")
+    runnable = [v for v in report.verdicts if v.task and v.candidate and not v.reasons]
+    settings = KBSettings(device=args.device, baselines=baselines, rounds=max(1, args.rounds),
+                          hang_timeout_s=args.timeout)
+    out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings) if runnable else {}
+    table = Table(title=f"KernelBench dynamic verdicts ({args.device})")
+    for col in ("task", "candidate", "static", "verdict", "max abs err", "cand µs", *baselines):
+        table.add_column(col)
+    results, passed = [], 0
+    for i, v in enumerate(runnable):
+        records = out.get(i, [])
+        ok, reason = pair_verdict(records)
+        passed += ok
+        res = task_result(v.task.name, records, baselines)
+        results.append(res)
+        err = next((r.get("max_abs_err") for r in records if r.get("max_abs_err") is not None), None)
+        verdict = ("[green]correct[/]" if not v.findings else "[yellow]correct (flagged)[/]") if ok else \
+            f"[red]{escape(reason or '')}[/]"
+        table.add_row(escape(v.task.name), escape(v.candidate.name), v.status, verdict,
+                      f"{err:.2e}" if err is not None else "", f"{res.candidate_us:.1f}" if res.ok else "—",
+                      *[f"{res.speedup(b):.2f}×" if res.speedup(b) else "—" for b in baselines])
+    console.print(table)
+    summary = Table(title="speedup over tasks (baseline time / candidate time; failed candidates left out)")
+    for col in ("baseline", "tasks", "success", "faster", "mean", "max", "p75", "p50", "p25"):
+        summary.add_column(col)
+    for row in aggregate(results, baselines):
+        summary.add_row(row["baseline"], str(row["tasks"]), str(row["success"]), str(row["faster"]),
+                        *[f"{row[k]:.3f}" for k in ("mean", "max", "p75", "p50", "p25")])
+    console.print(summary)
+    console.print(f"{passed} of {len(report.verdicts)} pairs correct ({len(runnable)} evaluated on {args.device})",
+                  markup=False, highlight=False)
     return 0 if passed == len(report.verdicts) and not report.errors else 1
 
 

@@ -1,4 +1,4 @@
 """KernelBench-format tasks: a task file defines `Model`, `get_inputs()` and `get_init_inputs()`; a candidate file
 defines `ModelNew` with the same constructor and forward signatures. Loading and matching (`tasks`), the static
-second defence layer (`static_checks`) and CUDA-L1-style result tables (`aggregate`) run on the CPU; the GPU
-timing and verification worker comes later."""
+second defence layer (`static_checks`) and CUDA-L1-style result tables (`aggregate`) run on the CPU;
+`worker` verifies and times pairs in a spawned process (GPU, or CPU as a dry run)."""

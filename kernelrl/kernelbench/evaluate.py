@@ -1,5 +1,6 @@
 """The CPU half of `kernelrl kb eval`: discover, inspect and match tasks and candidates, then run the static
-checks on each matched pair. No candidate code runs here; the GPU timing and verification worker comes later."""
+checks on each matched pair. No candidate code runs here;
+`worker.py` runs the dynamic evaluation in a spawned process."""
 
 from __future__ import annotations
 

@@ -1,0 +1,115 @@
+"""The KernelBench dynamic evaluation worker on the CPU: honest candidates pass with a finite speedup over eager;
+each kind of cheat or failure gets its named verdict; hangs and crashes become verdicts and the run continues."""
+
+import math
+
+import pytest
+
+from kernelrl.kernelbench.aggregate import aggregate
+from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result
+
+TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+def get_init_inputs():
+    return [16]
+'''
+
+HEAD = '''
+import os, time, ctypes, resource
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+        self.cache = None
+
+    def forward(self, x):
+'''
+
+BODIES = {
+    "honest": "return torch.addmm(self.fc.bias, x, self.fc.weight.t()).clamp_min(0)",
+    "wrong": "return torch.relu(self.fc(x)) + 1e-2",
+    "inplace": "y = torch.relu(self.fc(x)); x.mul_(2); return y",
+    "returns_input": "return x",
+    "caching": "if self.cache is None:\n            self.cache = torch.relu(self.fc(x))\n        return self.cache",
+    "subclass": "class T(torch.Tensor):\n            pass\n        return torch.relu(self.fc(x)).as_subclass(T)",
+    "raises": "raise ValueError('nope')",
+    "hangs": "time.sleep(1000)",
+    "exits": "os._exit(3)",
+    "segfaults": "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); ctypes.string_at(0)",
+}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kb")
+    (d / "task.py").write_text(TASK)
+    pairs, names = [], list(BODIES)
+    for name in names:
+        (d / f"{name}.py").write_text(HEAD + "        " + BODIES[name] + "\n")
+        pairs.append((d / "task.py", d / f"{name}.py"))
+    pairs.append((d / "task.py", d / "honest.py"))  # after the hang and the crashes: still evaluated
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=3, calls_per_round=2, hang_timeout_s=12.0)
+    out = run_pairs([(str(t), str(c)) for t, c in pairs], settings)
+    return {name: out[i] for i, name in enumerate(names)} | {"honest_again": out[len(names)]}
+
+
+def test_honest_candidate_passes_with_a_finite_speedup(results):
+    for key in ("honest", "honest_again"):
+        ok, reason = pair_verdict(results[key])
+        assert ok, reason
+        (rec,) = results[key]
+        assert rec["baseline"] == "eager" and math.isfinite(rec["speedup"]) and rec["speedup"] > 0
+        assert rec["max_abs_err"] < 1e-4
+    rows = aggregate([task_result(k, r, ("eager",)) for k, r in results.items()], baselines=("eager",))
+    assert rows[0]["tasks"] == len(results) and rows[0]["success"] == 2
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("wrong", "wrong values"), ("inplace", "modified inputs"), ("returns_input", "returned an input"),
+    ("subclass", "tensor subclass"), ("raises", "exception: ValueError: nope")])
+def test_named_verdicts(results, name, expected):
+    ok, reason = pair_verdict(results[name])
+    assert not ok and reason.startswith(expected), reason
+
+
+def test_caching_fails(results):
+    ok, reason = pair_verdict(results["caching"])
+    assert not ok and reason.startswith(("same tensor every call", "wrong values")), reason
+
+
+def test_hang_and_crashes_become_verdicts(results):
+    ok, reason = pair_verdict(results["hangs"])
+    assert not ok and reason.startswith("hang"), reason
+    for name in ("exits", "segfaults"):
+        ok, reason = pair_verdict(results[name])
+        assert not ok and reason.startswith("crash"), (name, reason)
+
+
+def test_kb_eval_cpu_dry_run(tmp_path, capsys):
+    from kernelrl.cli import main
+    from kernelrl.kernelbench.tasks_own import TASKS_DIR
+
+    task = (TASKS_DIR / "7_Softmax.py").read_text()
+    (tmp_path / "7_Softmax.py").write_text(task.replace("class Model(", "class ModelNew("))
+    code = main(["kb", "eval", "--tasks", str(TASKS_DIR / "7_Softmax.py"), "--candidates",
+                 str(tmp_path / "7_Softmax.py"), "--device", "cpu", "--rounds", "2"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "KernelBench dynamic verdicts (cpu)" in out and "correct" in out and "1 of 1 pairs correct" in out
+    assert "eager" in out and "success" in out

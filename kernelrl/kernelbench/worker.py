@@ -13,13 +13,13 @@ or hang gives the runner's `verdict_records` instead (method = what was running,
 from __future__ import annotations
 
 import math
-import os
 import random
 import time
-import traceback
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kernelrl.run.protocol import serve
 
 DEFAULT_BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
 MODE = "kb"
@@ -235,7 +235,6 @@ class KBWorker:
             return model(*inputs)
 
     def _verify(self, tid, tmod, ref, cand, errs):
-        import torch
         seeds = [self.base_seed + i for i in range(max(1, self.s["n_seeds"]) - 1)] + [self.secret & 0x7FFF_FFFF]
         prev = None
         for seed in seeds:
@@ -338,7 +337,7 @@ class KBWorker:
 
     def _time(self, tid, tmod, ref, cand, baselines, errs):
         import torch
-        from kernelrl.run.stats import summarize
+        from kernelrl.run.stats import hidden_work, summarize
 
         s = self.s
         pool = [self._inputs(tmod, self.base_seed + 1000 + i, "task") for i in range(max(1, s["input_sets"]))]
@@ -418,31 +417,13 @@ class KBWorker:
             if name != "candidate" and name in base_reasons:
                 continue
             times[name] = summarize(samples[name])["median"]
-        if cuda and reason is None and overhead["candidate"]:
-            base_ov = sorted(summarize(overhead[n])["median"] for n in fns
-                             if n != "candidate" and overhead[n] and n not in base_reasons)
-            ref_ov = base_ov[len(base_ov) // 2] if base_ov else 0.0
-            extra = summarize(overhead["candidate"])["median"] - ref_ov
-            if extra > max(20.0, 0.5 * times["candidate"]):
-                reason = (f"hidden work: synchronized time exceeds the stream's event time by {extra:.1f} us more "
-                          f"than the baselines' launch overhead")
+        if cuda and reason is None:
+            reason = hidden_work(overhead["candidate"], [summarize(overhead[n])["median"] for n in fns
+                                                         if n != "candidate" and overhead[n] and n not in base_reasons],
+                                 times["candidate"])
         return times, reason, base_reasons
 
 
 def worker_main(conn, payload: dict):
-    """Entry point of the spawned process (same protocol as kernelrl.run.worker.worker_main)."""
-    worker = KBWorker(conn, payload)
-    try:
-        worker.start()
-    except Exception as exc:
-        conn.send(("startup_error", f"{type(exc).__name__}: {exc}"))
-        return
-    for task in payload["tasks"]:
-        try:
-            worker.run_task(task)
-        except Exception as exc:
-            task_id, method, phase = worker.current
-            conn.send(("fatal", task_id, method, phase,
-                       f"worker error: {_short(exc)} | {traceback.format_exc(limit=3)[-300:]}"))
-            os._exit(4)
-    conn.send(("done",))
+    """Entry point of the spawned process (the runner protocol of kernelrl.run.protocol)."""
+    serve(conn, payload, KBWorker(conn, payload))

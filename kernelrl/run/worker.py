@@ -12,12 +12,12 @@ import os
 import random
 import resource
 import time
-import traceback
 
 import torch
 
 from kernelrl.run import methods as M
-from kernelrl.run.stats import summarize
+from kernelrl.run.protocol import serve
+from kernelrl.run.stats import hidden_work, summarize
 from kernelrl.verify.checks import GuardedBuffer, compare_output, guard_bytes_for, make_inputs, reference
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -426,14 +426,11 @@ class Worker:
                         results[name]["errors"].append(f"returned error {rc or rc2} during {mode} timing")
         baseline_overheads = [summarize(overhead[n])["median"] for n in calls
                               if self.kinds[n] != "candidate" and not results[n]["errors"]]
-        reference_overhead = sorted(baseline_overheads)[len(baseline_overheads) // 2] if baseline_overheads else 0.0
         for name in calls:
             stats = summarize(host[name])
-            extra = summarize(overhead[name])["median"] - reference_overhead
-            if extra > max(20.0, 0.5 * stats["median"]):
-                results[name]["errors"].append(
-                    f"hidden work: synchronized time exceeds the stream's event time by {extra:.1f} us more than "
-                    f"the baselines' launch overhead")
+            flag = hidden_work(overhead[name], baseline_overheads, stats["median"])
+            if flag:
+                results[name]["errors"].append(flag)
             results[name]["times"][mode] = {**stats, "sync_overhead_us": summarize(overhead[name])["median"]}
 
     def _try_judge(self, problem, bufs, a, b, ref, result, name, mode):
@@ -490,22 +487,4 @@ def _records(problem: GemmProblem, modes, results: dict) -> list[dict]:
 def worker_main(conn, payload: dict):
     """Entry point of the spawned process."""
     os.environ.setdefault("CUDA_MODULE_LOADING", "LAZY")
-    worker = Worker(conn, payload)
-    try:
-        worker.start()
-    except Exception as exc:  # nothing can run without the GPU: say why, in one line
-        conn.send(("startup_error", f"{type(exc).__name__}: {exc}"))
-        return
-    for task in payload["tasks"]:
-        try:
-            worker.run_task(task)
-        except Fatal as exc:
-            task_id, method, phase = worker.current
-            conn.send(("fatal", task_id, method, phase, str(exc)))
-            os._exit(3)
-        except Exception as exc:
-            task_id, method, phase = worker.current
-            conn.send(("fatal", task_id, method, phase,
-                       f"worker error: {type(exc).__name__}: {exc} | {traceback.format_exc(limit=3)[-400:]}"))
-            os._exit(4)
-    conn.send(("done",))
+    serve(conn, payload, Worker(conn, payload), fatal=(Fatal,))

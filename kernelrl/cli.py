@@ -52,7 +52,7 @@ class RichUI:
             self.bar.update(self.task, now=text)
 
     def progress(self, task, method, phase):
-        if task is not None:
+        if task is not None and method is not None:  # method None: the worker is closing a task's report
             self.progress_update(f"{task.problem.name} {method} {phase}")
 
     def task_done(self, task, records):

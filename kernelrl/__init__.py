@@ -1,15 +1,20 @@
-"""kernelrl: make GPU kernels faster than the vendor libraries, measured honestly on your own GPU."""
+"""kernelrl: make GPU kernels faster than the vendor libraries, measured honestly on your own GPU.
+
+    lib = kernelrl.load_library("LIB")     # a folder written by `kernelrl tune --out LIB`
+    c = kernelrl.hgemm(a, b)               # or torch.ops.kernelrl.hgemm(a, b)
+
+The runtime (and torch) is imported on first use, so the CLI starts without torch; after that, kernelrl.hgemm is
+the runtime's function itself (no wrapper on the hot path)."""
 
 __version__ = "0.1.0"
 
-
-def load_library(root):
-    """Load a tuned library folder (see kernelrl.library); imported lazily so the CLI needs no torch at start."""
-    from kernelrl.library.runtime import load_library as _load
-    return _load(root)
+_RUNTIME_NAMES = ("load_library", "hgemm", "Library", "LibraryError")
 
 
-def hgemm(a, b, out=None):
-    """C = A @ B (fp16) through the loaded tuned library; see kernelrl.library.runtime for the dispatch rules."""
-    from kernelrl.library.runtime import hgemm as _hgemm
-    return _hgemm(a, b, out)
+def __getattr__(name):
+    if name in _RUNTIME_NAMES:
+        from kernelrl.library import runtime
+        value = getattr(runtime, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kernelrl' has no attribute {name!r}")

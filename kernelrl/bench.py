@@ -88,6 +88,7 @@ class BenchConfig:
     # Which candidates run on which problem (the tuner measures a different short list per shape); None: all.
     methods_for: Callable[[GemmProblem], set[str]] | None = None
     ray_address: str | None = None  # spread the shapes over a Ray cluster's GPUs ("local" starts one here)
+    library: Path | None = None  # a tuned library folder: measured as the method "kernelrl" (see library.bench)
 
 
 @dataclass
@@ -174,13 +175,23 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
             keys[name] = hashlib.sha256(text.encode()).hexdigest()[:24]
             specs.append({"name": name, "kind": "candidate", "lib_path": names.get(name)})
 
+    plan = None
+    if cfg.library is not None:
+        from kernelrl.library.bench import LibraryPlan
+        plan = LibraryPlan.make(cfg.library, cfg.problems)
+        for name, path in plan.kernels.items():
+            keys[name] = plan.keys[name]
+            specs.append({"name": name, "kind": "candidate", "lib_path": str(path)})
     db = Database(cfg.db_path)
     run_id = db.start_run(cfg.command, env)
     tasks, resumed = [], 0
     candidates = {s["name"] for s in specs if s["kind"] == "candidate"} | set(failures)
 
     def runs_here(problem) -> set[str]:
-        return candidates if cfg.methods_for is None else candidates & set(cfg.methods_for(problem))
+        here = candidates if cfg.methods_for is None else candidates & set(cfg.methods_for(problem))
+        if plan is not None:  # a library kernel runs only where the library dispatches to it
+            here = (here - set(plan.kernels)) | plan.methods_for(problem)
+        return here
 
     for i, problem in enumerate(cfg.problems):
         here = runs_here(problem)
@@ -233,6 +244,8 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
     rows = db.rows(gpu, cfg.problems, cfg.modes, settings.cache, settings.qps, methods=keys)
     for row in rows:
         row["gpu"] = gpu
+    if plan is not None:  # the library's kernels appear as what users call: the one method `kernelrl`
+        rows = [r for r in rows if r["method"] not in plan.kernels] + plan.rows(rows)
     db.close()
     if cfg.csv_path:
         from kernelrl.results import write_csv

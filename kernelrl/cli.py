@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--shapes", default="sample:50:0",
                        help="paper, small, medium, large, sample:N:SEED or MxNxK[,MxNxK...]")
     bench.add_argument("--candidates", nargs="*", default=[], help="candidate .cu files or folders of them")
+    bench.add_argument("--library", default=None, metavar="LIB",
+                       help="a tuned library folder (kernelrl tune --out): measured as the method 'kernelrl'")
     _add_common(bench)
     ev = sub.add_parser("eval", help="verify and time one candidate, with its verdict and reasons")
     ev.add_argument("file", help="candidate .cu file")
@@ -105,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--shapes", default="sample:20:0", help="as bench --shapes (paper for the whole grid)")
     tu.add_argument("--out", required=True, help="library folder to write (manifest.json, kernels/, lib/)")
     tu.add_argument("--families", default="all", help="comma-separated kernel families, or all")
-    tu.add_argument("--top-k", type=int, default=6, help="candidates per shape chosen by the cost model")
+    tu.add_argument("--top-k", type=int, default=9, help="candidates per shape chosen by the cost model")
     tu.add_argument("--neighbours", type=int, default=2, help="extra candidates: winners of the nearest tuned shapes")
     tu.add_argument("--batch", type=int, default=25, help="shapes measured per worker run")
     tu.add_argument("--budget-minutes", type=float, default=None, help="stop starting new batches after this")
@@ -115,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--arch", default=None)
     tu.add_argument("--timeout", type=float, default=60.0)
     tu.add_argument("--runner", default="local", choices=["local", "dummy"])
+    tu.add_argument("--build-only", action="store_true",
+                    help="only compile every candidate these shapes can need into the build cache (no GPU needed "
+                         "with --arch); the cache can then travel to the GPU machine")
+    tu.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes (default: one per core)")
     tu.add_argument("--ray", default=None, metavar="ADDRESS",
                     help="spread shapes over a Ray cluster's GPUs (an address, or 'local' to start one here)")
     sm = sub.add_parser("summarize", help="speedup tables (geomean, mean, win rate, per size class) from CSVs")
@@ -196,7 +202,8 @@ def _bench(args) -> int:
                                            hang_timeout_s=args.timeout),
                       db_path=Path(args.db) if args.db else default_db(), csv_path=args.csv, arch=args.arch,
                       runner=args.runner, command="kernelrl " + shlex.join(sys.argv[1:]),
-                      cuda_l2_untimed_padding=args.untimed_padding, ray_address=args.ray)
+                      cuda_l2_untimed_padding=args.untimed_padding, ray_address=args.ray,
+                      library=Path(args.library) if getattr(args, "library", None) else None)
     if cfg.settings.rounds < 1:
         raise SystemExit("kernelrl: --rounds must be at least 1")
     ui = RichUI()
@@ -235,6 +242,18 @@ def _tune(args) -> int:
                      db_path=Path(args.db) if args.db else None, arch=args.arch, runner=args.runner,
                      command="kernelrl " + shlex.join(sys.argv[1:]), ray_address=args.ray)
     ui = RichUI()
+    if args.build_only:
+        from kernelrl.tune import prebuild
+        try:
+            built = prebuild(cfg, ui, workers=args.jobs)
+        finally:
+            ui.finish()
+        failed = [b for b in built if not b.ok]
+        console.print(f"{len(built) - len(failed)} of {len(built)} candidates in the build cache "
+                      f"({sum(b.cached for b in built)} were there already)")
+        for b in failed:
+            console.print(f"  [red]{b.name}[/red]: {b.error}")
+        return 1 if failed else 0
     try:
         results = tune(cfg, ui)
     finally:

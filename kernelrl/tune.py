@@ -19,6 +19,7 @@ from kernelrl.space import SPACES, Variant
 from kernelrl.space.model import rank
 from kernelrl.workloads.hgemm import GemmProblem
 
+WORTH_MEASURING = 2.0  # keep points the model predicts within this factor of its best for the shape
 YARDSTICK = "torch"  # the runtime's fallback: a tuned kernel is used only where it beats this
 
 
@@ -27,7 +28,7 @@ class TuneConfig:
     problems: list[GemmProblem]
     families: list[str]
     out: Path
-    top_k: int = 6
+    top_k: int = 9
     neighbours: int = 2
     batch: int = 25
     budget_minutes: float | None = None
@@ -58,18 +59,27 @@ def shortlist(problem: GemmProblem, families: list[str], top_k: int, winners: di
     """The model's top_k over all families, then up to `neighbours` winners of the nearest tuned shapes.
 
     The model knows tiles, not schedules, so many points tie: the list is kept diverse (each family gets its share,
-    at most two points per family and tile) before it is filled up in plain model order."""
+    at most two points per family and tile, one per tile and split/cluster shape) before it is filled up in plain
+    model order."""
     points = [v for fam in families for v in SPACES[fam].points(problem.acc)]
-    ranked = [v for _, v in rank(points, problem)]
-    quota = max(1, math.ceil(top_k / max(1, len(families))))
+    scored = rank(points, problem)
+    # A family's share is only worth measuring when the model gives it a chance: far slower points are dropped.
+    ranked = [v for t, v in scored if t <= WORTH_MEASURING * scored[0][0]] if scored else []
+    present = {v.family for v in ranked}  # families with a point worth measuring here share the list
+    quota = max(1, math.ceil(top_k / max(1, len(present))))
     per_family: dict[str, int] = {}
     per_tile: dict[tuple, int] = {}
     chosen: list[Variant] = []
+    shapes_seen: set[tuple] = set()
     for v in ranked:
-        tile = (v.family, SPACES[v.family].resources(v)["tile"])
-        if len(chosen) >= top_k or per_family.get(v.family, 0) >= quota or per_tile.get(tile, 0) >= 2:
+        r = SPACES[v.family].resources(v)
+        tile = (v.family, r["tile"])
+        shape = (*tile, r.get("split_k", 1), r.get("cluster", (1, 1)), r.get("schedule"))
+        if len(chosen) >= top_k or per_family.get(v.family, 0) >= quota or per_tile.get(tile, 0) >= 2 \
+                or shape in shapes_seen:
             continue
         chosen.append(v)
+        shapes_seen.add(shape)
         per_family[v.family] = per_family.get(v.family, 0) + 1
         per_tile[tile] = per_tile.get(tile, 0) + 1
     chosen += [v for v in ranked if v not in chosen][:top_k - len(chosen)]
@@ -85,10 +95,39 @@ def shortlist(problem: GemmProblem, families: list[str], top_k: int, winners: di
     return chosen
 
 
-def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
-    unknown = [f for f in cfg.families if f not in SPACES]
+def _check_families(families: list[str]) -> None:
+    unknown = [f for f in families if f not in SPACES]
     if unknown:
         raise BenchError(f"unknown kernel family {', '.join(unknown)}: choose from {', '.join(sorted(SPACES))}")
+
+
+def candidate_set(cfg: TuneConfig) -> dict[str, Variant]:
+    """Every variant a tuning run of these shapes can build. Neighbours' winners come from other shapes' shortlists,
+    so the union of the model's shortlists is the whole set, known before anything is measured."""
+    _check_families(cfg.families)
+    found: dict[str, Variant] = {}
+    for problem in cfg.problems:
+        for v in shortlist(problem, cfg.families, cfg.top_k, {}, 0):
+            found.setdefault(v.name, v)
+    return found
+
+
+def prebuild(cfg: TuneConfig, ui, workers: int | None = None, builder=None) -> list:
+    """Compile the whole candidate set into the build cache, all at once (no GPU needed with an explicit arch).
+
+    One wide parallel build beats per-batch builds on a many-core box, and a cache filled on a build machine can be
+    carried to the GPU machine (the cache key does not depend on where the headers are installed)."""
+    from kernelrl.build.builder import BuildRequest, LocalBuilder
+    from kernelrl.build.toolchain import Toolchain
+    variants = candidate_set(cfg)
+    builder = builder or LocalBuilder(Toolchain.discover(arch=cfg.arch))
+    ui.stage(f"building {len(variants)} candidates for {len(cfg.problems)} shapes")
+    requests = [BuildRequest(v.source(), name=name) for name, v in sorted(variants.items())]
+    return builder.build_many(requests, workers=workers, on_done=ui.build_done)
+
+
+def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
+    _check_families(cfg.families)
     started = time.perf_counter()
     winners: dict[GemmProblem, Variant] = {}
     env: dict = {}

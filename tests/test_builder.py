@@ -213,3 +213,32 @@ def test_build_many_returns_results_in_request_order(good_build, toolchain, cach
     assert [r.name for r in results] == ["first", "second"]
     assert [r.ok for r in results] == [False, True]
     assert seen == ["first", "second"]
+
+
+# -- a cache that travels --------------------------------------------------------------------------------------------
+
+def test_key_names_cutlass_headers_by_version_not_by_install_path(monkeypatch, tmp_path):
+    from kernelrl.build import builder as mod
+    here, there = "/usr/lib/site/cutlass_library", "/tmp/site/cutlass_library"
+    keys = []
+    for root in (here, there):
+        monkeypatch.setattr(mod, "_known_header_roots", lambda root=root: {root: "nvidia-cutlass==4.2.0.0"})
+        toolchain = Toolchain("/opt/fake/bin/nvcc", "13.0.88", "sm_90a", include_dirs=(root + "/source/include",))
+        keys.append(LocalBuilder(toolchain, cache_dir=tmp_path).key(BuildRequest("int x;")))
+    assert keys[0] == keys[1]
+
+
+def test_key_keeps_other_include_paths(fake_builder):
+    assert fake_builder.key(BuildRequest("int x;", include_dirs=("/a",))) != \
+        fake_builder.key(BuildRequest("int x;", include_dirs=("/b",)))
+
+
+@pytest.mark.nvcc
+def test_a_moved_cache_still_serves_its_libraries(good_build, toolchain, cache_dir, tmp_path):
+    import shutil
+    request, first = good_build
+    moved = tmp_path / "carried"
+    shutil.copytree(cache_dir, moved)
+    again = LocalBuilder(toolchain, cache_dir=moved).build(request)
+    assert again.cached and again.ok
+    assert Path(again.lib_path).parent.parent == moved and Path(again.lib_path).is_file()

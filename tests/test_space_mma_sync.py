@@ -171,7 +171,7 @@ def test_rendered_source_has_the_contract_and_the_constants(variant):
     mma = "f16.f16.f16.f16" if variant.acc == "fp16" else "f32.f16.f16.f32"
     assert f"mma.sync.aligned.m16n8k16.row.col.{mma}" in src
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in src and "cp.async.cg.shared.global" in src
-    assert "#include" in src and not re.search(r"#include\s*[<\"](?!cuda_fp16\.h|cuda_runtime\.h|stddef\.h|stdint\.h)",
+    assert "#include" in src and not re.search(r"#include\s*[<\"](?!cooperative_groups\.h|cuda_fp16\.h|cuda_runtime\.h|stddef\.h|stdint\.h)",
                                                 src)
 
 

@@ -172,3 +172,58 @@ def test_custom_op_is_registered_with_a_fake_for_compile(tmp_path):
     with FakeTensorMode() as mode:
         out = torch.ops.kernelrl.hgemm(mode.from_tensor(a), mode.from_tensor(b))
     assert tuple(out.shape) == (3, 5)
+
+
+# -- building ahead ----------------------------------------------------------------------------------------------------
+def test_candidate_set_is_the_union_of_the_shortlists(tmp_path):
+    from kernelrl.tune import candidate_set
+    problems = parse_shapes("64x64x64,4096x4096x4096")
+    cfg = TuneConfig(problems=problems, families=["toy"], out=tmp_path, top_k=2)
+    expected = {v.name for p in problems for v in shortlist(p, ["toy"], 2, {}, 0)}
+    assert set(candidate_set(cfg)) == expected
+
+
+def test_prebuild_hands_every_candidate_to_the_builder_at_once(tmp_path):
+    from kernelrl.build.builder import BuildResult
+    from kernelrl.tune import candidate_set, prebuild
+
+    class RecordingBuilder:
+        def __init__(self):
+            self.calls = []
+
+        def build_many(self, requests, workers=None, on_done=None):
+            self.calls.append([r.name for r in requests])
+            return [BuildResult(name=r.name, key="k", ok=True) for r in requests]
+    cfg = TuneConfig(problems=parse_shapes("64x64x64,4096x4096x4096"), families=["toy"], out=tmp_path, top_k=2)
+    builder = RecordingBuilder()
+    built = prebuild(cfg, NullUI(), builder=builder)
+    assert len(builder.calls) == 1 and sorted(builder.calls[0]) == sorted(candidate_set(cfg))
+    assert all(b.ok for b in built)
+
+
+# -- a library measured as the method `kernelrl` ---------------------------------------------------------------------
+def test_bench_library_reports_what_the_library_runs(tmp_path):
+    from kernelrl.bench import BenchConfig, run_bench
+    (tmp_path / "lib" / "lib").mkdir(parents=True)
+    (tmp_path / "lib" / "lib" / "libtoy.so").write_bytes(b"not loaded by the dummy runner")
+    write_manifest(tmp_path / "lib", {
+        "64x64x64:fp32": {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": "toy", "dispatch": "kernel"},
+        "128x128x128:fp32": {"m": 128, "n": 128, "k": 128, "acc": "fp32", "kernel": "toy", "dispatch": "fallback"}},
+        {"toy": {"library": "lib/libtoy.so"}})
+    cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
+                      runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
+    rows = run_bench(cfg, NullUI()).rows
+    assert {r["method"] for r in rows} == {"torch", "kernelrl"}
+    ours = {(r["m"], r["dispatch"]) for r in rows if r["method"] == "kernelrl"}
+    assert ours == {(64, "toy"), (128, "torch.matmul")}
+    torch_128 = next(r for r in rows if r["method"] == "torch" and r["m"] == 128)
+    ours_128 = next(r for r in rows if r["method"] == "kernelrl" and r["m"] == 128)
+    assert ours_128["time_us_median"] == torch_128["time_us_median"]
+
+
+def test_bench_library_without_manifest_is_one_clear_error(tmp_path):
+    from kernelrl.bench import BenchConfig, BenchError, run_bench
+    cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"], runner="dummy",
+                      db_path=tmp_path / "b.db", library=tmp_path / "nowhere")
+    with pytest.raises(BenchError, match="manifest.json"):
+        run_bench(cfg, NullUI())

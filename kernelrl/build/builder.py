@@ -4,6 +4,7 @@ Errors are data: a failed compile returns a BuildResult with `error` set and nev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -104,8 +105,11 @@ class LocalBuilder(Builder, kind="local"):
                 + [f"-I{d}" for d in includes] + [str(src), "-o", str(out), *request.link])
 
     def key(self, request: BuildRequest) -> str:
+        # Include dirs enter the key by what they hold, not where they sit, so a cache built on one machine (with
+        # the same nvcc and headers) serves another: libraries compiled here can be carried to the GPU box.
         payload = {"source": request.source, "flags": request.flags, "link": request.link,
-                   "include_dirs": list(request.include_dirs) + list(self.toolchain.include_dirs),
+                   "include_dirs": [include_identity(d)
+                                    for d in list(request.include_dirs) + list(self.toolchain.include_dirs)],
                    "origin_dir": str(Path(request.origin).parent) if request.origin else None,
                    "nvcc": self.toolchain.version, "arch": self.toolchain.arch, "base": BASE_FLAGS}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
@@ -117,6 +121,8 @@ class LocalBuilder(Builder, kind="local"):
         if meta_path.exists():
             try:
                 meta = json.loads(meta_path.read_text())
+                if meta.get("lib_path"):  # stored relative to the entry: the cache folder may have moved
+                    meta["lib_path"] = str(final / Path(meta["lib_path"]).name)
                 result = BuildResult(**{**meta, "name": request.name, "cached": True})
                 if not result.ok or (result.lib_path and Path(result.lib_path).exists()):
                     return result
@@ -144,12 +150,37 @@ class LocalBuilder(Builder, kind="local"):
         if error and error.startswith("compile timeout"):
             shutil.rmtree(work, ignore_errors=True)  # the limit is not in the key: a later, longer try must compile
             return result
-        (work / "build.json").write_text(json.dumps(result.to_dict(), indent=1))
+        (work / "build.json").write_text(json.dumps({**result.to_dict(), "lib_path": lib.name if ok else None},
+                                                    indent=1))
         try:
             os.rename(work, final)  # atomic publish; a concurrent identical build may win the race
         except OSError:
             shutil.rmtree(work, ignore_errors=True)
         return result
+
+
+def include_identity(path: str) -> str:
+    """A header folder as the cache key sees it: a package's headers by package and version wherever installed
+    (CUTLASS from the nvidia-cutlass wheel), anything else by its path."""
+    for root, label in _known_header_roots().items():
+        if path == root or path.startswith(root + os.sep):
+            return label + path[len(root):]
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def _known_header_roots() -> dict[str, str]:
+    from importlib import metadata
+    from kernelrl.build.toolchain import cutlass_include_dirs
+    dirs = cutlass_include_dirs()
+    if not dirs:
+        return {}
+    try:
+        version = metadata.version("nvidia-cutlass")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    root = str(Path(dirs[0]).parent.parent)  # .../cutlass_library
+    return {root: f"nvidia-cutlass=={version}"}
 
 
 def _safe(name: str) -> str:

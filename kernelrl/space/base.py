@@ -7,6 +7,7 @@ into one self-contained .cu source exporting kernelrl_hgemm and friends."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from dataclasses import dataclass
@@ -31,8 +32,9 @@ class Variant:
     def of(cls, family: str, acc: str, **params) -> "Variant":
         return cls(family, acc, tuple(sorted(params.items())))
 
-    @property
+    @functools.cached_property
     def p(self) -> dict[str, Any]:
+        """The knobs as a dict (computed once: the tuner asks millions of times). Treat it as read-only."""
         return dict(self.params)
 
     @property
@@ -63,12 +65,14 @@ class KernelSpace:
 
     # -- the space ---------------------------------------------------------------------------------------------
     def points(self, acc: str) -> Iterator[Variant]:
-        """Every point of the knob grid that passes the shape-independent constraints."""
-        names = sorted(self.knobs)
-        for values in itertools.product(*(self.knobs[n] for n in names)):
-            variant = Variant(self.family, acc, tuple(zip(names, values)))
-            if self.check(variant) is None:
-                yield variant
+        """Every point of the knob grid that passes the shape-independent constraints (enumerated once per acc)."""
+        cache = self.__dict__.setdefault("_points", {})
+        key = (acc, json.dumps(self.knobs, sort_keys=True, default=str))
+        if key not in cache:
+            names = sorted(self.knobs)
+            cache[key] = [v for values in itertools.product(*(self.knobs[n] for n in names))
+                          if self.check(v := Variant(self.family, acc, tuple(zip(names, values)))) is None]
+        return iter(cache[key])
 
     def check(self, variant: Variant) -> str | None:
         """Why this point is invalid on the target (None when valid), without any shape."""

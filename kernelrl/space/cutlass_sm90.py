@@ -265,7 +265,8 @@ class CutlassSm90Space(KernelSpace):
         return {"threads": self.threads(variant), "smem_bytes": self.smem_bytes(variant),
                 "tile": self.tile(variant), "cluster": self.cluster(variant), "split_k": 1,
                 "stages": self.stage_count(variant), "acc_regs": self.acc_regs(variant),
-                "persistent": variant.p["schedule"] != "ws"}
+                "persistent": variant.p["schedule"] != "ws",
+                "schedule": (variant.p["schedule"], variant.p["tile_scheduler"])}
 
     def name_of(self, variant: Variant) -> str:
         p = variant.p

@@ -140,6 +140,7 @@ class MmaSyncSpace(KernelSpace):
         config = _config(
             BM=p["BM"], BN=p["BN"], BK=p["BK"], WM=p["WM"], WN=p["WN"], STAGES=p["stages"],
             FRAG_DB="true" if p["frag_double_buffer"] else "false", SWIZZLE=p["swizzle"], SPLIT_K=p["split_k"],
+            CLUSTER_K=p.get("cluster_k", 1),
             EPI_SMEM="true" if p["epilogue"] == "smem" else "false",
             ACC_F16="true" if variant.acc == "fp16" else "false", C_PAD=C_PAD)
         header = HEADER.format(name=self.name_of(variant), acc=variant.acc, threads=self.warps(variant) * 32,
@@ -181,6 +182,7 @@ HEADER = """\
 //      n column at consecutive k: that is a column of the stored 8x8 block, which .trans delivers.
 //      Matrix j covers k rows 8*(j%2).., n columns 8*(j/2)..  -> b[0], b[1] of n-tile 2p, then of n-tile 2p+1.
 
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -197,6 +199,7 @@ CONFIG_LINES = [
     ("static constexpr bool FRAG_DB = {FRAG_DB};", "double-buffered register fragments"),
     ("static constexpr int SWIZZLE = {SWIZZLE};", "block raster: groups of SWIZZLE tile rows"),
     ("static constexpr int SPLIT_K = {SPLIT_K};", "K slices (fp32 partials + reduction when > 1)"),
+    ("static constexpr int CLUSTER_K = {CLUSTER_K};", "K slices reduced in a cluster over DSMEM (no workspace)"),
     ("static constexpr bool EPI_SMEM = {EPI_SMEM};", "stage C through smem for 16-byte stores"),
     ("static constexpr bool ACC_F16 = {ACC_F16};", "fp16 accumulator (else fp32)"),
     ("static constexpr int C_PAD = {C_PAD};", "halves of padding per staged C row"),
@@ -224,7 +227,11 @@ struct Derived : Cfg {
     static constexpr int PIPE_BYTES = Cfg::STAGES * (A_STAGE + B_STAGE) * 2;
     static constexpr int C_LD = Cfg::BN + Cfg::C_PAD;   // halves per staged C row
     static constexpr int EPI_BYTES = Cfg::EPI_SMEM ? Cfg::BM * C_LD * 2 : 0;
-    static constexpr int SMEM_BYTES = PIPE_BYTES > EPI_BYTES ? PIPE_BYTES : EPI_BYTES;
+    static constexpr int P_LD = Cfg::BN + 8;            // floats per row of the cluster reduction's partial tile
+    static constexpr int RED_BYTES = Cfg::CLUSTER_K > 1 ? Cfg::BM * P_LD * 4 : 0;
+    static constexpr int EPI_MAX = EPI_BYTES > RED_BYTES ? EPI_BYTES : RED_BYTES;
+    static constexpr int SMEM_BYTES = PIPE_BYTES > EPI_MAX ? PIPE_BYTES : EPI_MAX;
+    static constexpr int SLICES = Cfg::SPLIT_K > Cfg::CLUSTER_K ? Cfg::SPLIT_K : Cfg::CLUSTER_K;
     static constexpr int A_ITERS = Cfg::BM * A_CPR / THREADS;   // cp.async chunks per thread per tile
     static constexpr int B_ITERS = Cfg::BK * B_CPR / THREADS;
     static constexpr int A_RSTEP = THREADS / A_CPR;             // rows between a thread's chunks
@@ -243,6 +250,12 @@ struct Derived : Cfg {
     static_assert(B_RSTEP % 4 == 0, "a thread's B chunks differ in swizzle phase by 0 or 4");
     static_assert(KSTEPS % 2 == 0, "fragment double buffer: k-step 0 of every tile uses buffer 0");
     static_assert(Cfg::SPLIT_K == 1 || !Cfg::ACC_F16, "split-K partials are fp32");
+    static_assert(Cfg::SPLIT_K == 1 || Cfg::CLUSTER_K == 1, "one split-K scheme at a time");
+    static_assert(Cfg::CLUSTER_K == 1 || (!Cfg::ACC_F16 && !Cfg::EPI_SMEM), "cluster partials are fp32, stored "
+                  "by the reduction itself");
+    static_assert(Cfg::CLUSTER_K <= 8 && Cfg::BM % Cfg::CLUSTER_K == 0, "portable cluster; whole rows per CTA");
+    static_assert(Cfg::CLUSTER_K == 1 || (Cfg::BM / Cfg::CLUSTER_K) * (Cfg::BN / 4) % THREADS == 0,
+                  "each CTA's share of the reduction divides over its threads");
     static_assert(SMEM_BYTES <= 227 * 1024, "227 KB of shared memory per block on sm_90");
 };
 using K = Derived<Config>;
@@ -527,7 +540,47 @@ hgemm_mma_kernel(const __half* __restrict__ A, const __half* __restrict__ B, __h
     const int g = lane >> 2, t = lane & 3;
     const int wrow = warp_m * D::WM + g, wcol = warp_n * D::WN + 2 * t;   // within the block tile
 
-    if constexpr (D::SPLIT_K > 1) {
+    if constexpr (D::CLUSTER_K > 1) {
+        // Cluster split-K: the CLUSTER_K blocks of one output tile (a cluster along z) each summed one K slice.
+        // Each parks its fp32 partial tile in its own shared memory; after a cluster barrier, block q sums rows
+        // [q*BM/CLUSTER_K, (q+1)*BM/CLUSTER_K) over every block's tile through distributed shared memory and stores
+        // them as fp16. One launch, no workspace, no second pass over HBM: the point for small, deep GEMMs that
+        // would otherwise leave most SMs idle. Slices are summed in rank order (deterministic results).
+        namespace cg = cooperative_groups;
+        cg::cluster_group cluster = cg::this_cluster();
+        cp_async_wait<0>();
+        __syncthreads();   // every warp is done reading the pipeline buffers the partial tile reuses
+        float* part = reinterpret_cast<float*>(smem);
+#pragma unroll
+        for (int mt = 0; mt < D::MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < D::NT; ++nt) {
+                const int r = wrow + mt * 16, c = wcol + nt * 8;
+                *reinterpret_cast<float2*>(part + r * D::P_LD + c) = make_float2(acc[mt][nt].v[0], acc[mt][nt].v[1]);
+                *reinterpret_cast<float2*>(part + (r + 8) * D::P_LD + c) =
+                    make_float2(acc[mt][nt].v[2], acc[mt][nt].v[3]);
+            }
+        cluster.sync();    // every partial tile of the cluster is written and visible
+        constexpr int ROWS = D::BM / D::CLUSTER_K, QUADS = ROWS * D::BN / 4;
+        const int rank = (int)cluster.block_rank();
+#pragma unroll
+        for (int i = 0; i < QUADS / D::THREADS; ++i) {
+            const int q = tid + i * D::THREADS;
+            const int r = rank * ROWS + q / (D::BN / 4), c = (q % (D::BN / 4)) * 4;
+            float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+            for (int s = 0; s < D::CLUSTER_K; ++s) {
+                const float4 v = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part, s) + r * D::P_LD + c);
+                sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+            }
+            const int gr = m0 + r, gc = n0 + c;
+            if (gr < M && gc < N) {   // N % 8 == 0: a quad is wholly inside or outside, 8-byte aligned
+                __half2 h[2] = {__floats2half2_rn(sum.x, sum.y), __floats2half2_rn(sum.z, sum.w)};
+                *reinterpret_cast<uint2*>(C + (size_t)gr * N + gc) = *reinterpret_cast<const uint2*>(h);
+            }
+        }
+        cluster.sync();    // no block leaves (freeing its shared memory) while another still reads it
+    } else if constexpr (D::SPLIT_K > 1) {
         // fp32 partials of slice z at ws[z][M][N]; every in-range element of every slice is written here, so the
         // workspace needs no zeroing. 8-byte float2 stores: (row * N + col) is even.
         float* P = ws + (size_t)blockIdx.z * M * N;
@@ -677,10 +730,28 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
 
     const int tiles_m = (M + D::BM - 1) / D::BM, tiles_n = (N + D::BN - 1) / D::BN;
     const int ktiles = (K + D::BK - 1) / D::BK;
-    const int per_split = (ktiles + D::SPLIT_K - 1) / D::SPLIT_K;
-    dim3 grid((unsigned)(tiles_m * tiles_n), 1, D::SPLIT_K);   // tile count checked against INT_MAX in supports
-    kr_mma::hgemm_mma_kernel<kr_mma::Config><<<grid, D::THREADS, D::SMEM_BYTES, stream>>>(
-        A, B, C, static_cast<float*>(workspace), M, N, K, tiles_m, tiles_n, per_split);
+    const int per_split = (ktiles + D::SLICES - 1) / D::SLICES;
+    dim3 grid((unsigned)(tiles_m * tiles_n), 1, D::SLICES);    // tile count checked against INT_MAX in supports
+    if constexpr (D::CLUSTER_K > 1) {
+        cudaLaunchConfig_t launch = {};
+        launch.gridDim = grid;
+        launch.blockDim = dim3(D::THREADS);
+        launch.dynamicSmemBytes = D::SMEM_BYTES;
+        launch.stream = stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 1;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = D::CLUSTER_K;
+        launch.attrs = attr;
+        launch.numAttrs = 1;
+        err = cudaLaunchKernelEx(&launch, kr_mma::hgemm_mma_kernel<kr_mma::Config>, A, B, C,
+                                 static_cast<float*>(nullptr), M, N, K, tiles_m, tiles_n, per_split);
+        if (err != cudaSuccess) return (int)err;
+    } else {
+        kr_mma::hgemm_mma_kernel<kr_mma::Config><<<grid, D::THREADS, D::SMEM_BYTES, stream>>>(
+            A, B, C, static_cast<float*>(workspace), M, N, K, tiles_m, tiles_n, per_split);
+    }
     err = cudaGetLastError();
     if (err != cudaSuccess) return (int)err;
     if constexpr (D::SPLIT_K > 1) {

@@ -7,6 +7,7 @@ fixed launch/prologue latency. Measurement decides."""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -27,9 +28,16 @@ class Machine:
 
 H200 = Machine()
 # Fraction of the tensor peak a family can sustain on a full wave: wgmma reaches ~0.8, mma.sync tops out near 0.6 on
-# Hopper (it cannot use the wgmma path), the plain WMMA reference near 0.35.
-FAMILY_EFFICIENCY = {"cutlass_sm90": 0.80, "mma_sync": 0.60, "small": 0.45, "wmma_reference": 0.35}
+# Hopper (it cannot use the wgmma path), the plain WMMA reference near 0.35. `small` is the mma.sync main loop on
+# smaller tiles: what small tiles lose is charged by the L2 operand term, not here.
+FAMILY_EFFICIENCY = {"cutlass_sm90": 0.80, "mma_sync": 0.60, "small": 0.60, "wmma_reference": 0.35}
 LAUNCH_US = 2.0
+CLUSTER_REDUCE_US = 0.3
+
+
+@functools.lru_cache(maxsize=65536)
+def _resources(variant: Variant) -> dict:
+    return SPACES[variant.family].resources(variant)
 
 
 def blocks_per_sm(resources: dict, machine: Machine = H200) -> int:
@@ -40,7 +48,7 @@ def blocks_per_sm(resources: dict, machine: Machine = H200) -> int:
 
 def waves(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> tuple[int, int, float]:
     """(CTAs, waves, efficiency of the last wave's quantization: CTAs / (waves × slots))."""
-    r = SPACES[variant.family].resources(variant)
+    r = _resources(variant)
     bm, bn, _ = r["tile"]
     cluster = r.get("cluster", (1, 1))
     ctas = math.ceil(problem.m / bm) * math.ceil(problem.n / bn) * r.get("split_k", 1)
@@ -53,8 +61,7 @@ def waves(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> tu
 
 
 def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> float:
-    space = SPACES[variant.family]
-    r = space.resources(variant)
+    r = _resources(variant)
     bm, bn, _ = r["tile"]
     split = r.get("split_k", 1)
     padded_flops = 2.0 * math.ceil(problem.m / bm) * bm * math.ceil(problem.n / bn) * bn * problem.k
@@ -62,13 +69,19 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
     rate = machine.tensor_tflops * 1e12 * FAMILY_EFFICIENCY.get(variant.family, 0.5)
     compute_us = padded_flops / rate / quantization * 1e6
     memory_us = problem.min_bytes / (machine.hbm_tbps * 1e12) * 1e6
-    # Split-K writes fp32 partials and a second kernel reads them back: time added after the main kernel.
-    reduce_us = (2 * split * problem.m * problem.n * 4 + problem.m * problem.n * 2) / (machine.hbm_tbps * 1e12) * 1e6 \
-        if split > 1 else 0.0
+    # Split-K through a workspace writes fp32 partials and a second kernel reads them back: time added after the
+    # main kernel. A cluster reduction (DSMEM) stays on chip: a barrier and a few hundred nanoseconds.
+    on_chip = r.get("split_reduce") == "cluster"
+    if split > 1 and on_chip:
+        reduce_us = CLUSTER_REDUCE_US
+    elif split > 1:
+        reduce_us = (2 * split * problem.m * problem.n * 4 + problem.m * problem.n * 2) / (machine.hbm_tbps * 1e12) * 1e6
+    else:
+        reduce_us = 0.0
     # Every CTA streams its A and B panels through L2: (BM + BN) × K halves per output tile.
     operand_bytes = math.ceil(problem.m / bm) * math.ceil(problem.n / bn) * (bm + bn) * problem.k * 2
     l2_us = operand_bytes / (machine.l2_tbps * 1e12) * 1e6
-    launches = 2 if split > 1 else 1
+    launches = 2 if split > 1 and not on_chip else 1
     return max(compute_us, memory_us, l2_us) + reduce_us + LAUNCH_US * launches
 
 

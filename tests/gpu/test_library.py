@@ -75,3 +75,21 @@ def test_misaligned_input_falls_back_correctly(library):
     a = big[1:].view(256, 128)  # 2-byte offset: no 16-byte loads possible
     b = torch.randn(128, 512, device="cuda").half()
     assert close(kernelrl.hgemm(a, b), a, b)
+
+
+def test_repeated_calls_take_the_fast_path_and_stay_correct(library):
+    a, b = inputs(256, 512, 128)
+    kernelrl.hgemm(a, b)
+    assert (256, 512, 128, "fp32", a.device.index) in library._fast
+    a2, b2 = inputs(256, 512, 128)
+    out = torch.empty(256, 512, device="cuda").half()
+    assert kernelrl.hgemm(a2, b2, out) is out and close(out, a2, b2)
+
+
+def test_bad_input_after_a_fast_path_call_still_raises(library):
+    a, b = inputs(256, 512, 128)
+    kernelrl.hgemm(a, b)
+    with pytest.raises(kernelrl.LibraryError, match="float16"):
+        kernelrl.hgemm(a.float(), b)
+    with pytest.raises(kernelrl.LibraryError, match="out must be"):
+        kernelrl.hgemm(a, b, torch.empty(256, 512, device="cuda"))

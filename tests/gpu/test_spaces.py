@@ -10,24 +10,30 @@ from kernelrl.space import SPACES
 from kernelrl.workloads.hgemm import parse_shapes
 
 pytestmark = pytest.mark.gpu
-SHAPES = "64x64x64,256x512x128,1000x2056x72,64x4096x4096,4096x4096x4096"
+SHAPES = "64x64x64,256x512x128,1000x2056x72,64x4096x4096,128x128x8192,4096x4096x4096"
 
 
 def representatives(family: str, acc: str, count: int = 4):
-    """A spread of points: the first, the last and evenly spaced ones between, in name order."""
+    """Points that between them take as many knob values as `count` points can: in name order, each next point is
+    the one adding the most (knob, value) pairs not seen yet (split-K, clusters, epilogues, schedules all run)."""
     points = sorted(SPACES[family].points(acc), key=lambda v: v.name)
-    step = max(1, len(points) // count)
-    return points[::step][:count]
+    chosen, seen = [], set()
+    while points and len(chosen) < count:
+        best = max(points, key=lambda v: len(set(v.params) - seen))
+        chosen.append(best)
+        seen |= set(best.params)
+        points.remove(best)
+    return chosen
 
 
 @pytest.mark.parametrize("acc", ["fp32", "fp16"])
-@pytest.mark.parametrize("family", ["mma_sync", "cutlass_sm90"])
+@pytest.mark.parametrize("family", ["small", "mma_sync", "cutlass_sm90"])
 def test_family_points_verify(tmp_path, family, acc):
     if family not in SPACES:
         pytest.skip(f"family {family} not available")
     if family == "cutlass_sm90" and not cutlass_include_dirs():
         pytest.skip("CUTLASS headers missing: pip install nvidia-cutlass (carry the wheel to the GPU machine)")
-    variants = representatives(family, acc)
+    variants = representatives(family, acc, count=3 if family == "cutlass_sm90" else 6)
     cfg = BenchConfig(problems=parse_shapes(SHAPES, acc=acc), modes=["device"], baselines=["cublas_nn"],
                       sources={v.name: v.source() for v in variants}, db_path=tmp_path / "r.db",
                       settings=RunSettings(rounds=3),

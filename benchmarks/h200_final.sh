@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The tuned library against every baseline on the H200 (from the repository root): what
+# benchmarks/results/h200/tuned_*.csv hold. Needs what benchmarks/h200_tune.sh needs, with .carry/tune.db from the
+# tuning run(s): the library is rewritten from that database (nothing is re-measured, winners come from the cache).
+# Environment: TUNE_MINUTES (budget to finish tuning shapes not tuned yet, default 0: just write the library).
+set -uo pipefail
+source benchmarks/device_env.sh
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
+if [ -f .carry/build-cache.tar.xz ]; then tar -xJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE"; fi
+if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/nvidia_cutlass-*.whl
+    export PYTHONPATH="/tmp/site:$PYTHONPATH"
+fi
+cp .carry/tune.db "$OUT/tune.db"
+LIB=/tmp/lib
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
+python3 -m kernelrl.cli tune --shapes paper --out "$LIB" --db "$OUT/tune.db" --budget-minutes "${TUNE_MINUTES:-0}" \
+    --timeout 15 2>&1 | grep -v "^  built" > "$OUT/tune_final.log"
+grep -E "^library|budget" "$OUT/tune_final.log"
+kernelrl bench --library "$LIB" --shapes paper --mode device --db "$OUT/final.db" \
+    --csv "$OUT/tuned_paper_device.csv" 2>&1 | grep -v "^  built" | tail -n 30
+kernelrl bench --library "$LIB" --shapes sample:50:0 --mode offline --db "$OUT/final.db" \
+    --csv "$OUT/tuned_sample_offline.csv" 2>&1 | tail -n 12
+kernelrl bench --library "$LIB" --shapes sample:50:0 --mode server --db "$OUT/final.db" \
+    --csv "$OUT/tuned_sample_server.csv" 2>&1 | tail -n 12
+python3 -m pytest -q -p no:cacheprovider tests/gpu/test_library.py 2>&1 | tail -n 3
+for shape in 64x64x64 1024x1024x1024 4096x4096x4096; do
+    python3 benchmarks/dispatch_overhead.py "$LIB" --shape $shape --calls 20000
+done 2>&1 | tee "$OUT/dispatch_overhead.txt"
+tar -czf "$OUT/lib.tar.gz" -C /tmp --exclude='lib/lib' lib

@@ -258,6 +258,9 @@ def _tune(args) -> int:
         results = tune(cfg, ui)
     finally:
         ui.finish()
+    if len(results) > 40:  # a grid: one line per size class, the per-shape detail is in the manifest
+        console.print(_tune_summary(results))
+        return 0
     table = Table(title="tuned shapes")
     for col in ("shape", "best kernel", "µs", "torch µs", "speedup", "dispatch"):
         table.add_column(col)
@@ -268,6 +271,26 @@ def _tune(args) -> int:
                       "kernel" if speed and speed > 1 else "torch.matmul")
     console.print(table)
     return 0
+
+
+def _tune_summary(results) -> Table:
+    from kernelrl.run.stats import geomean
+    table = Table(title="tuned library vs torch.matmul (device mode; a shape uses its kernel only where it wins)")
+    for col in ("class", "shapes", "tuned", "use a kernel", "geomean", "best"):
+        table.add_column(col)
+    classes: dict[str, list] = {"small": [], "medium": [], "large": [], "all": []}
+    for r in results:
+        classes[r.problem.size_class].append(r)
+        classes["all"].append(r)
+    for cls, rs in classes.items():
+        if not rs:
+            continue
+        tuned = [r for r in rs if r.yardstick_us]
+        gains = [max(1.0, r.yardstick_us / r.best_us) if r.best_us else 1.0 for r in tuned]
+        table.add_row(cls, str(len(rs)), str(len(tuned)),
+                      str(sum(1 for r in tuned if r.best_us and r.best_us < r.yardstick_us)),
+                      f"{geomean(gains):.3f}×" if gains else "—", f"{max(gains):.2f}×" if gains else "—")
+    return table
 
 
 def _summarize(args) -> int:

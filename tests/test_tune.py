@@ -114,7 +114,14 @@ def test_a_kernel_slower_than_torch_is_not_dispatched(tmp_path):
 
 def test_budget_stops_before_the_next_batch(tmp_path):
     results = run_tune(tmp_path, batch=1, budget_minutes=0.0)
-    assert len(results) == 1
+    assert [r.best is not None for r in results] == [True, False, False]
+
+
+def test_shapes_left_by_the_budget_dispatch_to_torch(tmp_path):
+    run_tune(tmp_path, batch=1, budget_minutes=0.0)
+    shapes = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]
+    untuned = [s for s in shapes.values() if s.get("status") == "not tuned yet"]
+    assert len(untuned) == 2 and all(s["dispatch"] == "fallback" for s in untuned)
 
 
 def test_unknown_family_is_one_clear_error(tmp_path):

@@ -30,6 +30,8 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
         p = r.problem
         entry = {"m": p.m, "n": p.n, "k": p.k, "acc": p.acc, "time_us": r.best_us, "yardstick_us": r.yardstick_us,
                  "measured_us": r.measured, "failed": r.failed, "kernel": None, "dispatch": "fallback"}
+        if r.best is None and not r.measured and not r.failed:
+            entry["status"] = "not tuned yet"
         if r.best is not None:
             entry.update(kernel=r.best.name, family=r.best.family, params=r.best.p)
             if r.yardstick_us is None or r.best_us < r.yardstick_us:

@@ -2,7 +2,7 @@
 # The tuned library against every baseline on the H200 (from the repository root): what
 # benchmarks/results/h200/tuned_*.csv hold. Needs what benchmarks/h200_tune.sh needs, with .carry/tune.db from the
 # tuning run(s): the library is rewritten from that database (nothing is re-measured, winners come from the cache).
-# Environment: TUNE_MINUTES (budget to finish tuning shapes not tuned yet, default 0: just write the library).
+# Environment: TUNE_MINUTES (budget for shapes the tuning runs left, default 3; resumed shapes cost seconds).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -14,8 +14,8 @@ fi
 cp .carry/tune.db "$OUT/tune.db"
 LIB=/tmp/lib
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
-python3 -m kernelrl.cli tune --shapes paper --out "$LIB" --db "$OUT/tune.db" --budget-minutes "${TUNE_MINUTES:-0}" \
-    --timeout 15 2>&1 | grep -v "^  built" > "$OUT/tune_final.log"
+python3 -m kernelrl.cli tune --shapes paper --out "$LIB" --db "$OUT/tune.db" --budget-minutes "${TUNE_MINUTES:-3}" \
+    --batch 100 --timeout 15 2>&1 | grep -v "^  built" > "$OUT/tune_final.log"
 grep -E "^library|budget" "$OUT/tune_final.log"
 kernelrl bench --library "$LIB" --shapes paper --mode device --db "$OUT/final.db" \
     --csv "$OUT/tuned_paper_device.csv" 2>&1 | grep -v "^  built" | tail -n 30

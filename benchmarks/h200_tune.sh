@@ -21,13 +21,14 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=cs
 FAMILIES="${FAMILIES:-all}"
 if [ -n "${RUN_FAMILY_TESTS:-}" ]; then
     timeout 300 python3 -m pytest -q -p no:cacheprovider -rfE tests/gpu/test_spaces.py tests/gpu/test_library.py \
+        -k "${FAMILY_TESTS:-small or library}" \
         2>&1 | tee "$OUT/family_tests.log" | tail -15
     # A family whose representatives do not verify on this GPU is left out of the tuning run, not debugged on it.
     if grep -q "FAILED.*small" "$OUT/family_tests.log"; then FAMILIES="cutlass_sm90,mma_sync"; fi
 fi
 echo "families: $FAMILIES"
 timeout "${TUNE_LIMIT:-420}" python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "$FAMILIES" \
-    --out "$OUT/lib" --db "$DB" --budget-minutes "${TUNE_MINUTES:-5}" --timeout 15 2>&1 \
+    --out "$OUT/lib" --db "$DB" --budget-minutes "${TUNE_MINUTES:-5}" --batch 100 --timeout 15 2>&1 \
     | grep -v "^  built" > "$OUT/tune.log"
 tail -n 25 "$OUT/tune.log"
 # Only a handful of files come back: the library without its binaries (they rebuild from the cache) in one archive.

@@ -242,3 +242,8 @@ def test_a_moved_cache_still_serves_its_libraries(good_build, toolchain, cache_d
     again = LocalBuilder(toolchain, cache_dir=moved).build(request)
     assert again.cached and again.ok
     assert Path(again.lib_path).parent.parent == moved and Path(again.lib_path).is_file()
+
+
+def test_key_follows_the_target_nvcc_builds_not_the_arch_label(fake_builder, tmp_path):
+    detected = LocalBuilder(Toolchain("/opt/fake/bin/nvcc", "13.0.88", "sm_90"), cache_dir=tmp_path)
+    assert detected.key(BuildRequest("int x;")) == fake_builder.key(BuildRequest("int x;"))  # both sm_90a code

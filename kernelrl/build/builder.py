@@ -111,7 +111,8 @@ class LocalBuilder(Builder, kind="local"):
                    "include_dirs": [include_identity(d)
                                     for d in list(request.include_dirs) + list(self.toolchain.include_dirs)],
                    "origin_dir": str(Path(request.origin).parent) if request.origin else None,
-                   "nvcc": self.toolchain.version, "arch": self.toolchain.arch, "base": BASE_FLAGS}
+                   # What nvcc is told, not the label: sm_90 (detected) and sm_90a (asked for) build the same code.
+                   "nvcc": self.toolchain.version, "arch": arch_flags(self.toolchain.arch), "base": BASE_FLAGS}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
     def build(self, request: BuildRequest) -> BuildResult:

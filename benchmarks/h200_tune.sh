@@ -20,7 +20,7 @@ if [ -f .carry/tune.db ] && [ ! -f "$DB" ]; then cp .carry/tune.db "$DB"; fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
 FAMILIES="${FAMILIES:-all}"
 if [ -n "${RUN_FAMILY_TESTS:-}" ]; then
-    timeout 300 python3 -m pytest -q -p no:cacheprovider -rfE tests/gpu/test_spaces.py tests/gpu/test_library.py \
+    timeout "${TEST_LIMIT:-150}" python3 -m pytest -q -p no:cacheprovider -rfE tests/gpu/test_spaces.py tests/gpu/test_library.py \
         -k "${FAMILY_TESTS:-small or library}" \
         2>&1 | tee "$OUT/family_tests.log" | tail -15
     # A family whose representatives do not verify on this GPU is left out of the tuning run, not debugged on it.

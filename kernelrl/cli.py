@@ -156,6 +156,66 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: all on cuda, eager on cpu)")
     kbe.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per pair")
     kbe.add_argument("--timeout", type=float, default=120.0, help="seconds without progress before a hang verdict")
+    kbe.add_argument("--csv", default=None, help="write one row per (task, baseline) here (long format)")
+    evo = sub.add_parser("evolve", help="LLM proposer: evolve kernels with a model behind any OpenAI-compatible API",
+                         description="Contrastive kernel evolution: a model sees earlier kernels with their measured "
+                         "speedups, ptxas reports and profiler metrics, and the verdicts of failed ones; it explains "
+                         "why the fast ones are fast, then writes a faster one, which the evaluator verifies and "
+                         "times. Resumable: the population lives in --db. The tuner (kernelrl tune) stays the default "
+                         "search; this one is chosen explicitly.")
+    what = evo.add_mutually_exclusive_group(required=True)
+    what.add_argument("--shapes", help="HGEMM shapes, as bench --shapes")
+    what.add_argument("--tasks", nargs="+", help="KernelBench-format task files or folders (one population each)")
+    evo.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
+    evo.add_argument("--model", default=None,
+                     help="model name on the server (default $KERNELRL_LLM_MODEL, else the server's only model)")
+    evo.add_argument("--base-url", default=None, help="OpenAI-compatible API root (default $KERNELRL_LLM_BASE_URL, "
+                     "else http://127.0.0.1:8000/v1); the key is read from $OPENAI_API_KEY")
+    evo.add_argument("--llm-config", default=None, metavar="JSON", help="client settings file (base_url, model, "
+                     "temperature, top_p, max_tokens, timeout_s, retries, concurrency, extra_body, ...); "
+                     "command-line values win")
+    evo.add_argument("--temperature", type=float, default=None)
+    evo.add_argument("--top-p", type=float, default=None)
+    evo.add_argument("--max-tokens", type=int, default=None, help="completion tokens per reply")
+    evo.add_argument("--request-timeout", type=float, default=None, help="seconds per request attempt")
+    evo.add_argument("--retries", type=int, default=None, help="retries on timeouts, 429 and 5xx (backoff doubles)")
+    evo.add_argument("--concurrency", type=int, default=None, help="requests in flight at once")
+    evo.add_argument("--budget-calls", type=int, default=20, help="model calls in this run (0: only evaluate seeds "
+                     "and export)")
+    evo.add_argument("--budget-tokens", type=int, default=None, help="stop starting calls after this many tokens")
+    evo.add_argument("--budget-minutes", type=float, default=None, help="stop starting calls after this long")
+    evo.add_argument("--generations", type=int, default=None, help="stop after this many generations")
+    evo.add_argument("--islands", type=int, default=4, help="independent sub-populations")
+    evo.add_argument("--migrate-every", type=int, default=3, help="generations between migrations (0: never)")
+    evo.add_argument("--per-island", type=int, default=1, help="proposals per island per generation")
+    evo.add_argument("--top-k", type=int, default=4, help="earlier candidates shown per prompt, parent included")
+    evo.add_argument("--negatives", type=int, default=4, help="failed candidates shown per prompt")
+    evo.add_argument("--no-repair", action="store_true", help="no second turn for candidates that do not compile")
+    evo.add_argument("--seed", nargs="*", default=[], metavar="FILE",
+                     help="kernels put into the population first: .cu files or folders (examples/hgemm_wmma.cu, "
+                          "a tuned LIB/kernels/), .py ModelNew files with --tasks")
+    evo.add_argument("--db", default=None, help="population and measurements (default: $KERNELRL_CACHE/evolve.db)")
+    evo.add_argument("--usage-log", default=None, help="JSONL usage log (default: beside --db)")
+    evo.add_argument("--export", default=None, metavar="DIR", help="write the best verified candidates here "
+                     "(.cu files for bench --candidates, .py files for kb eval --candidates)")
+    evo.add_argument("--export-top", type=int, default=5)
+    evo.add_argument("--baselines", default=None, help="HGEMM: measured beside candidates (default torch,cublas_tn); "
+                     "KernelBench: eager, compile_default, compile_reduce_overhead, cuda_graph")
+    evo.add_argument("--objective", default=None, help="the baseline the score is a speedup over (default: the first)")
+    evo.add_argument("--runner", default="local", choices=["local", "dummy"],
+                     help="dummy: no GPU, no nvcc, made-up times (pipeline checks)")
+    evo.add_argument("--arch", default=None)
+    evo.add_argument("--rounds", type=int, default=5)
+    evo.add_argument("--timeout", type=float, default=None, help="seconds without progress before a hang verdict")
+    evo.add_argument("--kb-device", default="cuda", choices=["cpu", "cuda"], help="--tasks: where candidates run")
+    evo.add_argument("--profile", default=None, metavar="SETS", help="Nsight Compute metrics for the best new "
+                     "candidate of each generation: all, or some of time,dram,occupancy,l2,tensor,stalls")
+    evo.add_argument("--rng-seed", type=int, default=None, help="seed of parent and inspiration sampling")
+    tr = sub.add_parser("train", help="train a kernel-writing model: SFT, self-supervised rounds, GRPO "
+                                      "(the evaluator as reward; pip install -e '.[rl]')")
+    tr.add_argument("--config", required=True, help="YAML file: model, data, reward, evaluation, stages, budgets "
+                                                    "(see examples/train_smoke.yaml)")
+    tr.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
 
 
@@ -172,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
             return _tune(args)
         if args.command == "kb":
             return _kb_eval(args)
+        if args.command == "evolve":
+            return _evolve(args)
+        if args.command == "train":
+            return _train(args)
     except KeyboardInterrupt:
         err_console.print("interrupted: everything measured so far is in the database; run again to resume")
         return 130
@@ -293,6 +357,33 @@ def _tune_summary(results) -> Table:
     return table
 
 
+def _evolve(args) -> int:
+    from kernelrl.evolve.client import LLMError
+    from kernelrl.evolve.profile import ProfileError
+    from kernelrl.evolve.session import run_command
+
+    try:
+        return run_command(args, console)
+    except (LLMError, ProfileError) as exc:
+        print(f"kernelrl: {exc}", file=sys.stderr)  # one plain line, as main prints the evaluator's errors
+        return 2
+
+
+def _train(args) -> int:
+    from kernelrl.train.config import TrainError, load_config
+    from kernelrl.train.pipeline import train
+
+    try:
+        summary = train(load_config(args.config), quiet=args.quiet,
+                        say=lambda text: console.print(text, markup=False, highlight=False))
+    except TrainError as exc:
+        print(f"kernelrl: {exc}", file=sys.stderr)
+        return 2
+    console.print(f"{summary['stopped']}: {len(summary['done'])} of {len(summary['phases'])} phases done; model "
+                  f"{summary['model']}; metrics {summary['metrics']}", markup=False, highlight=False)
+    return 0
+
+
 def _summarize(args) -> int:
     from kernelrl.bench import BenchError
     from kernelrl.results import read_csv, summarize, summary_markdown
@@ -368,7 +459,9 @@ def _kb_dynamic(args, report) -> int:
     runnable = [v for v in report.verdicts if v.task and v.candidate and not v.reasons]
     settings = KBSettings(device=args.device, baselines=baselines, rounds=max(1, args.rounds),
                           hang_timeout_s=args.timeout)
-    out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings) if runnable else {}
+    env: dict = {}
+    out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings,
+                    on_env=env.update) if runnable else {}
     table = Table(title=f"KernelBench dynamic verdicts ({args.device})")
     for col in ("task", "candidate", "static", "verdict", "max abs err", "cand µs", *baselines):
         table.add_column(col)
@@ -393,6 +486,9 @@ def _kb_dynamic(args, report) -> int:
         summary.add_row(row["baseline"], str(row["tasks"]), str(row["success"]), str(row["faster"]),
                         *[f"{row[k]:.3f}" for k in ("mean", "max", "p75", "p50", "p25")])
     console.print(summary)
+    if args.csv:
+        from kernelrl.kernelbench.evaluate import csv_rows, write_csv
+        write_csv(args.csv, csv_rows(report.verdicts, runnable, out, env))
     console.print(f"{passed} of {len(report.verdicts)} pairs correct ({len(runnable)} evaluated on {args.device})",
                   markup=False, highlight=False)
     return 0 if passed == len(report.verdicts) and not report.errors else 1

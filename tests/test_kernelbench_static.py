@@ -23,6 +23,12 @@ OFFENDING = {
         "import torch\ntorch.cuda.Event = object\n",
         "import time\nsetattr(time, 'time', lambda: 0.0)\n",
     ],
+    "harness-patch": [
+        "import torch\ntorch.allclose = lambda *a, **k: True\n",
+        "import torch\ntorch.Tensor.clone = lambda self: self\n",
+        "import torch.nn as nn\nnn.Module.__call__ = lambda self, *a: None\n",
+        "import builtins\nsetattr(builtins, 'isinstance', lambda *a: True)\n",
+    ],
     "introspection": [
         "import gc\n",
         "import inspect\n",
@@ -45,6 +51,7 @@ OFFENDING = {
         "cache = {}\ndef f(x):\n    return cache[id(x)]\n",
         "cache = {}\ndef f(x):\n    return cache.get(x.data_ptr())\n",
         "cache = {}\ndef f(x):\n    if (x.data_ptr(), x.shape) in cache:\n        return 1\n",
+        "cache = {}\ndef f(x):\n    key = (x.data_ptr(), tuple(x.shape))\n    return cache.setdefault(key, x + 1)\n",
     ],
     "persisting-l2": [
         'src = "attr.accessPolicyWindow.base_ptr = p;"\n',
@@ -67,6 +74,11 @@ HONEST = {
     ],
     "threads": ["import os\nimport torch.utils.cpp_extension\n", 'src = "__syncthreads();"\n'],
     "timer-patch": ["import time\nt0 = time.perf_counter()\n", "import torch\ntorch.cuda.synchronize()\n"],
+    "harness-patch": [
+        "import torch\ntorch.backends.cudnn.benchmark = True\n",
+        "import torch._dynamo\ntorch._dynamo.config.cache_size_limit = 64\n",
+        "import torch\nx = torch.zeros(3)\nx.data = torch.ones(3)\n",
+    ],
     "introspection": ["import sys\nprint(sys.version)\n"],
     "reference-fallback": [
         "def f(x):\n    try:\n        return k(x)\n    except Exception as e:\n"
@@ -78,6 +90,7 @@ HONEST = {
     "identity-cache": [
         "def f(x, out):\n    kernel(x.data_ptr(), out.data_ptr(), x.numel())\n",
         "def f(x):\n    return x[0]\n",
+        "def f(x, out):\n    ptr = x.data_ptr()\n    kernel(ptr, out.data_ptr())\n",
     ],
     "persisting-l2": ['src = "cudaStreamSynchronize(s);"\n'],
     "precision": [

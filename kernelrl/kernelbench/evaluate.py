@@ -4,7 +4,11 @@ checks on each matched pair. No candidate code runs here;
 
 from __future__ import annotations
 
+import csv
+import os
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kernelrl.kernelbench.static_checks import scan, task_input_dtype
 from kernelrl.kernelbench.tasks import Verdict, check_pair, discover, inspect_candidate, inspect_task, match
@@ -47,3 +51,52 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
             v.findings = scan(cand.source, task_input_dtype(task.source) if ok_task else "float32")
         report.verdicts.append(v)
     return report
+
+
+CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "candidate_us", "baseline_us", "speedup",
+               "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch")
+
+
+def csv_rows(verdicts: list[Verdict], runnable: list[Verdict], records: dict[int, list[dict]],
+             env: dict | None = None) -> list[dict]:
+    """Long-format rows, HGEMM-CSV style: one per (evaluated pair, baseline), and one (no baseline) per pair that
+    could not be evaluated (no candidate, a bad file, mismatched signatures), with its reason."""
+    env = env or {}
+    rows = []
+    index = {id(v): i for i, v in enumerate(runnable)}
+    for v in verdicts:
+        common = {"task": v.task.name if v.task else "", "candidate": v.candidate.name if v.candidate else "",
+                  "static": "; ".join(str(f) for f in v.findings), "mode": "kb", "gpu": env.get("gpu", ""),
+                  "torch": env.get("torch", "")}
+        if id(v) not in index:
+            rows.append({**common, "verified": False, "reason": "; ".join(v.reasons) or v.status})
+            continue
+        recs = [r for r in records.get(index[id(v)], []) if r.get("method") in ("candidate", "reference")]
+        if not any(r.get("baseline") for r in recs):  # a crash or hang: the runner's verdict record
+            reason = next((r.get("reason") for r in recs if not r.get("verified")), None) or "not evaluated"
+            rows.append({**common, "verified": False, "reason": reason})
+            continue
+        for r in recs:
+            rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}})
+    return rows
+
+
+def write_csv(path: str | Path, rows: list[dict]) -> None:
+    """Atomic write (a temp file in the same folder, then rename), floats with 6 significant digits."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _fmt(row.get(k)) for k in CSV_COLUMNS})
+    os.replace(tmp, path)
+
+
+def _fmt(value):
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "" if value is None else value

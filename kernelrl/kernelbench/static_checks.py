@@ -13,6 +13,9 @@ Rules (id: what is flagged):
   `std::async`, `pthread_create` in a C++ string. Background work escapes the timer.
 - `timer-patch`: assigning to (or `setattr` on) `torch.cuda.synchronize`, `torch.cuda.Event` (or its methods),
   `time.perf_counter`, `time.time` (and their `_ns` twins).
+- `harness-patch`: assigning to (or `setattr` on) any other attribute of `torch` (`torch.allclose`,
+  `torch.Tensor.clone`, `nn.Module.__call__`, ...), `time`, `sys` or `builtins`: replacing what a harness checks
+  with. Settings are not flagged: `torch.backends.*` (see `precision`) and `*.config.*` (dynamo, inductor).
 - `introspection`: importing `gc` or `inspect`, or any `_getframe` attribute: reading the reference's outputs or the
   harness's state from memory or the stack.
 - `reference-fallback`: an `except` handler that calls `Model`, `super().forward`, or a torch op (`torch.*`,
@@ -22,8 +25,9 @@ Rules (id: what is flagged):
 - `tensor-subclass`: defining `__torch_function__` or `__torch_dispatch__`, or subclassing `torch.Tensor`: lazy
   results computed outside the timed call.
 - `identity-cache`: `id(...)` or `.data_ptr()` used as a cache key: inside a subscript, a dict literal's key, an
-  `in` test, or the first argument of `.get`/`.setdefault`/`.pop`. Passing `data_ptr()` to a kernel is honest and
-  not flagged; an output cached per input address survives only until the inputs change in place.
+  `in` test, or the first argument of `.get`/`.setdefault`/`.pop`, directly or through a name assigned from an
+  expression holding one (`key = (x.data_ptr(), x.shape)`, then `cache[key]`). Passing `data_ptr()` to a kernel
+  is honest and not flagged; an output cached per input address survives only until the inputs change in place.
 - `persisting-l2`: `accessPolicyWindow`, `cudaStreamSetAttribute`, `cudaLimitPersistingL2CacheSize` in a C++ string
   or a Python name: pinning inputs in L2 across timed calls.
 - `precision`: only when the task's inputs are fp32 (`input_dtype`, default "float32"; see `task_input_dtype`):
@@ -38,8 +42,8 @@ import ast
 import re
 from dataclasses import dataclass
 
-RULES = ("cuda-stream", "threads", "timer-patch", "introspection", "reference-fallback", "inherits-model",
-         "tensor-subclass", "identity-cache", "persisting-l2", "precision")
+RULES = ("cuda-stream", "threads", "timer-patch", "harness-patch", "introspection", "reference-fallback",
+         "inherits-model", "tensor-subclass", "identity-cache", "persisting-l2", "precision")
 
 CPP_PATTERNS = [
     ("cuda-stream", re.compile(r"\bcudaStreamCreate\w*"), "creates a CUDA stream in C++"),
@@ -51,6 +55,7 @@ CPP_PRECISION = re.compile(r"\b(__half2?|__nv_bfloat16\w*|__float2half\w*|__floa
 THREAD_MODULES = ("threading", "concurrent.futures", "concurrent", "multiprocessing", "_thread")
 TIMERS = {"torch.cuda.synchronize", "torch.cuda.Event", "time.perf_counter", "time.time", "time.perf_counter_ns",
           "time.time_ns", "torch.cuda.Event.elapsed_time", "torch.cuda.Event.record", "torch.cuda.Event.synchronize"}
+PATCH_ROOTS = ("torch", "nn", "F", "time", "sys", "builtins")
 LOW_DTYPES = {"torch.float16", "torch.half", "torch.bfloat16"}
 HONEST_TORCH = ("torch.cuda", "torch.utils", "torch.ops", "torch._C", "torch.backends", "torch.device",
                 "torch.empty", "torch.zeros", "torch.ones")
@@ -100,11 +105,14 @@ def task_input_dtype(task_source: str) -> str:
     return "float32"
 
 
-def _calls_key(node: ast.AST) -> ast.Call | None:
+def _calls_key(node: ast.AST, key_names: dict[str, ast.Call] | None = None) -> ast.Call | None:
+    """The id(...) or .data_ptr() call inside `node`, directly or through a name in `key_names`."""
     for n in ast.walk(node):
         if isinstance(n, ast.Call) and (isinstance(n.func, ast.Name) and n.func.id == "id" or
                                         isinstance(n.func, ast.Attribute) and n.func.attr == "data_ptr"):
             return n
+        if key_names and isinstance(n, ast.Name) and n.id in key_names:
+            return key_names[n.id]
     return None
 
 
@@ -113,6 +121,7 @@ class _Scanner(ast.NodeVisitor):
         self.fp32 = fp32
         self.findings: list[Finding] = []
         self.docstrings: set[int] = set()
+        self.key_names: dict[str, ast.Call] = {}  # names assigned from an expression holding id()/.data_ptr()
 
     def add(self, rule: str, node: ast.AST, message: str):
         self.findings.append(Finding(rule, getattr(node, "lineno", 0), message))
@@ -166,14 +175,24 @@ class _Scanner(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     # -- assignments ------------------------------------------------------------------------------------------
+    def _patch(self, name: str, node, how: str):
+        parts = name.split(".")
+        if name in TIMERS:
+            self.add("timer-patch", node, f"{how} {name}")
+        elif len(parts) >= 2 and parts[0] in PATCH_ROOTS and not name.startswith("torch.backends.") \
+                and "config" not in parts[1:-1]:
+            self.add("harness-patch", node, f"{how} {name}")
+
     def _target(self, target, node, value):
         name = dotted(target)
-        if name in TIMERS:
-            self.add("timer-patch", node, f"assigns to {name}")
+        self._patch(name, node, "assigns to")
         if self.fp32 and name.endswith("allow_tf32") and isinstance(value, ast.Constant) and value.value is True:
             self.add("precision", node, f"sets {name} = True on fp32 inputs")
 
     def visit_Assign(self, node):
+        call = _calls_key(node.value)
+        if call is not None:
+            self.key_names.update({t.id: call for t in node.targets if isinstance(t, ast.Name)})
         for t in node.targets:
             for el in (t.elts if isinstance(t, ast.Tuple) else [t]):
                 self._target(el, node, node.value)
@@ -188,10 +207,9 @@ class _Scanner(ast.NodeVisitor):
         name = dotted(node.func)
         if name in ("torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.streams.Stream"):
             self.add("cuda-stream", node, f"creates a CUDA stream ({name})")
-        if name == "setattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
-            full = f"{dotted(node.args[0])}.{node.args[1].value}"
-            if full in TIMERS:
-                self.add("timer-patch", node, f"setattr on {full}")
+        if name == "setattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and dotted(node.args[0]):
+            self._patch(f"{dotted(node.args[0])}.{node.args[1].value}", node, "setattr on")
         if isinstance(node.func, ast.Attribute):
             attr = node.func.attr
             if self.fp32 and attr in ("half", "bfloat16") and not node.args:
@@ -199,27 +217,27 @@ class _Scanner(ast.NodeVisitor):
             if self.fp32 and attr == "set_float32_matmul_precision" and not (
                     node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "highest"):
                 self.add("precision", node, "lowers fp32 matmul precision")
-            if attr in CACHE_METHODS and node.args and _calls_key(node.args[0]):
+            if attr in CACHE_METHODS and node.args and _calls_key(node.args[0], self.key_names):
                 self.add("identity-cache", node, f"caches by {self._key_text(node.args[0])}")
         self.generic_visit(node)
 
     def _key_text(self, node) -> str:
-        call = _calls_key(node)
+        call = _calls_key(node, self.key_names)
         return "id(...)" if isinstance(call.func, ast.Name) else ".data_ptr()"
 
     def visit_Subscript(self, node):
-        if _calls_key(node.slice):
+        if _calls_key(node.slice, self.key_names):
             self.add("identity-cache", node, f"caches by {self._key_text(node.slice)}")
         self.generic_visit(node)
 
     def visit_Dict(self, node):
         for k in node.keys:
-            if k is not None and _calls_key(k):
+            if k is not None and _calls_key(k, self.key_names):
                 self.add("identity-cache", node, f"caches by {self._key_text(k)}")
         self.generic_visit(node)
 
     def visit_Compare(self, node):
-        if any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and _calls_key(node.left):
+        if any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and _calls_key(node.left, self.key_names):
             self.add("identity-cache", node, f"looks up a cache by {self._key_text(node.left)}")
         self.generic_visit(node)
 

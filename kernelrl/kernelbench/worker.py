@@ -1,28 +1,149 @@
 """The dynamic evaluation of KernelBench-format pairs: a spawned worker process that loads each task and its
-candidate, checks the candidate's outputs against the reference (several seeds, two input distributions), and
-times the candidate beside the baselines, interleaved in shuffled order.
+candidate, checks the candidate's outputs against the reference, and times it beside the baselines, interleaved in
+shuffled order.
 
 It speaks the HGEMM worker's protocol (`begin`, `task`, `fatal`, `done`, `startup_error`) so `LocalRunner` turns
 a crash or hang into the verdict of whatever ran ("candidate", "reference" or a baseline) and restarts a fresh
-worker for the rest. Candidate code runs only here, never in the parent.
+worker for the rest. Candidate code runs only here, never in the parent. A candidate that changed the process
+itself (patched a function, started a thread, changed a numerics flag, read the harness's memory) gets a `fatal`
+verdict: this worker exits and a fresh one evaluates the remaining pairs, so nothing it did outlives its pair.
 
 Records (plain dicts, one per (pair, baseline)): method "candidate", mode "kb", baseline, verified, reason,
 max_abs_err, max_rel_err, candidate_us, baseline_us, speedup (baseline median / candidate median). A worker crash
-or hang gives the runner's `verdict_records` instead (method = what was running, verified False)."""
+or hang gives the runner's `verdict_records` instead (method = what was running, verified False).
+
+Defences, in the order a candidate meets them (each verdict starts with the key in `REASONS`):
+
+- Load: the module import and `ModelNew(...)` run under the same watch as every call (below); a class named `Model`
+  (or the task's own Model) among ModelNew's bases is `inherits Model`.
+- Every candidate call (checks, warm-up and timed calls): an audit hook (installed before any candidate code runs,
+  permanent) reports frame and heap introspection the candidate's own code performs (`sys._getframe`,
+  `sys._current_frames`, `gc.get_objects`/`get_referrers`/`get_referents`, `tb_frame`/`gi_frame`/... access,
+  `sys.settrace`/`setprofile`): `introspection` (the walk up the stack skips `inspect`/`traceback` helpers; library
+  code's own use is not the candidate's). A thread started from the candidate's code (audit event, Python 3.12+),
+  or a Python thread alive after the call that was not before: `thread`. Timers, synchronize, the Event and Stream
+  classes and the harness's own functions are captured before any candidate code runs (the harness times with its
+  captured copies) and compared after every call: `timer patch` / `harness patch`. TF32 and reduced-precision flags
+  against their state at start-up: `precision`. The persisting-L2 set-aside (`cudaLimitPersistingL2CacheSize`,
+  read through the driver): `persisting L2`. All of these are fatal (fresh worker).
+- Checks, each call on fresh clones, the reference computed after the candidate's call (its output never exists in
+  memory while the candidate runs), compared with TF32 off, fp32 atol=rtol=1e-4, fp16/bf16 1e-2:
+  1. the task's inputs (seed 0); on CUDA the call is a guarded one (`memguard`): free memory poisoned, so elements
+     never written show the pattern (`unwritten output`), and writes outside every block the call allocated are
+     `out-of-bounds write`;
+  2. the same input tensors (same addresses, same Python objects) refilled in place with other values: an answer
+     cached by pointer or `id` comes back stale (`stale result`: the output matches the previous call's answer);
+  3. a copy of those inputs with a few elements (secret positions) set to the tensor's max and min: a cache keyed
+     on a partial content fingerprint comes back stale (`stale result`);
+  4. the remaining public seeds and the per-run secret seed, each with the task's distribution and uniform(-2, 2);
+  5. a smaller batch (dim 0 cut to about half, when every input shares it and the reference accepts it): a kernel
+     correct only at the benchmark shape is `specialised to the benchmark shape: ...`;
+  6. CUDA only: inputs poisoned, then made ready on the caller's stream behind a ~5 ms spin kernel, the output
+     copied on the caller's stream right after the call returns: work on a side stream (Python or C++) that does
+     not wait for the caller's stream, or that the caller's stream does not wait for, is `stream order: ...`.
+  Every check call runs under `sys.settrace` for the candidate's own frames: an exception that passed through its
+  code while the call still returned normally is `reference fallback` (try/except around a kernel). Every output
+  stays alive until the checks end (a candidate cannot tell checking from timing by whether its last output lives).
+  Each output: `wrong shape`/`wrong type`/`tensor subclass` (lazy or deferred tensors), `returned an input` (its
+  storage is an input's), `modified inputs`, `wrong dtype`/`wrong device`, `unwritten output`, `NaN/Inf`,
+  `stale result`, `wrong values`, `same tensor every call` (a preallocated or constant output).
+- Timing: every method's every call gets a fresh clone of one of a few input sets with a few elements (secret
+  positions) changed, so no two calls see the same inputs (content caches miss, and an answer a baseline left in
+  freed memory is for other inputs); the L2 is flushed (256 MB write) before each call; host clock around a
+  device-wide synchronize. About a third of the candidate's calls (at least one per round, chosen with the run's
+  secret; every call gets the same pristine copy of its inputs, checked or not, so the candidate cannot tell) are
+  checked against the reference, computed after the call (`during timing: ...`): counting calls, detecting
+  warm-up or dropped outputs and cheating later is caught. Each round's last call is also timed with events on the
+  caller's stream: synchronized time well beyond the event time is `hidden work`.
+- Crashes (including sticky CUDA errors, probed after an exception) and hangs: `crash: ...`, `hang: ...`."""
 
 from __future__ import annotations
 
+import ctypes
 import math
+import os
 import random
-import time
+import sys
+import sysconfig
+import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import perf_counter as _perf_counter  # bound when the worker module loads, before any candidate code
 
 from kernelrl.run.protocol import serve
 
 DEFAULT_BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
 MODE = "kb"
+
+REASONS = {
+    "exception": "the candidate raised (at import, construction or a call)",
+    "inherits Model": "ModelNew derives from the reference Model",
+    "introspection": "the candidate read frames or the heap (reference outputs, harness state)",
+    "thread": "the candidate started a thread (work hidden from the timer)",
+    "timer patch": "the candidate replaced a timer, synchronize, or the Event/Stream classes",
+    "harness patch": "the candidate replaced a function the harness checks or reports with",
+    "precision": "the candidate changed TF32 or reduced-precision settings",
+    "persisting L2": "the candidate set aside L2 for persisting accesses",
+    "reference fallback": "an exception passed through the candidate's code and the call still returned",
+    "wrong shape": "output count or shape differs",
+    "wrong type": "an output is not a tensor where the reference's is",
+    "tensor subclass": "an output is a Tensor subclass (lazy or deferred values)",
+    "returned an input": "an output shares an input's storage",
+    "modified inputs": "the call changed its inputs",
+    "wrong dtype": "output dtype differs",
+    "wrong device": "output device differs",
+    "unwritten output": "output elements hold the poison written to free memory before the call",
+    "NaN/Inf": "non-finite output",
+    "stale result": "the output is the previous call's answer (cached by pointer, id or fingerprint)",
+    "wrong values": "beyond the dtype's tolerance",
+    "same tensor every call": "the output is the same storage as the previous call's (preallocated or constant)",
+    "out-of-bounds write": "the call wrote free memory outside every block it allocated",
+    "specialised to the benchmark shape": "wrong (or failing) on a smaller batch the reference accepts",
+    "stream order": "wrong when read on the caller's stream right after the call (unsynchronized side stream)",
+    "during timing": "a check of a sampled timed call failed",
+    "hidden work": "synchronized time far beyond the caller's stream's event time",
+    "crash": "the worker died or the CUDA context broke",
+    "hang": "no progress within the timeout",
+}
+
+SLEEP_CYCLES = 10_000_000  # the stream-order check's spin kernel: ~5 ms at 2 GHz
+CHECK_FRACTION = 0.3  # share of the candidate's timed calls that are checked (plus one per round)
+PERTURBED = 8  # elements changed per floating input tensor in near-duplicate and timed inputs
+
+# What the candidate may not replace: (module or class path, attributes, verdict key).
+GUARDED = [
+    ("time", ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns", "process_time",
+              "sleep"), "timer patch"),
+    ("torch.cuda", ("synchronize", "Event", "Stream", "ExternalStream", "current_stream", "default_stream",
+                    "stream", "set_stream", "_sleep", "elapsed_time"), "timer patch"),
+    ("torch.cuda", ("empty_cache", "memory_snapshot"), "harness patch"),
+    ("torch.cuda.memory", ("_snapshot", "_record_memory_history", "memory_snapshot", "empty_cache"), "harness patch"),
+    ("torch.cuda.Event", ("record", "elapsed_time", "synchronize", "query", "wait"), "timer patch"),
+    ("torch.cuda.Stream", ("synchronize", "wait_stream", "wait_event", "record_event", "query"), "timer patch"),
+    ("torch._C", ("_cuda_synchronize",), "timer patch"),
+    ("torch", ("allclose", "equal", "isfinite", "isnan", "nan_to_num", "no_grad", "compile", "as_tensor", "empty",
+               "rand", "randn"), "harness patch"),
+    ("torch.Tensor", ("clone", "copy_", "double", "abs", "max", "min", "all", "any", "sum", "isnan", "data_ptr",
+                      "untyped_storage", "is_floating_point", "is_complex", "contiguous", "view", "to", "fill_",
+                      "item", "__eq__", "__ne__", "__bool__", "__setitem__", "__getitem__"), "harness patch"),
+    ("torch.nn.Module", ("__call__", "_call_impl", "to", "state_dict", "load_state_dict"), "harness patch"),
+    ("builtins", ("isinstance", "issubclass", "type", "id", "len", "zip", "float", "int", "bool", "max", "min",
+                  "sum", "any", "all", "print"), "harness patch"),
+    ("os", ("_exit",), "harness patch"),
+    ("sys", ("settrace", "gettrace", "_current_frames", "_getframe"), "harness patch"),
+    ("multiprocessing.connection._ConnectionBase", ("send", "_send_bytes"), "harness patch"),
+    ("multiprocessing.connection.Connection", ("_send", "_send_bytes"), "harness patch"),
+    ("kernelrl.run.stats", ("summarize", "hidden_work", "percentile"), "harness patch"),
+    ("kernelrl.run.protocol", ("serve",), "harness patch"),
+]
+FRAME_EVENTS = {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
+                "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"}
+FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
+THREAD_EVENTS = {"_thread.start_new_thread", "_thread.start_joinable_thread"}
+HELPER_FILES = ("inspect.py", "traceback.py", "threading.py")  # library helpers the stack walk looks through
+HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep)
+AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit events from Python 3.12 on
 
 
 # -- parent side -------------------------------------------------------------------------------------------------
@@ -60,15 +181,17 @@ class KBTask:
                 "name": self.name, "modes": self.modes, "skip": sorted(self.skip)}
 
 
-def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=None, on_progress=None) \
-        -> dict[int, list[dict]]:
-    """Evaluate (task path, candidate path) pairs in spawned workers; records per pair index."""
+def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=None, on_progress=None,
+              on_env=None) -> dict[int, list[dict]]:
+    """Evaluate (task path, candidate path) pairs in spawned workers; records per pair index. `on_env` gets each
+    worker's environment dict (gpu, torch, cuda_runtime)."""
     from kernelrl.run.runner import LocalRunner
 
     tasks = [KBTask(i, str(t), str(c), name=Path(c).stem) for i, (t, c) in enumerate(pairs)]
     out: dict[int, list[dict]] = {t.id: [] for t in tasks}
     LocalRunner(worker_target=worker_target or worker_main).run(
-        tasks, [], settings, lambda task, records: out[task.id].extend(records), on_progress=on_progress)
+        tasks, [], settings, lambda task, records: out[task.id].extend(records), on_progress=on_progress,
+        on_env=on_env)
     return out
 
 
@@ -102,6 +225,11 @@ class Rejected(Exception):
     """The candidate failed a check; the message is the verdict."""
 
 
+class Fatal(Exception):
+    """The process can no longer be trusted (a broken CUDA context, or a candidate that changed the process):
+    report the message as the running method's verdict, then exit; a fresh worker takes the remaining pairs."""
+
+
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
@@ -120,6 +248,52 @@ def _flatten(out) -> list:
     return [out]
 
 
+def _storage(t) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _resolve(path: str):
+    """The object at a dotted path (modules imported as needed), or None."""
+    import importlib
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for p in parts[i:]:
+                obj = getattr(obj, p)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _raw_attr(owner, name):
+    """The attribute as stored (a class's own or inherited dict entry, a module's global), without binding."""
+    if isinstance(owner, type):
+        for klass in owner.__mro__:
+            if name in klass.__dict__:
+                return klass.__dict__[name]
+        return _MISSING
+    return vars(owner).get(name, _MISSING) if hasattr(owner, "__dict__") else getattr(owner, name, _MISSING)
+
+
+_MISSING = object()
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    prefixes = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
+    try:
+        import torch
+        prefixes.add(os.path.dirname(torch.__file__))
+    except ImportError:
+        pass
+    return tuple(sorted(os.path.realpath(p) + os.sep for p in prefixes)) + ("<frozen",)
+
+
 class KBWorker:
     def __init__(self, conn, payload: dict):
         self.conn = conn
@@ -128,9 +302,19 @@ class KBWorker:
         self.rng = random.Random(self.secret)
         self.current = (None, None, None)
         self.flush_buf = None
+        self.guard = None
+        self.cand_file = None
+        self.armed = False
+        self.in_hook = False
+        self.hits: list[tuple[str, str]] = []  # (verdict key, what) seen while the candidate ran
+        self.caught: list[str] = []  # exceptions that passed through the candidate's frames
+        self.libcuda = None
+        self._arena = 0
+        self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
+        self._send = type(conn).send  # the genuine method, captured before any candidate code runs
 
     def send(self, *msg):
-        self.conn.send(msg)
+        self._send(self.conn, msg)
 
     def begin(self, task_id, method, phase):
         self.current = (task_id, method, phase)
@@ -138,8 +322,10 @@ class KBWorker:
 
     def start(self):
         import torch
+        self.torch = torch
         self.device = torch.device(self.s["device"])
-        if self.device.type == "cuda":
+        self.cuda = self.device.type == "cuda"
+        if self.cuda:
             if not torch.cuda.is_available():
                 raise RuntimeError("no CUDA GPU visible to torch")
             torch.cuda.init()
@@ -151,11 +337,226 @@ class KBWorker:
             self.send("env", {"gpu": "cpu", "torch": torch.__version__, "cuda_runtime": None})
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        import importlib
+        for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.run.stats"):
+            importlib.import_module(name)  # every harness module is loaded before any candidate code runs
+        self._cuda_sync = torch._C._cuda_synchronize if self.cuda else None
+        self._Event = torch.cuda.Event
+        self._event_record = torch.cuda.Event.record
+        self._event_elapsed = torch.cuda.Event.elapsed_time
+        self._current_frames = sys._current_frames
+        self._settrace, self._gettrace = sys.settrace, sys.gettrace
+        self.guards = self._capture_guards()
+        self.precision0 = self._precision()
+        self.l2_0 = self._persisting_l2()
+        self.library = _library_prefixes()
+        if self.cuda:
+            from kernelrl.kernelbench.memguard import MemoryGuard
+            self.guard = MemoryGuard(torch, self.device, sync=self.sync)
+        sys.addaudithook(self._audit)
 
     def sync(self):
-        import torch
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
+        if self.cuda:
+            self._cuda_sync()
+
+    # -- what a candidate may not change ---------------------------------------------------------------------
+    def _capture_guards(self) -> list[tuple]:
+        guards = []
+        for path, names, key in GUARDED:
+            owner = _resolve(path)
+            if owner is None:
+                continue
+            for name in names:
+                original = _raw_attr(owner, name)
+                if original is not _MISSING:
+                    guards.append((owner, name, original, f"{path}.{name}", key))
+        module = sys.modules[__name__]
+        from kernelrl.kernelbench import memguard
+        for owner, label in ((module, __name__), (KBWorker, f"{__name__}.KBWorker"), (memguard, memguard.__name__),
+                             (memguard.MemoryGuard, f"{memguard.__name__}.MemoryGuard")):
+            for name, original in list(vars(owner).items()):
+                guards.append((owner, name, original, f"{label}.{name}", "harness patch"))
+        return guards
+
+    def _patched(self) -> list[tuple[str, str]]:
+        """(verdict key, name) of every guarded attribute that changed; each is put back."""
+        out = []
+        for owner, name, original, label, key in self.guards:
+            if _raw_attr(owner, name) is not original:
+                out.append((key, label))
+                try:
+                    setattr(owner, name, original)
+                except (AttributeError, TypeError):
+                    pass
+        return out
+
+    def _precision(self) -> dict:
+        torch, state = self.torch, {}
+        probes = {
+            "torch.backends.cuda.matmul.allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
+            "torch.backends.cudnn.allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
+            "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision,
+            "torch.backends.cuda.matmul.fp32_precision": lambda: torch.backends.cuda.matmul.fp32_precision,
+            "torch.backends.cudnn.fp32_precision": lambda: torch.backends.cudnn.fp32_precision,
+            "torch.backends.fp32_precision": lambda: torch.backends.fp32_precision,
+            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+                lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+            "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
+                lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        }
+        for name, probe in probes.items():
+            try:
+                state[name] = probe()
+            except Exception:
+                pass
+        return state
+
+    def _persisting_l2(self) -> int | None:
+        """The current context's persisting-L2 set-aside in bytes (driver API), or None where it cannot be read."""
+        if not self.cuda:
+            return None
+        try:
+            if self.libcuda is None:
+                self.libcuda = ctypes.CDLL("libcuda.so.1")
+            value = ctypes.c_size_t(0)
+            rc = self.libcuda.cuCtxGetLimit(ctypes.byref(value), ctypes.c_int(6))  # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+            return int(value.value) if rc == 0 else None
+        except (OSError, AttributeError):
+            return None
+
+    # -- watching the candidate's own code -------------------------------------------------------------------
+    def _is_library(self, filename: str) -> bool:
+        return filename.startswith("<frozen") or os.path.realpath(filename).startswith(self.library)
+
+    def _is_helper(self, filename: str) -> bool:
+        return (os.path.basename(filename) in HELPER_FILES or any(d in filename for d in HELPER_DIRS)) \
+            and self._is_library(filename)
+
+    def _audit(self, event, args):
+        if not self.armed or self.in_hook:
+            return
+        if event in THREAD_EVENTS:
+            key = "thread"
+        elif event in FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRS):
+            key = "introspection"
+        else:
+            return
+        self.in_hook = True
+        try:
+            frame = sys._getframe(1)
+            while frame is not None and self._is_helper(frame.f_code.co_filename):
+                frame = frame.f_back
+            if frame is not None and not self._is_library(frame.f_code.co_filename):
+                what = f"{args[1]}" if event == "object.__getattr__" else event
+                where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+                self.hits.append((key, f"{what} at {where}"))
+        finally:
+            self.in_hook = False
+
+    def _trace_call(self, frame, event, arg):
+        if frame.f_code.co_filename == self.cand_file:
+            return self._trace_local
+        return None
+
+    def _trace_local(self, frame, event, arg):
+        if event == "exception" and not issubclass(arg[0], (StopIteration, StopAsyncIteration, GeneratorExit)):
+            self.caught.append(f"{arg[0].__name__} at line {frame.f_lineno}")
+        return self._trace_local
+
+    def _watch(self):
+        """(threads, hits) before a candidate runs; arms the audit hook."""
+        self.hits.clear()
+        before = set(self._current_frames())
+        self.armed = True
+        return before
+
+    def _unwatch(self, before, phase):
+        """Disarm, then every process-level check; a finding is fatal (the worker is no longer trustworthy)."""
+        self.armed = False
+        patched = self._patched()  # first: puts everything back, the pipe to the parent included
+        # Python 3.12+: the audit event names the code that started the thread (library code's own are fine);
+        # before that, any Python thread alive now that was not before the call
+        new = set() if AUDITED_THREADS else set(self._current_frames()) - before
+        started = [w for k, w in self.hits if k == "thread"]
+        if new or started:
+            names = sorted({getattr(threading._active.get(i), "name", "raw thread") for i in new})
+            what = "; ".join(started) or ", ".join(names)
+            raise Fatal(f"thread: the candidate started a thread during {phase} ({what}); work off the calling "
+                        f"thread escapes the timer")
+        if patched:
+            key = "timer patch" if any(k == "timer patch" for k, _ in patched) else "harness patch"
+            raise Fatal(f"{key}: {', '.join(n for _, n in patched)} replaced during {phase}")
+        now = self._precision()
+        changed = [f"{k} = {now.get(k)!r} (was {v!r})" for k, v in self.precision0.items() if now.get(k) != v]
+        if changed:
+            raise Fatal(f"precision: the candidate changed {', '.join(changed)} during {phase}")
+        l2 = self._persisting_l2()
+        if l2 is not None and self.l2_0 is not None and l2 != self.l2_0:
+            raise Fatal(f"persisting L2: the candidate set aside {l2} bytes of L2 for persisting accesses "
+                        f"during {phase}")
+        seen = [w for k, w in self.hits if k == "introspection"]
+        if seen:
+            raise Fatal(f"introspection: the candidate's code used {'; '.join(dict.fromkeys(seen))} during {phase}")
+
+    def _cand_call(self, cand, inputs, phase, trace=False, guard=None, sync=True):
+        """One call of the candidate, watched; exceptions become `Rejected("exception: ...")` (or fatal when the
+        CUDA context broke). `guard`: None, "poison" or "oob" (a MemoryGuard around the call)."""
+        oob, guarded = None, False
+        if guard and self.guard is not None:
+            try:
+                self.guard.arm(self._arena, check=guard == "oob")
+                guarded = True
+                if self.guard.note and self.guard.note not in self.notes:
+                    self.notes.append(self.guard.note)
+            except Exception as exc:  # the harness's problem, not the candidate's: go on without the guard
+                self._drop_guard("arm", exc)
+        self.caught.clear()
+        old = self._gettrace() if trace else None
+        if trace:
+            self._settrace(self._trace_call)
+        before = self._watch()
+        error = None
+        try:
+            out = self._call(cand, inputs)
+            if sync:
+                self.sync()
+        except Exception as exc:
+            error = exc
+        finally:
+            self.armed = False
+            if trace:
+                self._settrace(old)
+        if guarded:
+            try:
+                oob = self.guard.disarm()
+            except Exception as exc:
+                self._probe_context(error or exc)  # a context the candidate broke is its crash
+                self._drop_guard("disarm", exc)
+        self._unwatch(before, phase)
+        if error is not None:
+            self._probe_context(error)
+            raise Rejected(f"exception: {_short(error)}") from None
+        if oob:
+            raise Rejected(oob)
+        if self.caught:
+            raise Rejected(f"reference fallback: {self.caught[0]} passed through the candidate's code and the call "
+                           f"still returned (try/except around its kernel)")
+        return out
+
+    def _drop_guard(self, what, exc):
+        self.notes.append(f"memory guard off ({what} failed: {_short(exc)}): no poison, no out-of-bounds check")
+        self.guard = None
+
+    def _probe_context(self, exc):
+        """After an exception on CUDA: a sticky error (illegal address, launch failure) ends this worker."""
+        if not self.cuda:
+            return
+        try:
+            self.sync()
+            self.torch.zeros(1, device=self.device).add_(1).item()
+        except Exception:
+            raise Fatal(f"crash: {_short(exc)}") from None
 
     # -- inputs ------------------------------------------------------------------------------------------------
     def _inputs(self, mod, seed: int, dist: str) -> list:
@@ -177,6 +578,33 @@ class KBWorker:
         import torch
         return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
+    def _perturb(self, inputs: list) -> None:
+        """Set a few elements (secret positions) of each floating input to the tensor's max or min: in the
+        inputs' own range, and enough to change a max/min reduction."""
+        import torch
+        for x in inputs:
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1 and x.dim() > 0:
+                hi, lo = x.max(), x.min()
+                for j in range(PERTURBED):
+                    x[tuple(self.rng.randrange(n) for n in x.shape)] = hi if j % 2 == 0 else lo
+
+    @staticmethod
+    def _nbytes(tensors) -> int:
+        import torch
+        return sum(t.numel() * t.element_size() for t in _flatten(tensors) if isinstance(t, torch.Tensor))
+
+    def _vary_batch(self, inputs: list) -> list | None:
+        """The inputs with dim 0 cut to about half, when every tensor input shares a dim 0 of at least 2."""
+        import torch
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        if not tensors or any(x.dim() == 0 for x in tensors):
+            return None
+        b = tensors[0].shape[0]
+        if b < 2 or any(x.shape[0] != b for x in tensors):
+            return None
+        nb = b // 2 + 1 if b > 3 else b - 1
+        return [x[:nb].contiguous() if isinstance(x, torch.Tensor) else x for x in inputs]
+
     # -- one pair ----------------------------------------------------------------------------------------------
     def run_task(self, task: dict):
         import torch
@@ -195,6 +623,8 @@ class KBWorker:
         ref = tmod.Model(*init).to(self.device)
         ref_state = ref.state_dict()
         self.begin(tid, "candidate", "load")
+        self.cand_file = str(Path(task["candidate_path"]).resolve())
+        before = self._watch()
         try:
             cmod = load_module(task["candidate_path"])
             torch.manual_seed(self.base_seed)
@@ -205,14 +635,24 @@ class KBWorker:
                 cand.load_state_dict(shared, strict=False)
             cand = cand.to(self.device)
         except Exception as exc:
+            self._unwatch(before, "load")
             return self._report(tid, baselines, f"exception: {_short(exc)}", {}, {})
+        self._unwatch(before, "load")
         errs = {"max_abs_err": 0.0, "max_rel_err": 0.0}
         try:
+            self._check_class(cand, ref)
             self._verify(tid, tmod, ref, cand, errs)
         except Rejected as exc:
             return self._report(tid, baselines, str(exc), errs, {})
         times, reason, base_reasons = self._time(tid, tmod, ref, cand, baselines, errs)
         self._report(tid, baselines, reason, errs, times, base_reasons)
+
+    @staticmethod
+    def _check_class(cand, ref):
+        for klass in type(cand).__mro__[1:]:
+            if klass is type(ref) or klass.__name__ == "Model":
+                raise Rejected(f"inherits Model: ModelNew derives from {klass.__module__}.{klass.__name__} (the "
+                               f"reference is one super() call away)")
 
     def _report(self, tid, baselines, reason, errs, times, base_reasons=None):
         self.begin(tid, None, "report")
@@ -226,7 +666,8 @@ class KBWorker:
                             "candidate_us": cand_us if ok else None, "baseline_us": base_us,
                             "speedup": base_us / cand_us if ok and base_us and cand_us else None,
                             "max_abs_err": errs.get("max_abs_err"), "max_rel_err": errs.get("max_rel_err"),
-                            "baseline_reason": (base_reasons or {}).get(b), "samples": 0, "extra": {}})
+                            "baseline_reason": (base_reasons or {}).get(b), "samples": 0,
+                            "extra": {"notes": list(self.notes)} if self.notes else {}})
         self.send("task", tid, records)
 
     def _call(self, model, inputs):
@@ -234,45 +675,142 @@ class KBWorker:
         with torch.no_grad():
             return model(*inputs)
 
+    def _reference(self, tid, ref, pristine, phase):
+        """The reference's output on a clone of the pristine inputs (computed after the candidate's call)."""
+        self.begin(tid, "reference", phase)
+        ref_in = self._clone(pristine)
+        ref_out = self._call(ref, ref_in)
+        self.sync()
+        return ref_in, ref_out
+
+    def _check(self, tid, ref, cand, pristine, cand_in, phase, prev, errs, guard="poison"):
+        """One checked call on `cand_in` (whose values equal `pristine`): the candidate first, then the reference."""
+        self._arena = 2 * max(self._nbytes(prev[1]) if prev else 0, self._nbytes(pristine)) + (8 << 20)
+        self.begin(tid, "candidate", phase)
+        out = self._cand_call(cand, cand_in, phase, trace=True, guard=guard if self.cuda else None)
+        ref_in, ref_out = self._reference(tid, ref, pristine, phase)
+        self.begin(tid, "candidate", phase)
+        self._judge(out, ref_out, cand_in, pristine, ref_in, prev, errs, poisoned=self.cuda and bool(guard))
+        return out, ref_out
+
     def _verify(self, tid, tmod, ref, cand, errs):
         seeds = [self.base_seed + i for i in range(max(1, self.s["n_seeds"]) - 1)] + [self.secret & 0x7FFF_FFFF]
-        prev = None
-        for seed in seeds:
+        held = []  # every output lives until the checks end: the candidate cannot tell checks from timing by that
+        # 1. the task's inputs, guarded: unwritten elements and out-of-bounds writes
+        pristine = self._inputs(tmod, seeds[0], "task")
+        cand_in = self._clone(pristine)
+        prev = self._check(tid, ref, cand, pristine, cand_in, "verify:task:0", None, errs, guard="oob")
+        held.append(prev)
+        # 2. the same tensors refilled in place: caches keyed by pointer or id
+        pristine = self._inputs(tmod, seeds[0], "uniform")
+        for x, p in zip(cand_in, pristine):
+            if hasattr(x, "copy_") and hasattr(p, "shape") and x.shape == p.shape:
+                x.copy_(p)
+        prev = self._check(tid, ref, cand, pristine, cand_in, "verify:refilled", prev, errs)
+        held.append(prev)
+        # 3. a near duplicate: caches keyed by a partial fingerprint
+        pristine = self._clone(pristine)
+        self._perturb(pristine)
+        prev = self._check(tid, ref, cand, pristine, self._clone(pristine), "verify:near-duplicate", prev, errs)
+        held.append(prev)
+        # 4. the other seeds (the last is this run's secret), two distributions each
+        for seed in seeds[1:]:
             for dist in ("task", "uniform"):
                 phase = f"verify:{dist}:{'secret' if seed == seeds[-1] else seed - self.base_seed}"
                 pristine = self._inputs(tmod, seed, dist)
-                ref_in = self._clone(pristine)
-                self.begin(tid, "reference", phase)
-                ref_out = self._call(ref, ref_in)
-                self.sync()
-                cand_in = self._clone(pristine)
-                self.begin(tid, "candidate", phase)
-                try:
-                    out = self._call(cand, cand_in)
-                    self.sync()
-                except Exception as exc:
-                    raise Rejected(f"exception: {_short(exc)}") from None
-                self._judge(out, ref_out, cand_in, pristine, ref_in, prev, errs)
-                prev = (out, ref_out)
+                prev = self._check(tid, ref, cand, pristine, self._clone(pristine), phase, prev, errs)
+                held.append(prev)
+        # 5. a smaller batch
+        held.append(self._check_batch(tid, tmod, ref, cand, errs))
+        # 6. stream order (CUDA)
+        if self.cuda:
+            held.append(self._check_stream_order(tid, tmod, ref, cand))
+        del held
 
-    def _judge(self, out, ref_out, cand_in, pristine, ref_in, prev, errs):
+    def _check_batch(self, tid, tmod, ref, cand, errs):
+        pristine = self._vary_batch(self._inputs(tmod, self.base_seed + 77, "task"))
+        if pristine is None:
+            return
+        batch = pristine[0].shape[0]
+        phase = f"verify:batch {batch}"
+        try:
+            return self._check(tid, ref, cand, pristine, self._clone(pristine), phase, None, errs)
+        except (Rejected, Fatal) as exc:
+            if isinstance(exc, Fatal):
+                raise
+            try:
+                self._reference(tid, ref, pristine, phase)
+            except Exception:
+                return  # the reference itself is bound to its shape: nothing to ask of the candidate
+            raise Rejected(f"specialised to the benchmark shape: {exc} (batch {batch} instead of the "
+                           f"task's)") from None
+        except Exception:
+            return  # the reference failed on this batch (the candidate ran first, its verdict is not needed)
+
+    def _check_stream_order(self, tid, tmod, ref, cand):
+        import torch
+        pristine = self._inputs(tmod, self.base_seed + 99, "task")
+        cand_in, staged = self._clone(pristine), self._clone(pristine)
+        for x in cand_in:
+            if isinstance(x, torch.Tensor) and x.is_floating_point():
+                x.fill_(float("nan"))
+        self.sync()
+        phase = "verify:stream order"
+        self.begin(tid, "candidate", phase)
+        torch.cuda._sleep(SLEEP_CYCLES)  # the inputs become ready on the caller's stream only after this
+        for x, s in zip(cand_in, staged):
+            if isinstance(x, torch.Tensor):
+                x.copy_(s)
+        out = self._cand_call(cand, cand_in, phase, sync=False)
+        seen = [o.clone() if isinstance(o, torch.Tensor) else o for o in _flatten(out)]  # on the caller's stream
+        self.sync()
+        _, ref_out = self._reference(tid, ref, pristine, phase)
+        for o, r in zip(seen, _flatten(ref_out)):
+            problem = self._mismatch(o, r)
+            if problem:
+                raise Rejected(f"stream order: {problem} when read on the caller's stream right after the call "
+                               f"(work on another stream not ordered with the caller's)")
+        return out
+
+    @staticmethod
+    def _mismatch(o, r) -> str | None:
+        import torch
+        if not isinstance(r, torch.Tensor):
+            return None if o == r else "wrong values"
+        if not isinstance(o, torch.Tensor) or o.shape != r.shape or o.dtype != r.dtype:
+            return "wrong shape or dtype"
+        if not (o.is_floating_point() or o.is_complex()):
+            return None if torch.equal(o, r) else "wrong values"
+        if not bool(torch.isfinite(o).all()) and bool(torch.isfinite(r).all()):
+            return "NaN/Inf"
+        atol, rtol = _tol(r.dtype)
+        if not torch.allclose(o, r, atol=atol, rtol=rtol):
+            return f"wrong values (max abs error {float((o.double() - r.double()).abs().max()):.3g})"
+        return None
+
+    def _judge(self, out, ref_out, cand_in, pristine, ref_in, prev, errs, poisoned=False):
         import torch
         outs, refs = _flatten(out), _flatten(ref_out)
         if len(outs) != len(refs):
             raise Rejected(f"wrong shape: {len(outs)} outputs, expected {len(refs)}")
-        in_ptrs = {x.data_ptr() for x in cand_in if isinstance(x, torch.Tensor)}
-        ref_in_ptrs = {x.data_ptr() for x in ref_in if isinstance(x, torch.Tensor)}
+        in_storages = {_storage(x) for x in cand_in if isinstance(x, torch.Tensor)}
+        ref_in_storages = {_storage(x) for x in ref_in if isinstance(x, torch.Tensor)}
+        for o, r in zip(outs, refs):
+            if isinstance(o, torch.Tensor) and type(o) is torch.Tensor and isinstance(r, torch.Tensor) \
+                    and _storage(o) in in_storages and _storage(r) not in ref_in_storages:
+                raise Rejected("returned an input")
         for x, p in zip(cand_in, pristine):
             if isinstance(x, torch.Tensor) and not (x.shape == p.shape and torch.equal(
                     torch.nan_to_num(x), torch.nan_to_num(p)) and torch.equal(x.isnan(), p.isnan())):
                 raise Rejected("modified inputs")
-        prev_ptrs = set()
+        prev_storages, prev_refs = set(), []
         if prev is not None:
-            ref_prev = {r.untyped_storage().data_ptr() for r in _flatten(prev[1]) if isinstance(r, torch.Tensor)}
-            prev_ptrs = {o.untyped_storage().data_ptr() for o in _flatten(prev[0]) if isinstance(o, torch.Tensor)}
-            prev_ptrs -= ref_prev if any(r.untyped_storage().data_ptr() in ref_prev
-                                         for r in refs if isinstance(r, torch.Tensor)) else set()
-        for o, r in zip(outs, refs):
+            prev_refs = _flatten(prev[1])
+            ref_prev = {_storage(r) for r in prev_refs if isinstance(r, torch.Tensor)}
+            prev_storages = {_storage(o) for o in _flatten(prev[0]) if isinstance(o, torch.Tensor)}
+            if any(_storage(r) in ref_prev for r in refs if isinstance(r, torch.Tensor)):
+                prev_storages -= ref_prev  # the reference itself returns the same tensor every call
+        for i, (o, r) in enumerate(zip(outs, refs)):
             if not isinstance(r, torch.Tensor):
                 if o != r:
                     raise Rejected("wrong values")
@@ -280,11 +818,7 @@ class KBWorker:
             if not isinstance(o, torch.Tensor):
                 raise Rejected(f"wrong type: {type(o).__name__}, expected a tensor")
             if type(o) is not torch.Tensor:
-                raise Rejected("tensor subclass")
-            if o.data_ptr() in in_ptrs and r.data_ptr() not in ref_in_ptrs:
-                raise Rejected("returned an input")
-            if o.untyped_storage().data_ptr() in prev_ptrs:
-                raise Rejected("same tensor every call")
+                raise Rejected(f"tensor subclass: {type(o).__name__}")
             if o.shape != r.shape:
                 raise Rejected(f"wrong shape: {tuple(o.shape)}, expected {tuple(r.shape)}")
             if o.dtype != r.dtype:
@@ -295,6 +829,12 @@ class KBWorker:
                 if not torch.equal(o, r):
                     raise Rejected("wrong values")
                 continue
+            if poisoned and o.is_floating_point() and o.element_size() in (2, 4, 8) and o.numel():
+                as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}[o.element_size()]
+                unwritten = int(((o.detach().contiguous().view(as_int) == -1) & torch.isfinite(r)).sum())
+                if unwritten:
+                    raise Rejected(f"unwritten output: {unwritten} of {o.numel()} elements hold the pattern written "
+                                   f"to free memory before the call")
             if not bool(torch.isfinite(o).all()):
                 raise Rejected("NaN/Inf" + ("" if bool(torch.isfinite(r).all()) else " (in the reference too)"))
             atol, rtol = _tol(r.dtype)
@@ -303,8 +843,16 @@ class KBWorker:
                 errs["max_abs_err"] = max(errs["max_abs_err"], float(diff.max()))
                 errs["max_rel_err"] = max(errs["max_rel_err"], float((diff / (r.double().abs() + atol)).max()))
             if not torch.allclose(o, r, atol=atol, rtol=rtol):
+                old = prev_refs[i] if i < len(prev_refs) else None
+                if isinstance(old, torch.Tensor) and old.shape == o.shape and old.dtype == o.dtype \
+                        and torch.allclose(o, old, atol=atol, rtol=rtol):
+                    raise Rejected("stale result: the output is the previous call's answer (cached across calls by "
+                                   "pointer, id or a content fingerprint)")
                 raise Rejected(f"wrong values: max abs error {float(diff.max()):.3g} exceeds the {r.dtype} "
                                f"tolerance (atol=rtol={atol:g})")
+            if _storage(o) in prev_storages:
+                raise Rejected("same tensor every call: the output's storage is the previous call's (a "
+                               "preallocated or constant output the next call overwrites)")
 
     # -- timing ------------------------------------------------------------------------------------------------
     def _baseline_fn(self, name, ref, static_in):
@@ -315,7 +863,7 @@ class KBWorker:
             compiled = torch.compile(ref, mode="reduce-overhead" if name == "compile_reduce_overhead" else None)
             return lambda *xs: self._call(compiled, xs)
         if name == "cuda_graph":
-            if self.device.type != "cuda":
+            if not self.cuda:
                 raise RuntimeError("needs CUDA")
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -335,89 +883,109 @@ class KBWorker:
             return replay
         raise ValueError(f"unknown baseline {name!r}")
 
+    def _fresh(self, pool, k) -> list:
+        """Call k's inputs: a clone of one input set with a few elements changed (no two calls alike)."""
+        xs = self._clone(pool[k % len(pool)])
+        self._perturb(xs)
+        return xs
+
     def _time(self, tid, tmod, ref, cand, baselines, errs):
-        import torch
         from kernelrl.run.stats import hidden_work, summarize
 
         s = self.s
         pool = [self._inputs(tmod, self.base_seed + 1000 + i, "task") for i in range(max(1, s["input_sets"]))]
-        self.begin(tid, "reference", "timing references")
-        pool_ref = [self._call(ref, self._clone(p)) for p in pool]
         fns, base_reasons = {}, {}
+        k = 0
         for b in baselines:
             self.begin(tid, b, "prepare")
             try:
                 fn = self._baseline_fn(b, ref, self._clone(pool[0]))
-                for i in range(max(1, s["warmup_calls"])):
-                    xs = self._clone(pool[i % len(pool)])
+                for _ in range(max(1, s["warmup_calls"])):
+                    xs = self._fresh(pool, k)
+                    k += 1
                     getattr(fn, "stage", lambda _: None)(xs)
                     fn(*xs)
                 self.sync()
                 fns[b] = fn
             except Exception as exc:
                 base_reasons[b] = f"baseline failed: {_short(exc)}"
-        fns["candidate"] = lambda *xs: self._call(cand, xs)
+        # Only harness code ran since the last check: what the baselines' compilers changed (torch._dynamo wraps
+        # torch.manual_seed on import, for one) is the new normal.
+        self.guards = self._capture_guards()
+        self.precision0 = self._precision()
+        fns["candidate"] = None
         self.begin(tid, "candidate", "warmup")
         try:
-            for i in range(max(1, s["warmup_calls"])):
-                fns["candidate"](*self._clone(pool[i % len(pool)]))
-            self.sync()
-        except Exception as exc:
-            return {}, f"during timing: exception: {_short(exc)}", base_reasons
+            for _ in range(max(1, s["warmup_calls"])):
+                self._cand_call(cand, self._fresh(pool, k), "warm-up")
+                k += 1
+        except Rejected as exc:
+            return {}, f"during timing: {exc}", base_reasons
         samples = {n: [] for n in fns}
         overhead = {n: [] for n in fns}
-        cuda = self.device.type == "cuda"
-        check_rounds = {s["rounds"] // 2, s["rounds"] - 1}
+        n_calls = s["calls_per_round"] + (1 if self.cuda else 0)
         reason = None
-        k = 0
         for rnd in range(s["rounds"]):
             order = list(fns)
             self.rng.shuffle(order)
             for name in order:
+                if name in base_reasons:
+                    continue  # a baseline that failed is not called again
                 self.begin(tid, name, "time")
                 fn = fns[name]
-                for rep in range(s["calls_per_round"] + (1 if cuda else 0)):
-                    idx = k % len(pool)
+                is_cand = name == "candidate"
+                checks = {self.rng.randrange(n_calls)} | {r for r in range(n_calls)
+                                                          if self.rng.random() < CHECK_FRACTION}
+                for rep in range(n_calls):
+                    xs = self._fresh(pool, k)  # fresh tensors and values every call, made outside the timed region
                     k += 1
-                    xs = self._clone(pool[idx])  # fresh tensors every call, made outside the timed region
+                    pristine = self._clone(xs) if is_cand else None  # for every candidate call, checked or not
                     stage = getattr(fn, "stage", None)
                     if stage:
                         stage(xs)
                     if self.flush_buf is not None:
                         self.flush_buf.fill_(rep & 0xFF)
-                    events = cuda and rep == s["calls_per_round"]  # the extra call: hidden-work check
+                    events = self.cuda and rep == n_calls - 1  # the extra call: hidden-work check
                     self.sync()
-                    t0 = time.perf_counter()
+                    watched = self._watch() if is_cand else None
+                    t0 = _perf_counter()
                     try:
                         if events:
-                            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                            start.record()
-                        out = fn(*xs)
+                            start, end = self._Event(enable_timing=True), self._Event(enable_timing=True)
+                            self._event_record(start)
+                        out = self._call(cand, xs) if is_cand else fn(*xs)
                         if events:
-                            end.record()
+                            self._event_record(end)
                         self.sync()
                     except Exception as exc:
-                        if name == "candidate":
+                        if is_cand:
+                            self._unwatch(watched, "timing")
+                            self._probe_context(exc)
                             return {}, f"during timing: exception: {_short(exc)}", base_reasons
                         base_reasons[name] = f"baseline failed: {_short(exc)}"
                         break
-                    wall = (time.perf_counter() - t0) * 1e6
+                    wall = (_perf_counter() - t0) * 1e6
+                    if is_cand:
+                        self._unwatch(watched, "timing")
                     if events:
-                        overhead[name].append(wall - start.elapsed_time(end) * 1e3)
+                        overhead[name].append(wall - self._event_elapsed(start, end) * 1e3)
                     else:
                         samples[name].append(wall)
-                    if name == "candidate" and rnd in check_rounds and rep == 0 and reason is None:
+                    if is_cand and rep in checks and reason is None:
+                        ref_in, ref_out = self._reference(tid, ref, pristine, "time")
+                        self.begin(tid, "candidate", "time")
                         try:
-                            self._judge(out, pool_ref[idx], xs, pool[idx], pool[idx], None, errs)
+                            self._judge(out, ref_out, xs, pristine, ref_in, None, errs)
                         except Rejected as exc:
                             reason = f"during timing: {exc}"
+                        del ref_out
                     del out
         times = {}
         for name in fns:
             if name != "candidate" and name in base_reasons:
                 continue
             times[name] = summarize(samples[name])["median"]
-        if cuda and reason is None:
+        if self.cuda and reason is None:
             reason = hidden_work(overhead["candidate"], [summarize(overhead[n])["median"] for n in fns
                                                          if n != "candidate" and overhead[n] and n not in base_reasons],
                                  times["candidate"])
@@ -426,4 +994,4 @@ class KBWorker:
 
 def worker_main(conn, payload: dict):
     """Entry point of the spawned process (the runner protocol of kernelrl.run.protocol)."""
-    serve(conn, payload, KBWorker(conn, payload))
+    serve(conn, payload, KBWorker(conn, payload), fatal=(Fatal,))

@@ -106,18 +106,19 @@ class Library:
                 and a.is_contiguous() and b.is_contiguous()):
             m, k = a.shape
             kb, n = b.shape
-            plan = self._fast.get((m, n, k, acc, a.device.index))
-            if plan is not None and out is None and kb == k and b.device == a.device:
-                out = torch.empty((m, n), dtype=_F16, device=a.device)
-            if (plan is not None and kb == k and b.device == a.device and out.dtype is _F16
-                    and out.device == a.device and out.shape == (m, n) and out.is_contiguous()
-                    and not (a.data_ptr() | b.data_ptr() | out.data_ptr()) & 15):
-                fn, ws_ptr, ws_size, name = plan
-                rc = fn(a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size,
-                        _raw_stream(a.device.index))
-                if rc:
-                    raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
-                return out
+            dev = a.get_device()  # an int: cheaper than building torch.device objects to compare
+            plan = self._fast.get((m, n, k, acc, dev))
+            if plan is not None and kb == k and b.get_device() == dev:
+                if out is None:
+                    out = torch.empty((m, n), dtype=_F16, device=a.device)
+                pa, pb, pc = a.data_ptr(), b.data_ptr(), out.data_ptr()
+                if (out.dtype is _F16 and out.get_device() == dev and out.shape == (m, n) and out.is_contiguous()
+                        and not (pa | pb | pc) & 15):
+                    fn, ws_ptr, ws_size, name = plan
+                    rc = fn(pa, pb, pc, m, n, k, ws_ptr, ws_size, _raw_stream(dev))
+                    if rc:
+                        raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
+                    return out
         return self._hgemm_checked(a, b, out, acc)
 
     def _hgemm_checked(self, a, b, out, acc):
@@ -142,7 +143,7 @@ class Library:
             raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
         # The workspace of a device only grows (the old buffer stays alive while a captured graph may use it), so
         # the pointer stays valid for this shape: later calls skip the checks above.
-        self._fast[(m, n, k, acc, a.device.index)] = (kern.fn, ws_ptr, ws_size, name)
+        self._fast[(m, n, k, acc, a.get_device())] = (kern.fn, ws_ptr, ws_size, name)
         return out
 
     def _workspace(self, device: torch.device, size: int) -> torch.Tensor | None:
@@ -162,12 +163,14 @@ class Library:
 _F16 = torch.float16
 
 
-def _raw_stream(index: int | None) -> int:
+_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _raw_stream(index: int) -> int:
     """The current CUDA stream's handle, without building a torch.cuda.Stream object (a microsecond per call)."""
-    getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if getter is None:
+    if _RAW_STREAM is None:
         return torch.cuda.current_stream(index).cuda_stream
-    return getter(torch.cuda.current_device() if index is None else index)
+    return _RAW_STREAM(index)
 
 
 def _distance(a: tuple, b: tuple) -> float:

@@ -1,0 +1,280 @@
+"""The evolve loop: propose with the model, extract, screen, build, evaluate, repair once, remember, repeat.
+
+One generation of a target sends `per_island` proposals per island (parent, inspirations and negatives drawn from
+that island), all at once within the client's concurrency limit, then judges the replies in one batch: a batch
+shares one GPU worker and one interleaved measurement. Candidates that fail to compile get one repair turn (the
+compiler's errors sent back in the same conversation). Everything is written to the population database as it
+happens: an interrupted run resumes with the next generation, and candidates accepted but not yet evaluated are
+evaluated first."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelrl.evolve.budget import Budget
+from kernelrl.evolve.client import Completion, LLMClient, LLMError
+from kernelrl.evolve.extract import extract
+from kernelrl.evolve.population import Candidate, Population, safe_name
+from kernelrl.evolve.prompts import PromptBuilder
+from kernelrl.evolve.sampling import pick_inspirations, pick_negatives, pick_parent
+from kernelrl.evolve.target import Built, Evaluation, Target
+from kernelrl.evolve.ui import EvolveUI
+from kernelrl.evolve.usage import UsageLog
+from kernelrl.evolve.verdicts import repairable
+
+
+@dataclass
+class EvolveConfig:
+    islands: int = 4
+    migrate_every: int = 3  # generations between migrations (0: never)
+    per_island: int = 1  # proposals per island per generation
+    top_k: int = 4  # earlier candidates shown per prompt, the parent included
+    negatives: int = 4  # failed candidates shown per prompt
+    explore: float = 0.1  # chance of a uniformly drawn parent
+    repair: bool = True
+    generations: int | None = None  # stop after this many generations (per invocation)
+    profile_sets: tuple[str, ...] = ()
+    profile_top: int = 1  # new verified candidates profiled per generation, fastest first
+    max_prompt_chars: int = 60000
+    rng_seed: int | None = None
+
+
+@dataclass
+class Proposal:
+    """One reply of this generation, kept in memory for the repair turn."""
+
+    completion: Completion
+    messages: list[dict]
+    candidate: Candidate | None = None
+    new: bool = False
+
+
+@dataclass
+class EvolveSummary:
+    generations: int = 0
+    stop_reason: str = ""
+    outcomes: dict[str, int] = field(default_factory=dict)  # verdict category → candidates judged in this run
+    duplicates: int = 0
+    call_failures: dict[str, int] = field(default_factory=dict)
+    repairs: int = 0
+
+
+class Evolver:
+    def __init__(self, targets: list[Target], population: Population, client: LLMClient | None,
+                 hardware_text: str, cfg: EvolveConfig | None = None, budget: Budget | None = None,
+                 ui: EvolveUI | None = None, usage: UsageLog | None = None):
+        self.targets = targets
+        self.pop = population
+        self.client = client
+        self.cfg = cfg or EvolveConfig()
+        self.budget = budget or (client.budget if client else Budget(max_calls=0))
+        self.ui = ui or EvolveUI()
+        self.usage = usage or (client.usage if client else UsageLog(None))
+        self.prompts = {t.key: PromptBuilder(t, hardware_text, self.cfg.max_prompt_chars) for t in targets}
+        self.rng = random.Random(self.cfg.rng_seed)
+        self.built: dict[int, Built] = {}  # this run's build results: logs for repairs, libraries for profiling
+        self.summary = EvolveSummary()
+        self._profiling = bool(self.cfg.profile_sets)
+        self._request_of: dict[int, int] = {}  # candidate id → the request whose reply it came from
+
+    @property
+    def model(self) -> str:
+        return self.client.cfg.model if self.client else ""
+
+    # -- seeds ---------------------------------------------------------------------------------------------------
+    def add_seeds(self, paths: list[Path]) -> list[Candidate]:
+        """Put existing kernels into the population (shared by every island); they are evaluated first."""
+        added = []
+        for path in paths:
+            owners = [t for t in self.targets if t.seed_matches(path)]
+            if not owners:
+                same_kind = [t for t in self.targets if path.suffix == t.extension]
+                owners = same_kind if len(same_kind) == 1 else []
+            if not owners:
+                self.ui.stage(f"seed {path}: no target takes it (wrong file type or no matching task); skipped")
+            for t in owners:
+                c, new = self.pop.add(t.key, path.read_text(errors="replace"), "seed", self.pop.generation(t.key),
+                                      name=f"seed_{safe_name(path.stem)}")
+                if new:
+                    added.append(c)
+        return added
+
+    # -- the run -------------------------------------------------------------------------------------------------
+    def run(self) -> EvolveSummary:
+        for t in self.targets:
+            t.preflight()
+        for t in self.targets:
+            pending = self.pop.pending(t.key)
+            for c in [c for c in pending if c.origin == "reply"]:  # interrupted between storing and judging
+                self._record(t, c, Evaluation("malformed", extract(c.source, t.language, t.entry).verdict))
+            pending = [c for c in pending if c.origin != "reply"]
+            if pending:
+                self.ui.stage(f"{t.title}: evaluating {len(pending)} candidates not judged yet (seeds, or left by "
+                              "an interrupted run)")
+                self.process(t, pending)
+        while True:
+            why = self.budget.exhausted()
+            if why is None and self.client is None:
+                why = "no model client"
+            if why is None and self.cfg.generations is not None and self.summary.generations >= self.cfg.generations:
+                why = f"{self.summary.generations} generations done"
+            if why:
+                self.summary.stop_reason = why
+                break
+            sent = sum(self.generation(t) for t in self.targets)
+            self.summary.generations += 1
+            if sent == 0:
+                self.summary.stop_reason = self.budget.exhausted() or "no call could be made"
+                break
+        return self.summary
+
+    def generation(self, t: Target) -> int:
+        """One generation of one target; returns how many calls reached the server."""
+        gen = self.pop.generation(t.key)
+        everyone = [c for c in self.pop.all(t.key) if c.status == "done"]
+        requests = []
+        left = self.budget.calls_left()
+        # With fewer calls left than islands, start where the last generation stopped, so every island gets turns.
+        order = [(gen + i) % self.cfg.islands for i in range(self.cfg.islands)]
+        for island in order:
+            if left is not None and len(requests) >= left:
+                break
+            members = self.pop.members(t.key, island)
+            pool = members if any(c.ok for c in members) else everyone  # an empty island starts from the best
+            failures = [c for c in members if not c.ok] or [c for c in everyone if not c.ok]
+            for _ in range(self.cfg.per_island if left is None else min(self.cfg.per_island, left - len(requests))):
+                parent = pick_parent(pool, self.rng, self.cfg.explore)
+                inspirations = pick_inspirations(parent, members, everyone, self.cfg.top_k - 1, self.rng)
+                messages = self.prompts[t.key].propose(parent, inspirations,
+                                                       pick_negatives(failures, self.cfg.negatives))
+                meta = {"target": t.key, "island": island, "generation": gen,
+                        "parent": parent.id if parent else None, "inspirations": [c.id for c in inspirations]}
+                requests.append((messages, "propose", meta))
+        proposals = self._ask(t, requests, origin="llm")
+        sent = sum(p.completion.outcome != "budget" for p in proposals)
+        new = [p for p in proposals if p.new]
+        self.process(t, [p.candidate for p in new])
+        if self.cfg.repair:
+            repairs = self._repair(t, new)
+            sent += sum(p.completion.outcome != "budget" for p in repairs)
+            new += [p for p in repairs if p.new]
+        self._profile(t, [p.candidate for p in new])
+        self.pop.set_state(t.key, "generation", gen + 1)
+        if self.cfg.migrate_every and (gen + 1) % self.cfg.migrate_every == 0:
+            for src, dst, c in self.pop.migrate(t.key, self.cfg.islands, gen + 1):
+                self.ui.stage(f"migration: {c.name} ({c.score:.3f}×) from island {src} to island {dst}")
+        best = self.pop.best(t.key, 1)
+        self.ui.generation_done(t, gen, best[0] if best else None)
+        return sent
+
+    def _ask(self, t: Target, requests: list[tuple[list[dict], str, dict]], origin: str) -> list[Proposal]:
+        completions = self.client.complete_many(requests, on_done=self.ui.call_done)
+        failed = [c for c in completions if not c.ok and c.outcome != "budget"]
+        for c in failed:
+            self.summary.call_failures[c.outcome] = self.summary.call_failures.get(c.outcome, 0) + 1
+        if origin == "llm" and failed and len(failed) == len(completions):  # the server is unusable: stop here
+            raise LLMError(f"every request to {self.client.cfg.base_url} failed; first: {failed[0].error} "
+                           f"(model {self.model!r}); the population is saved, run again to resume")
+        proposals = []
+        for (messages, _, meta), completion in zip(requests, completions):
+            p = Proposal(completion, messages)
+            if completion.ok:
+                self._accept(t, p, origin, meta)
+            proposals.append(p)
+        return proposals
+
+    def _accept(self, t: Target, p: Proposal, origin: str, meta: dict) -> None:
+        c = p.completion
+        ex = extract(c.text, t.language, t.entry, c.finish_reason)
+        common = dict(generation=meta["generation"], island=meta["island"], parent=meta.get("parent"),
+                      inspirations=meta.get("inspirations"), analysis=ex.analysis, model=self.model)
+        if not ex.ok:  # kept (under its raw reply) so later prompts can show the verdict
+            cand, new = self.pop.add(t.key, c.text, "reply", name=f"reply_{_sha(c.text)}", **common)
+            if new:
+                cand = self._record(t, cand, Evaluation("malformed", ex.verdict), c.request_id)
+            p.candidate = cand
+            return
+        p.candidate, p.new = self.pop.add(t.key, ex.code, origin, **common)
+        if not p.new:
+            self.summary.duplicates += 1
+            self.ui.stage(f"  reply {c.request_id} repeats {p.candidate.name}: not evaluated again")
+        self._request_of[p.candidate.id] = c.request_id
+
+    # -- judging -------------------------------------------------------------------------------------------------
+    def process(self, t: Target, cands: list[Candidate]) -> None:
+        """Screen, build and evaluate candidates; every one ends with a recorded verdict."""
+        todo = []
+        for c in cands:
+            reason = t.screen(c.source)
+            if reason:
+                self._record(t, c, Evaluation("rejected", reason))
+            else:
+                todo.append(c)
+        built = t.build({c.name: c.source for c in todo}) if todo else {}
+        ready = []
+        for c in todo:
+            b = built.get(c.name) or Built(False, "compile error: not built")
+            self.built[c.id] = b
+            if b.ok:
+                ready.append(c)
+            else:
+                self._record(t, c, Evaluation("compile", b.error), resources=b.resources)
+        if not ready:
+            return
+        self.ui.stage(f"{t.title}: evaluating {len(ready)} candidate{'s' * (len(ready) > 1)}")
+        evals = t.evaluate({c.name: c.source for c in ready}, self.ui)
+        for c in ready:
+            self._record(t, c, evals.get(c.name) or Evaluation("failed", "not evaluated"),
+                         resources=self.built[c.id].resources)
+
+    def _record(self, t: Target, c: Candidate, ev: Evaluation, request_id: int | None = None,
+                resources: dict | None = None) -> Candidate:
+        c = self.pop.record(c.id, ev.category, ev.verdict, ev.score, ev.speedups, ev.detail, resources)
+        self.summary.outcomes[ev.category] = self.summary.outcomes.get(ev.category, 0) + 1
+        self.usage.write({"kind": "candidate", "target": t.key, "candidate": c.name, "origin": c.origin,
+                          "request": request_id or self._request_of.get(c.id), "category": ev.category,
+                          "verdict": ev.verdict, "score": ev.score, "speedups": ev.speedups})
+        self.ui.candidate_done(t, c)
+        return c
+
+    def _repair(self, t: Target, proposals: list[Proposal]) -> list[Proposal]:
+        broken = []
+        for p in proposals:
+            c = self.pop.get(p.candidate.id)
+            if c.origin != "repair" and repairable(c.category or ""):
+                broken.append((p, c))
+        if not broken or self.budget.exhausted():
+            return []
+        requests = []
+        for p, c in broken:
+            b = self.built.get(c.id)
+            errors = (b.log if b is not None and not b.ok and b.log else "") or c.verdict or ""
+            messages = self.prompts[t.key].repair(p.messages, p.completion.text or "", errors)
+            requests.append((messages, "repair", {"target": t.key, "island": c.island, "generation": c.generation,
+                                                  "parent": c.id, "inspirations": []}))
+        self.summary.repairs += len(requests)
+        fixed = self._ask(t, requests, origin="repair")
+        self.process(t, [p.candidate for p in fixed if p.new])
+        return fixed
+
+    def _profile(self, t: Target, cands: list[Candidate]) -> None:
+        if not self._profiling:
+            return
+        ok = sorted((c for c in (self.pop.get(c.id) for c in cands) if c.ok), key=lambda c: -c.score)
+        for c in ok[:self.cfg.profile_top]:
+            profile = t.profile(self.built.get(c.id) or Built(False), self.cfg.profile_sets)
+            if profile and profile.get("skip_rest"):
+                self.ui.stage(f"profiling skipped: {profile['error']}")
+                self._profiling = False  # the reason holds for the rest of the run: say it once
+                return
+            if profile and profile.get("error"):
+                self.ui.stage(f"profiling {c.name} failed: {profile['error']}")
+            if profile:
+                self.pop.set_profile(c.id, profile)  # an error is kept too: it says why the prompt shows no metrics
+
+
+def _sha(text: str | None) -> str:
+    from kernelrl.evolve.population import source_sha
+    return source_sha(text or "")[:12]

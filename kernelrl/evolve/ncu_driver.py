@@ -1,0 +1,48 @@
+"""The program ncu profiles: one call of a built HGEMM candidate inside a profiler range.
+
+    python -m kernelrl.evolve.ncu_driver LIB.so M N K
+
+Warm-up calls (module loading, first-launch costs) run before cudaProfilerStart, so with
+`--profile-from-start off` ncu sees exactly the kernels of one call. GPU machines only."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    lib_path, m, n, k = argv[0], *map(int, argv[1:4])
+    lib = ctypes.CDLL(lib_path)
+    vp, i = ctypes.c_void_p, ctypes.c_int
+    fn = lib.kernelrl_hgemm
+    fn.argtypes, fn.restype = [vp, vp, vp, i, i, i, vp, ctypes.c_size_t, vp], i
+    ws_bytes = 0
+    if hasattr(lib, "kernelrl_hgemm_workspace"):
+        lib.kernelrl_hgemm_workspace.argtypes, lib.kernelrl_hgemm_workspace.restype = [i, i, i], ctypes.c_size_t
+        ws_bytes = int(lib.kernelrl_hgemm_workspace(m, n, k))
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    ws = torch.empty(max(ws_bytes, 1), device="cuda", dtype=torch.uint8)
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def call() -> int:
+        return fn(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, ws.data_ptr(), ws_bytes, stream)
+
+    for _ in range(3):
+        if call():
+            print(f"kernelrl_hgemm returned an error on {m}x{n}x{k}", file=sys.stderr)
+            return 1
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    rc = call()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    return 1 if rc else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+"""The usage log: one JSON line per LLM request attempt and per candidate verdict, appended as they happen.
+
+JSONL, not the database, because it must survive whatever happens to the run and be easy to `jq`/`pandas` over:
+tokens per model, latency percentiles, how often the server timed out, which replies turned into which verdicts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from pathlib import Path
+
+
+class UsageLog:
+    def __init__(self, path: str | Path | None):
+        self.path = Path(path) if path else None
+        self._lock = threading.Lock()
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, record: dict) -> None:
+        if self.path is None:
+            return
+        line = json.dumps({"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"), **record},
+                          default=str)
+        with self._lock, open(self.path, "a") as f:  # one write per line: lines from threads never interleave
+            f.write(line + "\n")
+
+
+def read_usage(path: str | Path) -> list[dict]:
+    p = Path(path)
+    if not p.exists():
+        return []
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+
+
+def totals(records: list[dict]) -> dict:
+    """Sums over the call records of a usage log: calls, attempts, tokens, failures by outcome."""
+    calls = [r for r in records if r.get("kind") == "call"]
+    out = {"attempts": len(calls), "ok": sum(r.get("outcome") == "ok" for r in calls),
+           "prompt_tokens": sum(r.get("prompt_tokens") or 0 for r in calls),
+           "completion_tokens": sum(r.get("completion_tokens") or 0 for r in calls)}
+    failures: dict[str, int] = {}
+    for r in calls:
+        if r.get("outcome") != "ok":
+            failures[r.get("outcome", "?")] = failures.get(r.get("outcome", "?"), 0) + 1
+    out["failures"] = failures
+    return out

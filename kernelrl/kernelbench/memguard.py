@@ -1,0 +1,154 @@
+"""Poisoned free memory and guard regions around a candidate's checked calls (CUDA only), for the KernelBench
+worker.
+
+A KernelBench candidate allocates its own outputs, so the HGEMM evaluator's NaN-filled output and guard bands do not
+apply as such. Instead, before a checked call, every free block of PyTorch's caching allocator is filled with the
+byte 0xFF (a NaN in every float format, a pattern no arithmetic produces on the GPU): whatever the candidate
+allocates comes from poisoned memory, so an output element it never wrote holds the pattern (`unwritten output`),
+and an answer left behind in recycled memory by an earlier computation is gone.
+
+To make that placement deterministic, the guard first "plugs" every free block that could serve an allocation
+(tensors allocated to fill them exactly, released after the call), then allocates and frees one fresh arena (and
+one small-pool segment): the candidate's allocations are carved from the start of the arena, with poisoned free
+memory behind them. With `check=True`, the allocator's history records every block the call allocates; afterwards
+every byte of poisoned memory outside those blocks must still hold the pattern, else the call wrote where it owned
+nothing (`out-of-bounds write`).
+
+Only the default pool of the current device and stream is touched (CUDA-graph pools and expandable segments are
+left alone), and only after a device-wide synchronize, so nothing in flight uses the memory being filled.
+`subtract` and `free_blocks` are pure functions over the allocator snapshot's plain dicts (tested on the CPU)."""
+
+from __future__ import annotations
+
+POISON_BYTE = 0xFF
+SMALL_SIZE = 1 << 20  # the caching allocator's largest "small" allocation (kSmallSize)
+MIN_ARENA = 32 << 20
+
+
+def subtract(ranges: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of half-open [start, end) `ranges` that no hole covers, sorted."""
+    holes = sorted((a, b) for a, b in holes if b > a)
+    out = []
+    for start, end in sorted(ranges):
+        cur = start
+        for a, b in holes:
+            if b <= cur or a >= end:
+                continue
+            if a > cur:
+                out.append((cur, a))
+            cur = max(cur, b)
+            if cur >= end:
+                break
+        if cur < end:
+            out.append((cur, end))
+    return out
+
+
+def free_blocks(segments: list[dict], device: int, stream: int | None = None) -> list[tuple[int, int, str]]:
+    """(address, size, pool) of the inactive blocks of the default pool on `device` (and `stream`, if given) in a
+    `torch.cuda.memory_snapshot()`; pool is "small" or "large". Block addresses follow from the segment's address and
+    the sizes of the blocks before it (blocks are listed in address order)."""
+    out = []
+    for seg in segments:
+        if seg.get("device", device) != device or seg.get("is_expandable"):
+            continue
+        if tuple(seg.get("segment_pool_id", (0, 0)) or (0, 0)) != (0, 0):
+            continue
+        if stream is not None and seg.get("stream", stream) != stream:
+            continue
+        addr = seg["address"]
+        for block in seg["blocks"]:
+            if block.get("state") == "inactive" and block["size"] > 0:
+                out.append((addr, block["size"], seg.get("segment_type", "large")))
+            addr += block["size"]
+    return out
+
+
+def pluggable(blocks: list[tuple[int, int, str]]) -> list[int]:
+    """Sizes of the free blocks an allocation of the same size lands in exactly (ascending): small-pool blocks up
+    to 1 MiB, large-pool blocks above it. Other free blocks can serve no request of the candidate's that they
+    would not also serve poisoned."""
+    return sorted(size for _, size, pool in blocks
+                  if (pool == "small" and size <= SMALL_SIZE) or (pool != "small" and size > SMALL_SIZE))
+
+
+class _Raw:
+    """A raw device range seen as a uint8 tensor through the CUDA array interface (no allocation, no copy)."""
+
+    def __init__(self, addr: int, nbytes: int):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (addr, False),
+                                         "version": 2}
+
+
+class MemoryGuard:
+    def __init__(self, torch, device, sync=None):
+        self.torch = torch
+        self.sync = sync or torch.cuda.synchronize  # the caller's captured synchronize
+        self.device = device
+        self.index = device.index if device.index is not None else torch.cuda.current_device()
+        self.plugs: list = []
+        self.ranges: list[tuple[int, int]] = []
+        self.check = False
+        self.trace_base = 0
+        self.note: str | None = None  # why the out-of-bounds check is unavailable, if it is
+
+    def _view(self, addr: int, nbytes: int):
+        return self.torch.as_tensor(_Raw(addr, nbytes))
+
+    def _trace(self) -> list[dict]:
+        traces = self.torch.cuda.memory._snapshot().get("device_traces") or []
+        return list(traces[self.index]) if len(traces) > self.index else []
+
+    def arm(self, arena_bytes: int, check: bool = False) -> None:
+        t = self.torch
+        self.sync()
+        t.cuda.empty_cache()
+        stream = t.cuda.current_stream().cuda_stream
+        sizes = pluggable(free_blocks(t.cuda.memory_snapshot(), self.index, stream))
+        self.plugs = [t.empty(size, dtype=t.uint8, device=self.device) for size in sizes]
+        arena = t.empty(max(MIN_ARENA, int(arena_bytes)), dtype=t.uint8, device=self.device)
+        small = t.empty(SMALL_SIZE, dtype=t.uint8, device=self.device)
+        del arena, small
+        self.ranges = [(a, a + n) for a, n, _ in free_blocks(t.cuda.memory_snapshot(), self.index)]
+        for a, b in self.ranges:
+            self._view(a, b - a).fill_(POISON_BYTE)
+        self.sync()
+        self.check = False
+        if check:
+            try:
+                t.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
+                                                     max_entries=1_000_000)
+                self.trace_base = len(self._trace())
+                self.check = True
+            except Exception as exc:  # no allocator history in this torch: poison only
+                self.check = False
+                self.note = f"no out-of-bounds check (allocator history: {type(exc).__name__}: {exc})"[:300]
+
+    def disarm(self) -> str | None:
+        """Release the plugs; with `check`, the out-of-bounds verdict (None when the poison is intact)."""
+        t = self.torch
+        message = None
+        try:
+            self.sync()
+            if self.check:
+                trace = self._trace()[self.trace_base:]
+                owned = [(e["addr"], e["addr"] + e["size"]) for e in trace if e.get("action") == "alloc"]
+                changed = 0
+                # Compared on the host: a comparison on the device would allocate its result inside the very free
+                # memory being checked and flag itself (what the first H200 run showed on every candidate).
+                for a, b in subtract(self.ranges, owned):
+                    host = self._view(a, b - a).cpu()
+                    changed += int((host != POISON_BYTE).sum())
+                if changed:
+                    message = (f"out-of-bounds write: {changed} bytes of free memory changed outside every block "
+                               f"the call allocated")
+        finally:
+            if self.check:
+                try:
+                    t.cuda.memory._record_memory_history(enabled=None)
+                except Exception:
+                    pass
+            self.check = False
+            self.plugs = []
+            self.ranges = []
+        return message

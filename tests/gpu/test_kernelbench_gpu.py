@@ -1,0 +1,64 @@
+"""Every KernelBench defence on the GPU, through the real evaluator (kernelrl/kernelbench/worker.py): each
+adversarial candidate of tests/gpu/kb_adversarial is rejected for the reason its docstring names, and each honest
+hand-written candidate of kernelrl/kernelbench/candidates_own is accepted. All pairs run in one evaluation (one
+worker, restarted by the runner after every fatal verdict), against the eager baseline only.
+
+The load_inline candidates compile when first imported (ninja on PATH): the fixture builds them all in parallel
+first (kernelrl.kernelbench.prebuild; a few seconds where benchmarks/h200_kernelbench.sh already did)."""
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from kernelrl.kernelbench.candidates_own import CANDIDATES_DIR
+from kernelrl.kernelbench.tasks import discover
+from kernelrl.kernelbench.tasks_own import TASKS_DIR
+from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
+
+pytestmark = pytest.mark.gpu
+ADVERSARIAL_DIR = Path(__file__).resolve().parent / "kb_adversarial"
+ADVERSARIAL, _ = discover([ADVERSARIAL_DIR])
+HONEST, _ = discover([CANDIDATES_DIR])
+
+
+def meta(path: Path) -> dict[str, str]:
+    """The `key: value` lines of a corpus file's module docstring."""
+    doc = path.read_text().split('"""')[1]
+    return dict(re.findall(r"^(task|reason|static|cpu):[ \t]*(.*?)\s*$", doc, re.M))
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    from kernelrl.kernelbench.prebuild import prebuild
+    prebuild([CANDIDATES_DIR, ADVERSARIAL_DIR], jobs=12, timeout_s=300)  # a no-op where already built
+    pairs = [(TASKS_DIR / f"{meta(p)['task']}.py", p) for p in ADVERSARIAL]
+    pairs += [(TASKS_DIR / p.name, p) for p in HONEST]
+    settings = KBSettings(device="cuda", baselines=("eager",), rounds=5, hang_timeout_s=180.0)
+    out = run_pairs([(str(t), str(c)) for t, c in pairs], settings)
+    return {str(c): out[i] for i, (_, c) in enumerate(pairs)}
+
+
+def notes(records: list[dict]) -> list[str]:
+    """What the worker could not do (a memory guard it had to switch off, ...), from the records' `extra`."""
+    return sorted({n for r in records for n in (r.get("extra") or {}).get("notes", [])})
+
+
+@pytest.mark.parametrize("path", ADVERSARIAL, ids=[p.stem for p in ADVERSARIAL])
+def test_adversarial_candidate_is_rejected_for_its_reason(verdicts, path):
+    expected = meta(path)["reason"]
+    ok, reason = pair_verdict(verdicts[str(path)])
+    assert not ok, f"{path.stem} was accepted; worker notes: {notes(verdicts[str(path)])}"
+    assert reason.startswith(expected), \
+        f"{path.stem}: expected {expected!r}, got {reason!r}; worker notes: {notes(verdicts[str(path)])}"
+
+
+@pytest.mark.parametrize("path", HONEST, ids=[p.stem for p in HONEST])
+def test_honest_candidate_is_accepted(verdicts, path):
+    records = verdicts[str(path)]
+    ok, reason = pair_verdict(records)
+    assert ok, f"{path.stem}: {reason}; worker notes: {notes(records)}"
+    (rec,) = [r for r in records if r.get("baseline") == "eager"]
+    assert rec["verified"] and rec["max_abs_err"] < 1e-3
+    assert rec["speedup"] is not None and math.isfinite(rec["speedup"]) and rec["speedup"] > 0

@@ -1,0 +1,171 @@
+"""The KernelBench memory guard on the CPU: range arithmetic, reading the allocator's snapshot, and the guard's
+arm/disarm logic against a toy caching allocator over a CPU byte array (the real allocator is exercised on the GPU
+by tests/gpu/test_kernelbench_gpu.py: recycled_memory and oob_write)."""
+
+import pytest
+
+from kernelrl.kernelbench.memguard import SMALL_SIZE, free_blocks, pluggable, subtract
+
+MB = 1 << 20
+
+
+@pytest.mark.parametrize("ranges, holes, expected", [
+    ([(0, 100)], [], [(0, 100)]),
+    ([(0, 100)], [(0, 100)], []),
+    ([(0, 100)], [(10, 20), (50, 60)], [(0, 10), (20, 50), (60, 100)]),
+    ([(0, 100)], [(50, 60), (10, 20)], [(0, 10), (20, 50), (60, 100)]),  # holes in any order
+    ([(0, 100)], [(-5, 10), (90, 200)], [(10, 90)]),  # holes overhanging either end
+    ([(0, 100), (200, 300)], [(80, 220)], [(0, 80), (220, 300)]),  # one hole across two ranges
+    ([(0, 100)], [(10, 30), (20, 40)], [(0, 10), (40, 100)]),  # overlapping holes
+    ([(0, 100)], [(30, 30)], [(0, 100)]),  # an empty hole
+])
+def test_subtract(ranges, holes, expected):
+    assert subtract(ranges, holes) == expected
+
+
+def segment(address, blocks, device=0, stream=0, kind="large", pool=(0, 0), expandable=False):
+    return {"device": device, "address": address, "stream": stream, "segment_type": kind,
+            "segment_pool_id": pool, "is_expandable": expandable,
+            "blocks": [{"size": size, "state": state} for size, state in blocks]}
+
+
+def test_free_blocks_follow_the_block_sizes_in_address_order():
+    segs = [segment(1000, [(512, "active_allocated"), (1024, "inactive"), (512, "active_pending_free"),
+                           (2048, "inactive")], kind="small")]
+    assert free_blocks(segs, 0) == [(1512, 1024, "small"), (3048, 2048, "small")]
+
+
+def test_free_blocks_skip_other_devices_pools_streams_and_expandable_segments():
+    segs = [segment(0, [(4 * MB, "inactive")], device=1),
+            segment(10 * MB, [(4 * MB, "inactive")], pool=(1, 7)),
+            segment(20 * MB, [(4 * MB, "inactive")], expandable=True),
+            segment(30 * MB, [(4 * MB, "inactive")], stream=99),
+            segment(40 * MB, [(4 * MB, "inactive")])]
+    assert free_blocks(segs, 0, stream=0) == [(40 * MB, 4 * MB, "large")]
+    assert [a for a, _, _ in free_blocks(segs, 0)] == [30 * MB, 40 * MB]
+
+
+def test_pluggable_sizes_are_those_an_allocation_lands_in_exactly():
+    blocks = [(0, 512, "small"), (0, SMALL_SIZE, "small"), (0, SMALL_SIZE + 512, "small"),
+              (0, 512 * 1024, "large"), (0, SMALL_SIZE + 512, "large"), (0, 20 * MB, "large")]
+    assert pluggable(blocks) == [512, SMALL_SIZE, SMALL_SIZE + 512, 20 * MB]
+
+
+# -- MemoryGuard against a toy caching allocator (best fit, splitting, per-block free) on a CPU byte array ---------
+class _Block:
+    def __init__(self, size, state="inactive"):
+        self.size, self.state = size, state
+
+
+class _Buffer:
+    """What the toy allocator hands out: freed when dropped, like a tensor's storage."""
+
+    def __init__(self, alloc, addr, block):
+        self.alloc, self.addr, self.block = alloc, addr, block
+
+    def __del__(self):
+        self.block.state = "inactive"
+        self.alloc.merge()
+
+
+class _ToyAllocator:
+    def __init__(self, torch):
+        self.torch = torch
+        self.memory = torch.zeros(64 * MB, dtype=torch.uint8)
+        self.segments: list[tuple[int, list[_Block]]] = []
+        self.next_addr = 4096
+        self.history: list[dict] | None = None
+
+    def merge(self):
+        for _, blocks in self.segments:
+            i = 0
+            while i + 1 < len(blocks):
+                if blocks[i].state == blocks[i + 1].state == "inactive":
+                    blocks[i].size += blocks.pop(i + 1).size
+                else:
+                    i += 1
+
+    def empty(self, size, dtype=None, device=None):
+        size = -(-max(size, 512) // 512) * 512
+        best = None
+        for addr, blocks in self.segments:
+            for i, b in enumerate(blocks):
+                start = addr + sum(x.size for x in blocks[:i])
+                if b.state == "inactive" and b.size >= size and (best is None or b.size < best[2].size):
+                    best = (blocks, i, b, start)
+        if best is None:
+            seg = max(size, 2 * MB)
+            self.segments.append((self.next_addr, [_Block(seg)]))
+            self.next_addr += seg
+            return self.empty(size)
+        blocks, i, b, start = best
+        if b.size > size:
+            blocks.insert(i + 1, _Block(b.size - size))
+            b.size = size
+        b.state = "active_allocated"
+        if self.history is not None:
+            self.history.append({"action": "alloc", "addr": start, "size": size})
+        return _Buffer(self, start, b)
+
+    def snapshot(self):
+        return [{"device": 0, "address": a, "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+                 "is_expandable": False, "blocks": [{"size": b.size, "state": b.state} for b in blocks]}
+                for a, blocks in self.segments]
+
+    def empty_cache(self):
+        self.segments = [(a, bl) for a, bl in self.segments if any(b.state != "inactive" for b in bl)]
+
+
+@pytest.fixture
+def toy():
+    import types
+
+    import torch
+    alloc = _ToyAllocator(torch)
+    memory_mod = types.SimpleNamespace(
+        _record_memory_history=lambda enabled=None, **kw: setattr(alloc, "history", [] if enabled else None),
+        _snapshot=lambda: {"segments": alloc.snapshot(), "device_traces": [list(alloc.history or [])]})
+    cuda = types.SimpleNamespace(
+        memory_snapshot=alloc.snapshot, empty_cache=alloc.empty_cache, memory=memory_mod, current_device=lambda: 0,
+        current_stream=lambda: types.SimpleNamespace(cuda_stream=0), synchronize=lambda: None)
+
+    def as_tensor(raw):
+        i = raw.__cuda_array_interface__
+        addr, n = i["data"][0], i["shape"][0]
+        return alloc.memory[addr:addr + n]
+
+    fake = types.SimpleNamespace(cuda=cuda, empty=alloc.empty, uint8=torch.uint8, as_tensor=as_tensor)
+    return alloc, fake
+
+
+def _guard(fake):
+    import types
+
+    from kernelrl.kernelbench.memguard import MemoryGuard
+    return MemoryGuard(fake, types.SimpleNamespace(index=0), sync=lambda: None)
+
+
+@pytest.mark.parametrize("overrun, expected", [(0, None), (4096, "out-of-bounds write: 4096 bytes")])
+def test_guard_poisons_free_memory_and_sees_writes_outside_the_calls_blocks(toy, overrun, expected):
+    alloc, fake = toy
+    keep = alloc.empty(3 * MB)  # a live tensor of the harness's, and a free hole beside it
+    hole = alloc.empty(2 * MB)
+    del hole
+    guard = _guard(fake)
+    guard.arm(4 * MB, check=True)
+    out = alloc.empty(1 * MB)  # the candidate's output: carved from poisoned memory
+    assert bool((alloc.memory[out.addr:out.addr + MB] == 0xFF).all())
+    alloc.memory[out.addr:out.addr + MB + overrun] = 7  # its kernel, with or without an overrun
+    message = guard.disarm()
+    assert (message or "").startswith(expected or "") and (message is None) == (expected is None), message
+    assert guard.plugs == [] and alloc.history is None and keep.block.state == "active_allocated"
+
+
+def test_guard_leaves_live_tensors_alone(toy):
+    alloc, fake = toy
+    live = alloc.empty(1 * MB)
+    alloc.memory[live.addr:live.addr + MB] = 3
+    guard = _guard(fake)
+    guard.arm(0)
+    assert bool((alloc.memory[live.addr:live.addr + MB] == 3).all())
+    assert guard.disarm() is None

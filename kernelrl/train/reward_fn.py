@@ -1,0 +1,77 @@
+"""The reward function TRL calls: completions in, rewards out, through the reward service.
+
+Besides the rewards it does two things the trainer does not: it writes a metrics line per batch (reward mean and
+spread, pass rate, hack rate, speedup percentiles) and it records every completion that held code, with its verdict
+and measurements, in the run's population, where later prompts find it as context (contrastive RL)."""
+
+from __future__ import annotations
+
+from kernelrl.train.metrics import MetricsLog, summarize
+from kernelrl.train.reward import RewardResult
+from kernelrl.train.service import RewardService, completion_text
+from kernelrl.train.targets import TargetSpec, make_target
+
+
+def population_record(result: RewardResult) -> dict:
+    """A judged completion in the population's terms: geomean speedup per baseline over shapes, per-shape times."""
+    from kernelrl.evolve.target import geomean
+    j = result.judgement
+    detail = {label: {"us": d.get("us"), "baselines": d.get("baselines") or {}} for label, d in (j.shapes or {}).items()}
+    speedups = {}
+    if result.ok:
+        bases = {b for d in detail.values() for b in d["baselines"]}
+        for b in sorted(bases):
+            s = geomean([d["baselines"][b] / d["us"] for d in detail.values() if d["us"] and d["baselines"].get(b)])
+            if s is not None:
+                speedups[b] = round(s, 4)
+    score = speedups.get(j.objective) if result.ok else None
+    category = result.category if result.category in ("ok", "malformed", "compile", "rejected", "defence", "wrong",
+                                                      "crash") else "failed"
+    return {"category": category, "verdict": result.verdict, "score": score, "speedups": speedups,
+            "detail": detail if result.ok else {}, "resources": j.resources or None}
+
+
+class PolicyReward:
+    """Callable as TRL's reward function (it reads the dataset's `target` column)."""
+
+    __name__ = "kernel_speedup"  # TRL names the reward's log entries after this
+
+    def __init__(self, service: RewardService, metrics: MetricsLog, phase: str, population=None):
+        self.service, self.metrics, self.phase, self.pop = service, metrics, phase, population
+        self.calls = 0
+        self._keys: dict[str, str] = {}
+
+    def __call__(self, prompts=None, completions=None, target=None, trainer_state=None, log_metric=None, **_):
+        texts = [completion_text(c) for c in completions]
+        results = self.score(list(target), texts, step=getattr(trainer_state, "global_step", self.calls))
+        if log_metric is not None:
+            for k, v in summarize(results).items():
+                if isinstance(v, (int, float)) and k != "n":
+                    log_metric(f"kernel/{k}", float(v))
+        return [r.reward for r in results]
+
+    def score(self, specs: list[str], texts: list[str], step: int = 0) -> list[RewardResult]:
+        self.calls += 1
+        results = self.service.score(list(zip(specs, texts)))
+        self.metrics.write({"kind": "reward", "phase": self.phase, "step": step, **summarize(results),
+                            "service": dict(self.service.stats)})
+        if self.pop is not None:
+            self._record(specs, texts, results, step)
+        return results
+
+    def _record(self, specs, texts, results, step: int) -> None:
+        from kernelrl.evolve.extract import extract
+        for spec_json, text, result in zip(specs, texts, results):
+            if result.category in ("malformed", "timeout", "error"):
+                continue  # no code to show, or nothing learned about it
+            if spec_json not in self._keys:
+                self._keys[spec_json] = make_target(TargetSpec.from_json(spec_json)).key
+            spec = TargetSpec.from_json(spec_json)
+            language, entry = ("python", "ModelNew") if spec.kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
+            ex = extract(text, language, entry)
+            if not ex.ok:
+                continue
+            cand, new = self.pop.add(self._keys[spec_json], ex.code, "llm", step, analysis=ex.analysis,
+                                     model="policy")
+            if new:
+                self.pop.record(cand.id, **population_record(result))

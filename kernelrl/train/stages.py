@@ -1,0 +1,125 @@
+"""The three stages of CUDA-L1, each one phase per dataset of its curriculum, built on TRL:
+
+1. `sft`: supervised fine-tuning (TRL SFTTrainer) on verified kernels, the loss on the completion only.
+2. `self_supervised`: rounds of sampling with the policy, keeping what the evaluator verifies, and SFT on it: the
+   REINFORCE special case with reward 1 for a verified kernel and 0 otherwise.
+3. `grpo`: contrastive RL (TRL GRPOTrainer) with the reward service as the reward function; prompts carry earlier
+   variants and their scores, refreshed as the policy writes new ones.
+
+A phase reads a model folder and writes one (`<phase dir>/model`). Trainer checkpoints go to the phase folder, so
+an interrupted phase resumes from its last checkpoint. Each function returns the new model folder, or None when the
+time budget stopped it (the checkpoint is kept; running again continues)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelrl.train.modeling import load_model, load_tokenizer, lora_config, save_policy
+
+
+def _checkpoint(out_dir: Path) -> str | None:
+    found = sorted(out_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    return str(found[-1]) if found else None
+
+
+def _need_vllm() -> None:
+    import importlib.util
+    if importlib.util.find_spec("vllm") is None:
+        from kernelrl.train.config import TrainError
+        raise TrainError("use_vllm: vLLM is not installed (pip install vllm, built for the torch you have); "
+                         "or leave use_vllm out to generate with transformers")
+
+
+def _common_args(stage, out_dir: Path, ctx) -> dict:
+    import torch
+    cpu = ctx.cpu
+    bf16 = not cpu and torch.cuda.is_available() and ctx.cfg.model.dtype in ("auto", "bfloat16")
+    return {"output_dir": str(out_dir), "max_steps": stage.max_steps, "num_train_epochs": stage.epochs,
+            "learning_rate": stage.learning_rate, "gradient_accumulation_steps": stage.grad_accum,
+            "logging_steps": 1, "save_strategy": "steps", "save_steps": stage.save_steps, "save_total_limit": 2,
+            "report_to": [], "use_cpu": cpu, "bf16": bf16, "seed": ctx.cfg.seed, "disable_tqdm": ctx.quiet}
+
+
+def _finish(trainer, tokenizer, out_dir: Path, ctx) -> Path | None:
+    if ctx.out_of_time():  # the budget callback had the trainer write a checkpoint at this step
+        return None
+    return save_policy(trainer.model, tokenizer, out_dir / "model")
+
+
+def run_sft(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str) -> Path | None:
+    from trl import SFTConfig, SFTTrainer
+
+    from kernelrl.train.metrics import trainer_callbacks
+
+    tokenizer = load_tokenizer(model_path, ctx.cfg.model.trust_remote_code)
+    model = load_model(model_path, ctx.cfg.model, ctx.cpu)
+    args = SFTConfig(**_common_args(stage, out_dir, ctx), per_device_train_batch_size=stage.batch_size,
+                     max_length=stage.max_length, completion_only_loss=True, **stage.extra)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                         peft_config=lora_config(ctx.cfg.model),
+                         callbacks=trainer_callbacks(ctx.metrics, phase, ctx.deadline, ctx.clock))
+    trainer.train(resume_from_checkpoint=_checkpoint(out_dir))
+    return _finish(trainer, tokenizer, out_dir, ctx)
+
+
+def run_grpo(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str, reward_fn) -> Path | None:
+    from trl import GRPOConfig, GRPOTrainer
+
+    from kernelrl.train.metrics import trainer_callbacks
+
+    if stage.use_vllm:
+        _need_vllm()
+    tokenizer = load_tokenizer(model_path, ctx.cfg.model.trust_remote_code)
+    model = load_model(model_path, ctx.cfg.model, ctx.cpu)
+    vllm = {"use_vllm": True, "vllm_mode": stage.vllm_mode,
+            "vllm_gpu_memory_utilization": stage.vllm_gpu_memory_utilization} if stage.use_vllm else {}
+    # batch_size counts prompts: each brings num_generations completions, one GRPO group
+    args = GRPOConfig(**_common_args(stage, out_dir, ctx),
+                      per_device_train_batch_size=stage.batch_size * stage.num_generations,
+                      num_generations=stage.num_generations, max_completion_length=stage.max_completion_length,
+                      temperature=stage.temperature, top_p=stage.top_p, beta=stage.beta,
+                      remove_unused_columns=False, **vllm, **stage.extra)
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=dataset,
+                          processing_class=tokenizer, peft_config=lora_config(ctx.cfg.model),
+                          callbacks=trainer_callbacks(ctx.metrics, phase, ctx.deadline, ctx.clock))
+    trainer.train(resume_from_checkpoint=_checkpoint(out_dir))
+    return _finish(trainer, tokenizer, out_dir, ctx)
+
+
+def sample_and_keep(model_path: str, rows: list[dict], stage, ctx, reward) -> list:
+    """One self-supervised sampling pass: `samples_per_prompt` completions per prompt, judged; the verified ones
+    as SFT pairs (the completion rewritten as analysis + one fenced file, the format prompts ask for)."""
+    from kernelrl.evolve.extract import extract
+    from kernelrl.train.datasets import Pair, answer_text
+    from kernelrl.train.sampling import HFSampler, VLLMSampler
+    from kernelrl.train.targets import TargetSpec
+
+    tokenizer = load_tokenizer(model_path, ctx.cfg.model.trust_remote_code)
+    if stage.use_vllm:
+        _need_vllm()
+        sampler = VLLMSampler(model_path, tokenizer, stage.max_completion_length, stage.temperature, stage.top_p,
+                              stage.vllm_gpu_memory_utilization, ctx.cfg.seed)
+    else:
+        import torch
+        model = load_model(model_path, ctx.cfg.model, ctx.cpu)
+        if not ctx.cpu and torch.cuda.is_available():
+            model = model.to("cuda")
+        sampler = HFSampler(model, tokenizer, stage.max_completion_length, stage.temperature, stage.top_p,
+                            batch_size=max(1, stage.batch_size))
+    samples = sampler.sample([r["prompt"] for r in rows], stage.samples_per_prompt)
+    if hasattr(sampler, "close"):
+        sampler.close()
+    specs = [r["target"] for r in rows for _ in range(stage.samples_per_prompt)]
+    texts = [t for group in samples for t in group]
+    results = reward.score(specs, texts)
+    kept = []
+    for i, (spec_json, text, result) in enumerate(zip(specs, texts, results)):
+        if not result.ok:
+            continue
+        row = rows[i // stage.samples_per_prompt]
+        kind = TargetSpec.from_json(spec_json).kind
+        language, entry = ("python", "ModelNew") if kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
+        ex = extract(text, language, entry)
+        messages = row["messages"]
+        kept.append(Pair(spec_json, messages, answer_text(ex.code, language, ex.analysis), "self_supervised"))
+    return kept

@@ -1,0 +1,170 @@
+"""What a completion is judged against, as plain data, and the judge that runs inside an evaluation worker.
+
+A dataset row carries its target as a JSON `TargetSpec`, so the reward function, a spawned evaluation process and a
+Ray task on another node all rebuild the same evolve target (kernelrl/evolve/hgemm_target.py, kb_target.py) from
+it. The judge reuses those targets' static screen and build, and the evaluator itself for the verdict and the
+timings (run_bench for HGEMM, the KernelBench worker for tasks), so every defence of the evaluator applies to what
+the policy writes. It keeps what the evolve targets drop and the reward needs: each shape's max_rel_err and the
+tolerance it is judged by."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from kernelrl.train.reward import Judgement
+
+KINDS = ("hgemm", "kernelbench")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    kind: str  # "hgemm" or "kernelbench"
+    baselines: tuple[str, ...] = ()
+    objective: str | None = None
+    rounds: int = 5
+    hang_timeout_s: float = 60.0
+    work_dir: str = ""  # HGEMM: the results database lives here; KernelBench: candidate files are written here
+    # HGEMM
+    shapes: tuple[str, ...] = ()
+    acc: str = "fp32"
+    runner: str = "local"  # "dummy": made-up times on the CPU, for tests and dry runs
+    arch: str | None = None
+    # KernelBench
+    task_path: str = ""
+    device: str = "cuda"
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown target kind {self.kind!r}: choose from {', '.join(KINDS)}")
+        object.__setattr__(self, "baselines", tuple(self.baselines))
+        object.__setattr__(self, "shapes", tuple(self.shapes))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TargetSpec":
+        d = json.loads(text)
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+    @property
+    def label(self) -> str:
+        if self.kind == "hgemm":
+            return f"hgemm[{','.join(self.shapes)}]"
+        return f"kb[{Path(self.task_path).stem}]"
+
+
+def make_target(spec: TargetSpec):
+    """The evolve target a spec describes (cheap: nothing is built or run)."""
+    work = Path(spec.work_dir or ".")
+    if spec.kind == "hgemm":
+        from kernelrl.evolve.hgemm_target import DEFAULT_BASELINES, HgemmTarget
+        from kernelrl.run.runner import RunSettings
+        from kernelrl.workloads.hgemm import parse_shapes
+        problems = parse_shapes(",".join(spec.shapes), acc=spec.acc)
+        return HgemmTarget(problems, work / "rewards.db", spec.baselines or DEFAULT_BASELINES, spec.objective,
+                           spec.runner, RunSettings(rounds=spec.rounds, hang_timeout_s=spec.hang_timeout_s),
+                           spec.arch, command="kernelrl train")
+    from kernelrl.evolve.kb_target import KernelBenchTarget
+    return KernelBenchTarget(spec.task_path, work / "kb_candidates", spec.device, spec.baselines or None,
+                             spec.objective, spec.rounds, spec.hang_timeout_s)
+
+
+def code_name(code: str) -> str:
+    """The method name a candidate is measured under: its content, so a repeat resumes from the database."""
+    return "rl_" + hashlib.sha256(code.encode()).hexdigest()[:16]
+
+
+@dataclass
+class _Pending:
+    code: str
+    judgement: Judgement | None = None
+    resources: dict = field(default_factory=dict)
+
+
+def judge(spec: TargetSpec, codes: dict[str, str], ui=None) -> dict[str, Judgement]:
+    """Screen, build and evaluate extracted candidates (name → source) against one target; one Judgement each.
+    Evaluation errors of a candidate are its verdict; only a failure of the evaluator itself raises."""
+    from kernelrl.bench import NullUI
+    from kernelrl.evolve.verdicts import categorize
+
+    ui = ui or NullUI()
+    target = make_target(spec)
+    pending = {name: _Pending(code) for name, code in codes.items()}
+    for name, p in pending.items():
+        reason = target.screen(p.code)
+        if reason:
+            p.judgement = Judgement("rejected", reason, target.objective, code_chars=len(p.code))
+    todo = {n: p.code for n, p in pending.items() if p.judgement is None}
+    for name, built in (target.build(todo) if todo else {}).items():
+        pending[name].resources = built.resources or {}
+        if not built.ok:
+            error = built.error or "compile error"
+            pending[name].judgement = Judgement(categorize(error), error, target.objective,
+                                                code_chars=len(pending[name].code), resources=built.resources or {})
+    ready = {n: p.code for n, p in pending.items() if p.judgement is None}
+    if ready:
+        evaluate = _evaluate_hgemm if spec.kind == "hgemm" else _evaluate_kernelbench
+        for name, j in evaluate(target, ready, ui).items():
+            j.code_chars, j.resources = len(ready[name]), pending[name].resources
+            pending[name].judgement = j
+    return {n: p.judgement or Judgement("failed", "not evaluated", target.objective) for n, p in pending.items()}
+
+
+def _evaluate_hgemm(target, sources: dict[str, str], ui) -> dict[str, Judgement]:
+    """run_bench in device mode, as HgemmTarget.evaluate does, keeping each shape's error and tolerance."""
+    from kernelrl.bench import BenchConfig, run_bench
+    from kernelrl.evolve.hgemm_target import score_rows
+    from kernelrl.evolve.verdicts import categorize
+    from kernelrl.verify.checks import tolerance
+
+    cfg = BenchConfig(problems=target.problems, modes=["device"], baselines=target.baselines,
+                      settings=target.settings, db_path=target.db_path, arch=target.arch, runner=target.runner,
+                      command=target.command, sources=dict(sources))
+    outcome = run_bench(cfg, ui)
+    evals = score_rows(outcome.rows, list(sources), target.problems, target.baselines, target.objective)
+    errs = {(r["method"], f"{r['m']}x{r['n']}x{r['k']}"): r.get("max_rel_err") for r in outcome.rows
+            if r["mode"] == "device"}
+    out = {}
+    for name in sources:
+        if name in outcome.build_failures:
+            error = outcome.build_failures[name]
+            out[name] = Judgement(categorize(error), error, target.objective)
+            continue
+        ev = evals[name]
+        shapes = {p.name: {**ev.detail[p.name], "max_rel_err": errs.get((name, p.name)),
+                           "tolerance": tolerance(p.acc, p.k)} for p in target.problems if p.name in ev.detail}
+        out[name] = Judgement(ev.category, ev.verdict, target.objective, shapes)
+    return out
+
+
+def _evaluate_kernelbench(target, sources: dict[str, str], ui) -> dict[str, Judgement]:
+    """The KernelBench worker on every pair, as KernelBenchTarget.evaluate does, keeping the error; the tolerance
+    is the worker's rtol for the task's dtype (its max_rel_err is |out - ref| / (|ref| + atol))."""
+    from kernelrl.evolve.verdicts import categorize
+    from kernelrl.kernelbench.static_checks import task_input_dtype
+    from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result
+
+    names = list(sources)
+    paths = [target._write(n, sources[n]) for n in names]
+    settings = KBSettings(device=target.device, baselines=target.baselines, rounds=target.rounds,
+                          hang_timeout_s=target.hang_timeout_s)
+    ui.stage(f"evaluating {len(names)} candidates for {target.task.name} on {target.device}")
+    records = run_pairs([(str(target.task.path), str(p)) for p in paths], settings)
+    tol = 1e-4 if task_input_dtype(target.task.source) == "float32" else 1e-2
+    out = {}
+    for i, name in enumerate(names):
+        recs = records.get(i, [])
+        ok, reason = pair_verdict(recs)
+        if not ok:
+            out[name] = Judgement(categorize(reason), reason, target.objective)
+            continue
+        res = task_result(target.task.name, recs, target.baselines)
+        err = max((r["max_rel_err"] for r in recs if r.get("max_rel_err") is not None), default=None)
+        shapes = {target.task.name: {"us": res.candidate_us, "baselines": dict(res.baseline_us),
+                                     "max_rel_err": err, "tolerance": tol}}
+        out[name] = Judgement("ok", None, target.objective, shapes)
+    return out

@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--families", default="all", help="comma-separated kernel families, or all")
     tu.add_argument("--top-k", type=int, default=9, help="candidates per shape chosen by the cost model")
     tu.add_argument("--neighbours", type=int, default=2, help="extra candidates: winners of the nearest tuned shapes")
+    tu.add_argument("--refine", type=int, default=0, metavar="N",
+                    help="a second round: measure each winner again beside up to N one-step neighbours (other "
+                         "stages, tiles, clusters, raster/swizzle) and keep the fastest")
     tu.add_argument("--batch", type=int, default=25, help="shapes measured per worker run")
     tu.add_argument("--budget-minutes", type=float, default=None, help="stop starting new batches after this")
     tu.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
@@ -300,7 +303,7 @@ def _tune(args) -> int:
     if not families:
         raise BenchError("no kernel family is available: install kernelrl completely or pass --families")
     cfg = TuneConfig(problems=parse_shapes(args.shapes, acc=args.acc), families=families, out=Path(args.out),
-                     top_k=args.top_k, neighbours=args.neighbours, batch=args.batch,
+                     top_k=args.top_k, neighbours=args.neighbours, batch=args.batch, refine=args.refine,
                      budget_minutes=args.budget_minutes,
                      settings=RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout),
                      db_path=Path(args.db) if args.db else None, arch=args.arch, runner=args.runner,

@@ -30,6 +30,7 @@ class TuneConfig:
     out: Path
     top_k: int = 9
     neighbours: int = 2
+    refine: int = 0  # a second round: up to this many one-step neighbours of each shape's winner (0: none)
     batch: int = 25
     budget_minutes: float | None = None
     settings: RunSettings = field(default_factory=lambda: RunSettings(rounds=5))
@@ -112,6 +113,33 @@ def candidate_set(cfg: TuneConfig) -> dict[str, Variant]:
     return found
 
 
+def refinements(winner: Variant, problem: GemmProblem, count: int) -> list[Variant]:
+    """Up to `count` one-step neighbours of a shape's winner that can run the shape, the model's favourites first."""
+    space = SPACES[winner.family]
+    near = [v for v in space.neighbours(winner) if space.supports(v, problem) is None]
+    return [v for _, v in rank(near, problem)][:count]
+
+
+def refine_set(cfg: TuneConfig, winners: dict[GemmProblem, Variant]) -> dict[str, Variant]:
+    """Every variant a refinement round around these winners can build."""
+    found: dict[str, Variant] = {}
+    for problem, winner in winners.items():
+        for v in refinements(winner, problem, cfg.refine):
+            found.setdefault(v.name, v)
+    return found
+
+
+def manifest_winners(out: Path, acc: str) -> dict[GemmProblem, Variant]:
+    """The per-shape winners recorded in an existing library's manifest (empty when there is none)."""
+    import json
+    path = Path(out) / "manifest.json"
+    if not path.is_file():
+        return {}
+    shapes = json.loads(path.read_text()).get("shapes", {})
+    return {GemmProblem(e["m"], e["n"], e["k"], acc=e["acc"]): Variant.of(e["family"], e["acc"], **e["params"])
+            for e in shapes.values() if e.get("family") in SPACES and e.get("params") and e["acc"] == acc}
+
+
 def prebuild(cfg: TuneConfig, ui, workers: int | None = None, builder=None) -> list:
     """Compile the whole candidate set into the build cache, all at once (no GPU needed with an explicit arch).
 
@@ -120,6 +148,10 @@ def prebuild(cfg: TuneConfig, ui, workers: int | None = None, builder=None) -> l
     from kernelrl.build.builder import BuildRequest, LocalBuilder
     from kernelrl.build.toolchain import Toolchain
     variants = candidate_set(cfg)
+    if cfg.refine:  # the refinement round's candidates, around the winners of the library already in cfg.out
+        wanted = set(cfg.problems)
+        variants.update(refine_set(cfg, {p: v for p, v in manifest_winners(cfg.out, cfg.problems[0].acc).items()
+                                          if p in wanted}) if cfg.problems else {})
     builder = builder or LocalBuilder(Toolchain.discover(arch=cfg.arch))
     ui.stage(f"building {len(variants)} candidates for {len(cfg.problems)} shapes")
     requests = [BuildRequest(v.source(), name=name) for name, v in sorted(variants.items())]
@@ -159,6 +191,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
             results.append(result)
             if result.best is not None:
                 winners[problem] = result.best
+    if cfg.refine:
+        results = _refine(cfg, ui, results, started)
     from kernelrl.library.export import write_library
     builder = None
     if cfg.runner == "local":  # the winners are in the build cache already: copying them costs no compile
@@ -167,6 +201,35 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         builder = LocalBuilder(Toolchain.discover(arch=cfg.arch))
     write_library(cfg.out, results, ui, builder=builder, env=env)
     return results
+
+
+def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> list[ShapeResult]:
+    """Second round: each winner measured again beside its one-step neighbours (and torch), in one run per batch, so
+    the comparison that picks the kernel is always between times taken together. Resumable like the first."""
+    by_problem = {r.problem: r for r in results}
+    todo = [r for r in results if r.best is not None]
+    for start in range(0, len(todo), cfg.batch):
+        if cfg.budget_minutes is not None and time.perf_counter() - started > cfg.budget_minutes * 60:
+            ui.stage(f"budget spent during refinement: {start} of {len(todo)} shapes refined; run again to resume")
+            break
+        batch = todo[start:start + cfg.batch]
+        lists = {r.problem: [r.best, *refinements(r.best, r.problem, cfg.refine)] for r in batch}
+        variants = {v.name: v for vs in lists.values() for v in vs}
+        per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
+        bench = BenchConfig(problems=list(lists), modes=["device"], baselines=[YARDSTICK], settings=cfg.settings,
+                            sources={name: v.source() for name, v in variants.items()},
+                            methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
+                            ray_address=cfg.ray_address, command=cfg.command + " (refine)",
+                            **({"db_path": cfg.db_path} if cfg.db_path else {}))
+        outcome = run_bench(bench, ui)
+        for problem in lists:
+            again = _pick(problem, outcome.rows, variants)
+            if again.best is not None:
+                first = by_problem[problem]
+                again.measured = {**first.measured, **again.measured}
+                again.failed = {**first.failed, **again.failed}
+                by_problem[problem] = again
+    return [by_problem[r.problem] for r in results]
 
 
 def _pick(problem: GemmProblem, rows: list[dict], variants: dict[str, Variant]) -> ShapeResult:

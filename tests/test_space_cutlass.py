@@ -276,3 +276,14 @@ def test_one_variant_compiles_to_wgmma(tmp_path):
                           env=env)
     assert dump.returncode == 0, dump.stderr
     assert "HGMMA" in dump.stdout  # wgmma made it into the sm_90a machine code
+
+
+def test_neighbours_add_the_raster_and_swizzle_siblings_the_grid_prunes():
+    from kernelrl.space import SPACES
+    space = SPACES["cutlass_sm90"]
+    name = "cutlass_sm90_f32_128x256x64_c1x1_coop_persistent_ras_m_sw1"
+    winner = next(v for v in space.points("fp32") if v.name == name)
+    names = {v.name for v in space.neighbours(winner)}
+    assert "cutlass_sm90_f32_128x256x64_c1x1_coop_persistent_ras_n_sw8" in names  # a sibling, off the default grid
+    assert "cutlass_sm90_f32_128x256x64_c2x1_coop_persistent_ras_m_sw1" in names  # one cluster step
+    assert winner.name not in names and all(space.check(v) is None for v in space.neighbours(winner))

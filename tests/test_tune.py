@@ -234,3 +234,56 @@ def test_bench_library_without_manifest_is_one_clear_error(tmp_path):
                       db_path=tmp_path / "b.db", library=tmp_path / "nowhere")
     with pytest.raises(BenchError, match="manifest.json"):
         run_bench(cfg, NullUI())
+
+
+# -- the refinement round -------------------------------------------------------------------------------------------
+class RefineToy(ToySpace):
+    """Two speeds whose names sort slow first, so a one-point shortlist picks the slow one and only a refinement
+    round (one knob step away) finds the fast one."""
+
+    family = "toy_refine"
+    knobs = {"tile": [64, 128], "speed": ["1slow", "2fast"]}
+
+    def check(self, v):
+        return None
+
+    def name_of(self, v):
+        return f"toyr_{v.acc}_{v.p['tile']}_{v.p['speed']}"
+
+
+def test_neighbours_move_one_knob_one_step():
+    v = Variant.of("toy_refine", "fp32", tile=64, speed="1slow")
+    assert {n.name for n in SPACES["toy_refine"].neighbours(v)} == {"toyr_fp32_128_1slow", "toyr_fp32_64_2fast"}
+
+
+def refine_run(tmp_path, refine):
+    cfg = TuneConfig(problems=parse_shapes("64x64x64"), families=["toy_refine"], out=tmp_path / "lib",
+                     runner="dummy", db_path=tmp_path / "t.db", top_k=1, refine=refine)
+    tune(cfg, NullUI())
+    return json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]["64x64x64:fp32"]
+
+
+def test_without_refinement_the_shortlist_winner_stays(tmp_path):
+    assert refine_run(tmp_path, 0)["kernel"].endswith("1slow")
+
+
+def test_refinement_finds_a_faster_neighbour_and_dispatches_to_it(tmp_path):
+    entry = refine_run(tmp_path, 2)
+    assert entry["kernel"].endswith("2fast") and entry["dispatch"] == "kernel"
+
+
+def test_build_only_with_refinement_includes_the_winners_neighbours(tmp_path):
+    from kernelrl.tune import candidate_set, prebuild
+    refine_run(tmp_path, 0)  # a library whose manifest records the slow winner
+
+    class Recording:
+        names: list = []
+
+        def build_many(self, requests, workers=None, on_done=None):
+            from kernelrl.build.builder import BuildResult
+            Recording.names = [r.name for r in requests]
+            return [BuildResult(name=r.name, key="k", ok=True) for r in requests]
+    cfg = TuneConfig(problems=parse_shapes("64x64x64"), families=["toy_refine"], out=tmp_path / "lib", top_k=1,
+                     refine=2)
+    prebuild(cfg, NullUI(), builder=Recording())
+    assert set(Recording.names) == set(candidate_set(cfg)) | {"toyr_fp32_128_1slow", "toyr_fp32_64_2fast"}

@@ -78,6 +78,22 @@ class KernelSpace:
         """Why this point is invalid on the target (None when valid), without any shape."""
         raise NotImplementedError
 
+    def neighbours(self, variant: Variant) -> list[Variant]:
+        """Valid points one step away: one knob moved to the next or previous value of its list. What a refinement
+        round measures around a shape's winner (the cost model cannot tell these apart; measurement can)."""
+        out = []
+        for knob, values in sorted(self.knobs.items()):
+            current = variant.p.get(knob)
+            if current not in values:
+                continue
+            i = values.index(current)
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(values):
+                    other = Variant.of(variant.family, variant.acc, **{**variant.p, knob: values[j]})
+                    if self.check(other) is None:
+                        out.append(other)
+        return out
+
     def supports(self, variant: Variant, problem: GemmProblem) -> str | None:
         """Why this point cannot run `problem` (None when it can). Default: every shape (kernels pad or guard)."""
         return None

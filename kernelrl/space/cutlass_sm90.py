@@ -251,6 +251,17 @@ class CutlassSm90Space(KernelSpace):
                     out.append(other)
         return out
 
+    def neighbours(self, variant: Variant) -> list[Variant]:
+        """One-knob moves (tile, cluster, schedule, scheduler) plus every raster/swizzle sibling: the refinements the
+        default grid prunes (see pruned())."""
+        seen = {variant}
+        out = []
+        for other in super().neighbours(variant) + self.siblings(variant):
+            if other not in seen:
+                seen.add(other)
+                out.append(other)
+        return out
+
     def supports(self, variant: Variant, problem: GemmProblem) -> str | None:
         # TMA needs 16-byte-aligned global strides: K halves per row of A, N halves per row of B and D
         # (CollectiveMma::can_implement, check_alignment<8>). M % 8 is not a CUTLASS requirement; the family asks

@@ -6,7 +6,9 @@
 #                                  compiles:  kernelrl tune --build-only --shapes paper --arch sm_90a
 #                                             tar -cJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE" build
 #   .carry/tune.db                 optional: the database of an earlier run, to resume
-# Environment: TUNE_MINUTES (budget, default 5), FAMILIES (default all), SHAPES (default paper).
+# Environment: TUNE_MINUTES (budget, default 5), FAMILIES (default all), SHAPES (default paper), REFINE (a second
+# round around each winner: up to this many one-step neighbours, default 0; prebuild them on the CPU machine with
+# `kernelrl tune --build-only --refine N --out LIB --shapes paper --arch sm_90a`, LIB holding the first round).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -28,7 +30,8 @@ if [ -n "${RUN_FAMILY_TESTS:-}" ]; then
 fi
 echo "families: $FAMILIES"
 timeout "${TUNE_LIMIT:-420}" python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "$FAMILIES" \
-    --out "$OUT/lib" --db "$DB" --budget-minutes "${TUNE_MINUTES:-5}" --batch 100 --timeout 15 2>&1 \
+    --out "$OUT/lib" --db "$DB" --budget-minutes "${TUNE_MINUTES:-5}" --batch 100 --timeout 15 \
+    --refine "${REFINE:-0}" 2>&1 \
     | grep -v "^  built" > "$OUT/tune.log"
 tail -n 25 "$OUT/tune.log"
 # Only a handful of files come back: the library without its binaries (they rebuild from the cache) in one archive.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Ray for the GPU machine, which has no internet and takes at most 64 MiB per call: Ray's wheel is ~72 MB, but its
 # core without the Java jars and the libraries kernelrl does not use (rllib, tune, data, serve, train, llm) packs,
-# with the dependencies a torch image may lack, to ~21 MB of tar.xz (ray 2.52.0, measured). Run here (with PyPI), then name .carry in the run's carry list and, on the GPU machine:
-#   mkdir -p /tmp/site && tar -xJf .carry/ray-py312.tar.xz -C /tmp/site && export PYTHONPATH=/tmp/site:$PYTHONPATH
+# with the dependencies a torch image may lack, to ~21 MB of tar.xz (ray 2.52.0, measured). Run here (with PyPI),
+# then name .carry in the run's carry list and, on the GPU machine:
+#   mkdir -p /tmp/site && tar -xJf .carry/ray-py3.12.tar.xz -C /tmp/site && export PYTHONPATH=/tmp/site:$PYTHONPATH
 # RAY_VERSION and PY (the GPU machine's Python, 3.12 today) can be set.
 set -euo pipefail
 RAY_VERSION="${RAY_VERSION:-2.52.0}"; PY="${PY:-3.12}"

@@ -161,6 +161,10 @@ def prebuild(cfg: TuneConfig, ui, workers: int | None = None, builder=None) -> l
 def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
     _check_families(cfg.families)
     started = time.perf_counter()
+    if cfg.runner == "local":
+        # One wide parallel build of everything the run can need (cache hits cost nothing): per-batch builds would
+        # leave most cores idle while a handful of CUTLASS kernels compile.
+        prebuild(cfg, ui)
     winners: dict[GemmProblem, Variant] = {}
     env: dict = {}
     results: list[ShapeResult] = []

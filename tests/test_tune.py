@@ -287,3 +287,22 @@ def test_build_only_with_refinement_includes_the_winners_neighbours(tmp_path):
                      refine=2)
     prebuild(cfg, NullUI(), builder=Recording())
     assert set(Recording.names) == set(candidate_set(cfg)) | {"toyr_fp32_128_1slow", "toyr_fp32_64_2fast"}
+
+
+def test_a_local_run_builds_the_whole_candidate_set_first(tmp_path, monkeypatch):
+    """One wide build before the first batch; measurement itself runs on the dummy runner here (no GPU)."""
+    import dataclasses
+
+    import kernelrl.build.toolchain as toolchain
+    import kernelrl.library.export as export
+    import kernelrl.tune as mod
+    built = []
+    monkeypatch.setattr(mod, "prebuild", lambda cfg, ui: built.append(sorted(mod.candidate_set(cfg))))
+    real = mod.run_bench
+    monkeypatch.setattr(mod, "run_bench", lambda bench, ui: real(dataclasses.replace(bench, runner="dummy"), ui))
+    monkeypatch.setattr(toolchain.Toolchain, "discover", classmethod(lambda cls, arch=None: None))
+    monkeypatch.setattr(export, "write_library", lambda *a, **k: None)
+    cfg = TuneConfig(problems=parse_shapes("64x64x64,4096x4096x4096"), families=["toy"], out=tmp_path / "lib",
+                     runner="local", db_path=tmp_path / "t.db", top_k=2)
+    mod.tune(cfg, NullUI())
+    assert built == [sorted(mod.candidate_set(cfg))]

@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--refine", type=int, default=0, metavar="N",
                     help="a second round: measure each winner again beside up to N one-step neighbours (other "
                          "stages, tiles, clusters, raster/swizzle) and keep the fastest")
-    tu.add_argument("--batch", type=int, default=25, help="shapes measured per worker run")
+    tu.add_argument("--batch", type=int, default=100, help="shapes measured per worker run")
     tu.add_argument("--budget-minutes", type=float, default=None, help="stop starting new batches after this")
     tu.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
     tu.add_argument("--rounds", type=int, default=5)

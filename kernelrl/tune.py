@@ -31,7 +31,7 @@ class TuneConfig:
     top_k: int = 9
     neighbours: int = 2
     refine: int = 0  # a second round: up to this many one-step neighbours of each shape's winner (0: none)
-    batch: int = 25
+    batch: int = 100  # shapes per worker run: fewer spawns; neighbours still come from earlier batches
     budget_minutes: float | None = None
     settings: RunSettings = field(default_factory=lambda: RunSettings(rounds=5))
     db_path: Path | None = None

@@ -182,6 +182,9 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
         for name, path in plan.kernels.items():
             keys[name] = plan.keys[name]
             specs.append({"name": name, "kind": "candidate", "lib_path": str(path)})
+        if plan.lt_algos and not any(sp["name"] == "cublaslt_auto_nn" for sp in specs):
+            raise BenchError("the library falls back to cuBLASLt on some shapes: measure the baseline "
+                             "cublaslt_auto_nn too (--baselines all, or add it to the list)")
     db = Database(cfg.db_path)
     run_id = db.start_run(cfg.command, env)
     tasks, resumed = [], 0
@@ -239,6 +242,8 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
         lt_cache = {}
         for key, row in db.lt_algos(gpu).items():
             lt_cache[key] = row
+        if plan is not None:
+            lt_cache.update(plan.lt_cache())
         runner.run(tasks, specs, settings, on_records, lt_cache=lt_cache, on_lt_algo=on_lt_algo, on_env=on_env,
                    on_progress=ui.progress)
     rows = db.rows(gpu, cfg.problems, cfg.modes, settings.cache, settings.qps, methods=keys)

@@ -20,7 +20,10 @@ from kernelrl.space.model import rank
 from kernelrl.workloads.hgemm import GemmProblem
 
 WORTH_MEASURING = 2.0  # keep points the model predicts within this factor of its best for the shape
-YARDSTICK = "torch"  # the runtime's fallback: a tuned kernel is used only where it beats this
+YARDSTICK = "torch"  # the runtime's default fallback: a tuned kernel is used only where it beats the fallback
+# The other fallback the runtime can call as the user's tensors come (row-major B, no transpose): cuBLASLt with the
+# algorithm its autotuning search picked for the shape. Where it beats torch.matmul, the library calls it instead.
+LT_FALLBACK = "cublaslt_auto_nn"
 
 
 @dataclass
@@ -34,6 +37,7 @@ class TuneConfig:
     batch: int = 100  # shapes per worker run: fewer spawns; neighbours still come from earlier batches
     budget_minutes: float | None = None
     settings: RunSettings = field(default_factory=lambda: RunSettings(rounds=5))
+    lt_fallback: bool = True  # also measure cuBLASLt (autotuned, NN) per shape as a fallback the library can call
     db_path: Path | None = None
     arch: str | None = None
     runner: str = "local"
@@ -49,6 +53,19 @@ class ShapeResult:
     yardstick_us: float | None
     measured: dict[str, float]
     failed: dict[str, str]
+    lt_algo: str | None = None  # the autotuned cuBLASLt algorithm (hex), when that is the faster fallback
+
+    @property
+    def fallback(self) -> str:
+        """What the library runs when no tuned kernel wins: the faster of torch.matmul and cuBLASLt (autotuned)."""
+        lt, torch_us = self.measured.get(LT_FALLBACK), self.measured.get(YARDSTICK)
+        if self.lt_algo and lt and (torch_us is None or lt < torch_us):
+            return LT_FALLBACK
+        return YARDSTICK
+
+    @property
+    def fallback_us(self) -> float | None:
+        return self.measured.get(self.fallback)
 
 
 def log_distance(a: GemmProblem, b: GemmProblem) -> float:
@@ -183,7 +200,7 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         lists = {p: shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours) for p in batch}
         variants = {v.name: v for vs in lists.values() for v in vs}
         per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
-        bench = BenchConfig(problems=batch, modes=["device"], baselines=[YARDSTICK], settings=cfg.settings,
+        bench = BenchConfig(problems=batch, modes=["device"], baselines=_fallbacks(cfg), settings=cfg.settings,
                             sources={name: v.source() for name, v in variants.items()},
                             methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
                             ray_address=cfg.ray_address,
@@ -197,6 +214,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
                 winners[problem] = result.best
     if cfg.refine:
         results = _refine(cfg, ui, results, started)
+    if cfg.lt_fallback:
+        _attach_lt_algos(cfg, results, env)
     from kernelrl.library.export import write_library
     builder = None
     if cfg.runner == "local":  # the winners are in the build cache already: copying them costs no compile
@@ -220,7 +239,7 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> 
         lists = {r.problem: [r.best, *refinements(r.best, r.problem, cfg.refine)] for r in batch}
         variants = {v.name: v for vs in lists.values() for v in vs}
         per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
-        bench = BenchConfig(problems=list(lists), modes=["device"], baselines=[YARDSTICK], settings=cfg.settings,
+        bench = BenchConfig(problems=list(lists), modes=["device"], baselines=_fallbacks(cfg), settings=cfg.settings,
                             sources={name: v.source() for name, v in variants.items()},
                             methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
                             ray_address=cfg.ray_address, command=cfg.command + " (refine)",
@@ -234,6 +253,26 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> 
                 again.failed = {**first.failed, **again.failed}
                 by_problem[problem] = again
     return [by_problem[r.problem] for r in results]
+
+
+def _fallbacks(cfg: TuneConfig) -> list[str]:
+    return [YARDSTICK, LT_FALLBACK] if cfg.lt_fallback else [YARDSTICK]
+
+
+def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> None:
+    """The cuBLASLt algorithm each shape's search chose (from the database), so the library can call it."""
+    from kernelrl.bench import default_db
+    from kernelrl.db.database import Database
+    from kernelrl.environment import gpu_key
+    from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
+    db = Database(cfg.db_path or default_db())
+    try:
+        algos = db.lt_algos(gpu_key(env) if cfg.runner != "dummy" else "dummy")
+    finally:
+        db.close()
+    for r in results:
+        row = algos.get(lt_cache_key(r.problem, "nn", LT_WORKSPACE_BYTES))
+        r.lt_algo = row["algo"] if row else None
 
 
 def _pick(problem: GemmProblem, rows: list[dict], variants: dict[str, Variant]) -> ShapeResult:

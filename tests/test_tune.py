@@ -306,3 +306,93 @@ def test_a_local_run_builds_the_whole_candidate_set_first(tmp_path, monkeypatch)
                      runner="local", db_path=tmp_path / "t.db", top_k=2)
     mod.tune(cfg, NullUI())
     assert built == [sorted(mod.candidate_set(cfg))]
+
+
+# -- cuBLASLt as the fallback where it beats torch.matmul ------------------------------------------------------------
+class SlowToy(ToySpace):
+    """Only kernels slower than every library: each shape ends on its fallback."""
+
+    family = "toy_slow_only"
+    knobs = {"tile": [64], "speed": ["slow"]}
+
+    def name_of(self, v):
+        return f"toyslowonly_{v.acc}_{v.p['tile']}"
+
+
+def _lt_faster_shape():
+    """A shape on which the dummy runner's cuBLASLt time is below torch's (its jitter is a hash of the name)."""
+    from kernelrl.run.runner import _dummy_time_us
+    for spec in ("64x64x64", "128x128x128", "256x256x256", "512x512x512", "1024x1024x1024", "2048x2048x2048"):
+        p = parse_shapes(spec)[0]
+        if _dummy_time_us(p, "device", {"name": "cublaslt_auto_nn"}) < _dummy_time_us(p, "device", {"name": "torch"}):
+            return p
+    raise AssertionError("no shape with cuBLASLt faster under the dummy runner")
+
+
+def _store_algo(db_path, problem, algo="ab" * 64):
+    from kernelrl.db.database import Database
+    from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
+    db = Database(db_path)
+    db.add_lt_algo("dummy", 0, {"key": lt_cache_key(problem, "nn", LT_WORKSPACE_BYTES), "algo": algo,
+                                "algo_index": 3, "time_ms": 0.01, "candidates": 8, "search_s": 0.1})
+    db.close()
+
+
+def test_the_faster_cublaslt_fallback_is_recorded_with_its_algorithm(tmp_path):
+    problem = _lt_faster_shape()
+    _store_algo(tmp_path / "t.db", problem)
+    cfg = TuneConfig(problems=[problem], families=["toy_slow_only"], out=tmp_path / "lib", runner="dummy",
+                     db_path=tmp_path / "t.db")
+    tune(cfg, NullUI())
+    entry = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"][f"{problem.name}:fp32"]
+    assert entry["fallback"]["method"] == "cublaslt_auto_nn" and entry["fallback"]["algo"] == "ab" * 64
+    assert entry["dispatch"] == "fallback"
+
+
+def test_without_a_stored_algorithm_the_fallback_stays_torch(tmp_path):
+    problem = _lt_faster_shape()
+    cfg = TuneConfig(problems=[problem], families=["toy_slow_only"], out=tmp_path / "lib", runner="dummy",
+                     db_path=tmp_path / "t.db")
+    tune(cfg, NullUI())
+    entry = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"][f"{problem.name}:fp32"]
+    assert "fallback" not in entry
+
+
+def test_library_takes_cublaslt_shapes_only_with_its_native_shim(tmp_path):
+    shape = {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": None, "dispatch": "fallback",
+             "fallback": {"method": "cublaslt_auto_nn", "algo": "ab" * 64}}
+    write_manifest(tmp_path / "a", {"64x64x64:fp32": shape})
+    assert Library(tmp_path / "a").lt_algos == {}
+    (tmp_path / "b" / "lib").mkdir(parents=True)
+    (tmp_path / "b" / "lib" / "libkr_blas.so").write_bytes(b"")
+    (tmp_path / "b" / "manifest.json").write_text(json.dumps({"shapes": {"64x64x64:fp32": shape}, "kernels": {},
+                                                              "native": "lib/libkr_blas.so"}))
+    assert Library(tmp_path / "b").lt_algos == {(64, 64, 64, "fp32"): "ab" * 64}
+
+
+def test_bench_library_reports_the_cublaslt_row_where_the_library_calls_it(tmp_path):
+    from kernelrl.bench import BenchConfig, run_bench
+    (tmp_path / "lib" / "lib").mkdir(parents=True)
+    (tmp_path / "lib" / "lib" / "libkr_blas.so").write_bytes(b"")
+    (tmp_path / "lib" / "manifest.json").write_text(json.dumps({"native": "lib/libkr_blas.so", "kernels": {},
+        "shapes": {"64x64x64:fp32": {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": None, "dispatch": "fallback",
+                                     "fallback": {"method": "cublaslt_auto_nn", "algo": "ab" * 64}}}}))
+    cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch", "cublaslt_auto_nn"],
+                      runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
+    rows = run_bench(cfg, NullUI()).rows
+    ours = next(r for r in rows if r["method"] == "kernelrl")
+    lt = next(r for r in rows if r["method"] == "cublaslt_auto_nn")
+    assert ours["dispatch"].startswith("cuBLASLt") and ours["time_us_median"] == lt["time_us_median"]
+
+
+def test_bench_library_needs_the_cublaslt_baseline_where_the_library_calls_it(tmp_path):
+    from kernelrl.bench import BenchConfig, BenchError, run_bench
+    (tmp_path / "lib" / "lib").mkdir(parents=True)
+    (tmp_path / "lib" / "lib" / "libkr_blas.so").write_bytes(b"")
+    (tmp_path / "lib" / "manifest.json").write_text(json.dumps({"native": "lib/libkr_blas.so", "kernels": {},
+        "shapes": {"64x64x64:fp32": {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": None, "dispatch": "fallback",
+                                     "fallback": {"method": "cublaslt_auto_nn", "algo": "ab" * 64}}}}))
+    cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"], runner="dummy",
+                      db_path=tmp_path / "b.db", library=tmp_path / "lib")
+    with pytest.raises(BenchError, match="cublaslt_auto_nn"):
+        run_bench(cfg, NullUI())

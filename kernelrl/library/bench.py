@@ -2,14 +2,14 @@
 
 Each kernel the library ships is timed as a candidate on exactly the shapes the library dispatches to it, from the
 library's own compiled file (what users load, not a rebuild). The `kernelrl` row of a shape is then the row of what
-the library runs there: its kernel's measurement, or, where it dispatches to torch.matmul, torch's measurement from
-the same run (`dispatch` says which). Host dispatch cost is not in device-mode times; benchmarks/dispatch_overhead.py
+the library runs there: its kernel's measurement, or, where it falls back, torch's or cuBLASLt's measurement from the
+same run (`dispatch` says which; cuBLASLt runs the library's stored algorithm there, see `lt_cache`). Host dispatch cost is not in device-mode times; benchmarks/dispatch_overhead.py
 measures it."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelrl.library.export import MANIFEST
@@ -17,13 +17,15 @@ from kernelrl.workloads.hgemm import GemmProblem
 
 METHOD = "kernelrl"
 FALLBACK = "torch"
+LT = "cublaslt_auto_nn"  # a shape the library sends to cuBLASLt with its stored algorithm
 
 
 @dataclass
 class LibraryPlan:
     kernels: dict[str, Path]                   # kernel name -> its compiled library
     keys: dict[str, str]                       # kernel name -> content hash of that file (resume key)
-    choice: dict[tuple, str | None]            # (m, n, k, acc) -> kernel name, or None for torch.matmul
+    choice: dict[tuple, str | None]            # (m, n, k, acc) -> kernel name, LT, or None for torch.matmul
+    lt_algos: dict[tuple, str] = field(default_factory=dict)  # LT shapes -> the stored algorithm (hex)
 
     @classmethod
     def make(cls, root: Path, problems: list[GemmProblem]) -> "LibraryPlan":
@@ -40,16 +42,25 @@ class LibraryPlan:
             key = (p.m, p.n, p.k, p.acc)
             if key in lib.table:  # on the grid: the manifest decides, no library needs loading
                 name = lib.table[key]
-                choice[key] = name if name and _library_file(lib, name) else None
+                choice[key] = name if name and _library_file(lib, name) else (LT if key in lib.lt_algos else None)
             else:
                 choice[key] = lib.choose(p.m, p.n, p.k, p.acc)
-        kernels = {name: _library_file(lib, name) for name in set(choice.values()) if name}
+        kernels = {name: _library_file(lib, name) for name in set(choice.values()) if name and name != LT}
         keys = {name: hashlib.sha256(path.read_bytes()).hexdigest()[:24] for name, path in kernels.items()}
-        return cls(kernels, keys, choice)
+        return cls(kernels, keys, choice, {k: lib.lt_algos[k] for k, v in choice.items() if v == LT})
+
+    def lt_cache(self) -> dict[str, dict]:
+        """Autotuning-cache entries that make the `cublaslt_auto_nn` baseline run the library's stored algorithm on
+        the shapes the library sends to cuBLASLt: what is measured there is exactly what the library calls."""
+        from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
+        from kernelrl.workloads.hgemm import GemmProblem
+        return {lt_cache_key(GemmProblem(m, n, k, acc=acc), "nn", LT_WORKSPACE_BYTES):
+                {"algo": algo, "algo_index": -1, "time_ms": None, "candidates": 0, "search_s": 0.0}
+                for (m, n, k, acc), algo in self.lt_algos.items()}
 
     def methods_for(self, problem: GemmProblem) -> set[str]:
         name = self.choice.get((problem.m, problem.n, problem.k, problem.acc))
-        return {name} if name else set()
+        return {name} if name and name != LT else set()
 
     def rows(self, rows: list[dict]) -> list[dict]:
         """The `kernelrl` rows: a copy of the dispatched method's row per shape and mode."""
@@ -60,7 +71,8 @@ class LibraryPlan:
                 source = by_key.get((m, n, k, acc, mode, name or FALLBACK))
                 if source is None:
                     continue
-                out.append({**source, "method": METHOD, "dispatch": name or "torch.matmul"})
+                label = {None: "torch.matmul", LT: "cuBLASLt (stored algorithm)"}.get(name, name)
+                out.append({**source, "method": METHOD, "dispatch": label})
         return out
 
 

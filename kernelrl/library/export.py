@@ -26,15 +26,21 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
     out = Path(out)
     (out / "kernels").mkdir(parents=True, exist_ok=True)
     shapes, kernels = {}, {}
+    lt_used = False
     for r in results:
         p = r.problem
         entry = {"m": p.m, "n": p.n, "k": p.k, "acc": p.acc, "time_us": r.best_us, "yardstick_us": r.yardstick_us,
                  "measured_us": r.measured, "failed": r.failed, "kernel": None, "dispatch": "fallback"}
         if r.best is None and not r.measured and not r.failed:
             entry["status"] = "not tuned yet"
+        fallback = getattr(r, "fallback", "torch")
+        fallback_us = getattr(r, "fallback_us", r.yardstick_us)
+        if fallback != "torch":  # cuBLASLt with the algorithm its search chose beat torch.matmul here
+            entry["fallback"] = {"method": fallback, "algo": r.lt_algo, "time_us": fallback_us}
+            lt_used = True
         if r.best is not None:
             entry.update(kernel=r.best.name, family=r.best.family, params=r.best.p)
-            if r.yardstick_us is None or r.best_us < r.yardstick_us:
+            if fallback_us is None or r.best_us < fallback_us:
                 entry["dispatch"] = "kernel"
                 kernels[r.best.name] = r.best
         shapes[shape_key(p.m, p.n, p.k, p.acc)] = entry
@@ -51,8 +57,16 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
                 shutil.copy2(built.lib_path, out / "lib" / f"lib{name}.so")
                 entry["library"] = f"lib/lib{name}.so"
         kernel_entries[name] = entry
+    native = None
+    if lt_used and builder is not None:  # the cuBLAS shim the runtime calls cuBLASLt through
+        from kernelrl.baselines import native_lib
+        built = builder.build(native_lib.build_request(builder.toolchain))
+        if built.ok:
+            (out / "lib").mkdir(exist_ok=True)
+            shutil.copy2(built.lib_path, out / "lib" / "libkr_blas.so")
+            native = "lib/libkr_blas.so"
     manifest = {"kernelrl": __version__, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "env": env or {}, "shapes": shapes, "kernels": kernel_entries}
+                "env": env or {}, "shapes": shapes, "kernels": kernel_entries, "native": native}
     fd, tmp = tempfile.mkstemp(dir=out, prefix=".manifest.")
     with os.fdopen(fd, "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)

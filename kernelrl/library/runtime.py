@@ -3,8 +3,10 @@
     lib = kernelrl.load_library("LIB")      # also makes torch.ops.kernelrl.hgemm use it
     c = kernelrl.hgemm(a, b)                # or torch.ops.kernelrl.hgemm(a, b): eager, CUDA graphs, torch.compile
 
-Dispatch rules, in order: the shape's own tuned kernel (when it beat torch.matmul there); else the kernel that won
-the nearest tuned shape and whose kernelrl_hgemm_supports accepts this one; else torch.matmul (cuBLAS). Inputs that
+Dispatch rules, in order: the shape's own tuned kernel (when it beat the fallbacks there); else, on a tuned shape
+whose faster fallback was cuBLASLt, cuBLASLt with the stored autotuned algorithm (the library's copy of the kr_blas
+shim; operands 256-byte aligned); else the kernel that won the nearest tuned shape and whose kernelrl_hgemm_supports
+accepts this one; else torch.matmul (cuBLAS). Inputs that
 no kernel takes as they are (CPU tensors, misaligned pointers) go to torch.matmul too: never a wrong answer.
 Non-contiguous inputs are made contiguous (a copy). Wrong dtypes, ranks, devices or mismatched shapes raise
 LibraryError with one line saying what to pass."""
@@ -51,6 +53,49 @@ class _Kernel:
         return 0 if self._ws is None else int(self._ws(m, n, k))
 
 
+LT_FALLBACK = "cublaslt_auto_nn"
+
+
+class _LtFallback:
+    """cuBLASLt through the library's copy of the kr_blas shim, with the algorithm the tuner's search chose per shape:
+    the same call the evaluator's `cublaslt_auto_nn` baseline makes. `bind` gives a kernel-like object (fn,
+    workspace, supports) so the dispatch code treats it like any tuned kernel."""
+
+    def __init__(self, path: Path):
+        from kernelrl.baselines import native_lib
+        self.native = native_lib
+        self.lib = native_lib.load(str(path))
+        self.ctx = self.lib.kr_blas_create()
+        if not self.ctx:
+            raise RuntimeError(f"cuBLAS context: {native_lib.last_error(self.lib)}")
+        self.bound: dict[tuple, "_BoundLt"] = {}
+
+    def bind(self, m: int, n: int, k: int, acc: str, algo_hex: str) -> "_BoundLt":
+        key = (m, n, k, acc, algo_hex)
+        if key not in self.bound:
+            plan = self.lib.kr_lt_plan_create(self.ctx, self.native.LAYOUTS["nn"], self.native.ACCS[acc], m, n, k)
+            if not plan:
+                raise RuntimeError(f"cuBLASLt plan for {m}x{n}x{k}: {self.native.last_error(self.lib)}")
+            algo = ctypes.create_string_buffer(bytes.fromhex(algo_hex), self.native.ALGO_BYTES)
+            self.bound[key] = _BoundLt(self.lib, plan, algo)
+        return self.bound[key]
+
+
+class _BoundLt:
+    def __init__(self, lib, plan, algo):
+        self.lib, self.plan, self.algo = lib, plan, algo  # the buffers stay alive as long as the binding
+
+    def fn(self, a, b, c, m, n, k, ws, ws_bytes, stream) -> int:
+        return self.lib.kr_lt_run(self.plan, self.algo, a, b, c, ws, ws_bytes, stream)
+
+    def workspace(self, m: int, n: int, k: int) -> int:
+        from kernelrl.run.methods import LT_WORKSPACE_BYTES
+        return LT_WORKSPACE_BYTES
+
+    def supports(self, m: int, n: int, k: int) -> bool:
+        return True
+
+
 class Library:
     def __init__(self, root: str | Path):
         self.root = Path(root)
@@ -60,9 +105,17 @@ class Library:
         manifest = json.loads(path.read_text())
         self.kernels_meta: dict[str, dict] = manifest.get("kernels", {})
         self.table: dict[tuple, str | None] = {}
+        self.lt_algos: dict[tuple, str] = {}  # shapes whose fallback is cuBLASLt with a stored algorithm
+        native = manifest.get("native")
+        self.native_path = self.root / native if native and (self.root / native).is_file() else None
         for entry in manifest.get("shapes", {}).values():
+            key = (entry["m"], entry["n"], entry["k"], entry["acc"])
             name = entry["kernel"] if entry.get("dispatch") == "kernel" else None
-            self.table[(entry["m"], entry["n"], entry["k"], entry["acc"])] = name
+            self.table[key] = name
+            fallback = entry.get("fallback") or {}
+            if fallback.get("method") == LT_FALLBACK and fallback.get("algo") and self.native_path is not None:
+                self.lt_algos[key] = fallback["algo"]
+        self._lt: _LtFallback | None = None
         self._loaded: dict[str, _Kernel | None] = {}
         self._decisions: dict[tuple, str | None] = {}
         self._workspaces: dict[int, torch.Tensor] = {}
@@ -112,9 +165,9 @@ class Library:
                 if out is None:
                     out = torch.empty((m, n), dtype=_F16, device=a.device)
                 pa, pb, pc = a.data_ptr(), b.data_ptr(), out.data_ptr()
+                fn, ws_ptr, ws_size, name, align = plan
                 if (out.dtype is _F16 and out.get_device() == dev and out.shape == (m, n) and out.is_contiguous()
-                        and not (pa | pb | pc) & 15):
-                    fn, ws_ptr, ws_size, name = plan
+                        and not (pa | pb | pc) & align):
                     rc = fn(pa, pb, pc, m, n, k, ws_ptr, ws_size, _raw_stream(dev))
                     if rc:
                         raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
@@ -133,8 +186,13 @@ class Library:
             if a.data_ptr() % 16 or b.data_ptr() % 16 or out.data_ptr() % 16:
                 name = None  # kernels load 16 bytes at a time
         if name is None:
-            return torch.matmul(a, b, out=out)
-        kern = self.kernel(name)
+            algo = self.lt_algos.get((m, n, k, acc)) if a.is_cuda else None
+            a, b = a.contiguous(), b.contiguous()
+            if algo is None or (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 256:
+                return torch.matmul(a, b, out=out)  # the stored algorithm was chosen for 256-byte aligned operands
+            name, kern = LT_FALLBACK, self._lt_fallback().bind(m, n, k, acc, algo)
+        else:
+            kern = self.kernel(name)
         ws = self._workspace(a.device, kern.workspace(m, n, k))
         ws_ptr, ws_size = (ws.data_ptr(), ws.numel()) if ws is not None else (None, 0)
         rc = kern.fn(a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size,
@@ -143,8 +201,15 @@ class Library:
             raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
         # The workspace of a device only grows (the old buffer stays alive while a captured graph may use it), so
         # the pointer stays valid for this shape: later calls skip the checks above.
-        self._fast[(m, n, k, acc, a.get_device())] = (kern.fn, ws_ptr, ws_size, name)
+        align = 255 if name == LT_FALLBACK else 15  # the pointer bits that must be zero on later fast calls
+        self._fast[(m, n, k, acc, a.get_device())] = (kern.fn, ws_ptr, ws_size, name, align)
         return out
+
+    def _lt_fallback(self) -> "_LtFallback":
+        with self._lock:
+            if self._lt is None:
+                self._lt = _LtFallback(self.native_path)
+        return self._lt
 
     def _workspace(self, device: torch.device, size: int) -> torch.Tensor | None:
         if size == 0:

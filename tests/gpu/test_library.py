@@ -93,3 +93,30 @@ def test_bad_input_after_a_fast_path_call_still_raises(library):
         kernelrl.hgemm(a.float(), b)
     with pytest.raises(kernelrl.LibraryError, match="out must be"):
         kernelrl.hgemm(a, b, torch.empty(256, 512, device="cuda"))
+
+
+def test_cublaslt_fallback_runs_the_stored_algorithm(tmp_path):
+    """A shape whose manifest says 'cuBLASLt with this algorithm': the runtime calls it through the library's shim
+    (the algorithm here is cuBLASLt's first heuristic answer; the tuner stores its autotuned one)."""
+    import ctypes
+
+    from kernelrl.baselines import native_lib
+    from kernelrl.run.methods import LT_WORKSPACE_BYTES
+    shim = native_lib.build()
+    lib = native_lib.load(shim)
+    ctx = lib.kr_blas_create()
+    plan = lib.kr_lt_plan_create(ctx, native_lib.LAYOUTS["nn"], native_lib.ACCS["fp32"], 256, 512, 128)
+    algos = ctypes.create_string_buffer(native_lib.ALGO_BYTES)
+    needed, found = (ctypes.c_size_t * 1)(), ctypes.c_int()
+    assert lib.kr_lt_heuristics(plan, LT_WORKSPACE_BYTES, 1, algos, needed, ctypes.byref(found)) == 0
+    (tmp_path / "lib").mkdir()
+    shutil.copy2(shim, tmp_path / "lib" / "libkr_blas.so")
+    (tmp_path / "manifest.json").write_text(json.dumps({"native": "lib/libkr_blas.so", "kernels": {}, "shapes": {
+        "256x512x128:fp32": {"m": 256, "n": 512, "k": 128, "acc": "fp32", "kernel": None, "dispatch": "fallback",
+                             "fallback": {"method": "cublaslt_auto_nn", "algo": algos.raw.hex()}}}}))
+    lt_library = kernelrl.Library(tmp_path)
+    a, b = inputs(256, 512, 128)
+    assert close(lt_library.hgemm(a, b), a, b)
+    assert lt_library._fast[(256, 512, 128, "fp32", a.get_device())][3] == "cublaslt_auto_nn"
+    a2, b2 = inputs(256, 512, 128)
+    assert close(lt_library.hgemm(a2, b2), a2, b2)  # the fast path

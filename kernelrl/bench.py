@@ -114,6 +114,13 @@ def candidate_names(paths: list[str]) -> dict[str, str]:
     return names
 
 
+def require_gpu(runner: str, env: dict | None = None) -> None:
+    """A local run measures on this machine's GPU: without one, say so before anything is built or measured."""
+    if runner == "local" and not (env if env is not None else environment.gpu_info()).get("gpu"):
+        raise BenchError("no NVIDIA GPU found (nvidia-smi shows none): run on a machine with a GPU, "
+                         "or use --runner dummy to exercise the pipeline")
+
+
 def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
     """`ui` receives progress: ui.stage(text), ui.build_done(result), ui.start_tasks(total), ui.task_done(task,
     records), ui.progress(task, method, phase)."""
@@ -122,9 +129,7 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
         if not Path(path).is_file():
             raise BenchError(f"candidate {path!r} not found: pass .cu files (or folders of them) to --candidates")
     env = environment.collect({"runner": cfg.runner})
-    if cfg.runner == "local" and not env.get("gpu"):
-        raise BenchError("no NVIDIA GPU found (nvidia-smi shows none): run on a machine with a GPU, "
-                         "or use --runner dummy to exercise the pipeline")
+    require_gpu(cfg.runner, env)
     gpu = environment.gpu_key(env) if cfg.runner == "local" else "dummy"
     names = candidate_names(cfg.candidates)
     clash = set(names) & set(cfg.sources) | set(cfg.sources) & set(BASELINES)

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl.bench import BenchConfig, BenchError, run_bench
+from kernelrl.bench import BenchConfig, BenchError, require_gpu, run_bench
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES, Variant
 from kernelrl.space.model import rank
@@ -164,12 +164,12 @@ def prebuild(cfg: TuneConfig, ui, workers: int | None = None, builder=None) -> l
     carried to the GPU machine (the cache key does not depend on where the headers are installed)."""
     from kernelrl.build.builder import BuildRequest, LocalBuilder
     from kernelrl.build.toolchain import Toolchain
+    builder = builder or LocalBuilder(Toolchain.discover(arch=cfg.arch))  # a missing nvcc or arch fails first
     variants = candidate_set(cfg)
     if cfg.refine:  # the refinement round's candidates, around the winners of the library already in cfg.out
         wanted = set(cfg.problems)
         variants.update(refine_set(cfg, {p: v for p, v in manifest_winners(cfg.out, cfg.problems[0].acc).items()
                                           if p in wanted}) if cfg.problems else {})
-    builder = builder or LocalBuilder(Toolchain.discover(arch=cfg.arch))
     ui.stage(f"building {len(variants)} candidates for {len(cfg.problems)} shapes")
     requests = [BuildRequest(v.source(), name=name) for name, v in sorted(variants.items())]
     return builder.build_many(requests, workers=workers, on_done=ui.build_done)
@@ -179,6 +179,7 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
     _check_families(cfg.families)
     started = time.perf_counter()
     if cfg.runner == "local":
+        require_gpu(cfg.runner)  # before an hour of compiles, not after
         # One wide parallel build of everything the run can need (cache hits cost nothing): per-batch builds would
         # leave most cores idle while a handful of CUTLASS kernels compile.
         prebuild(cfg, ui)

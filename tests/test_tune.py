@@ -297,6 +297,7 @@ def test_a_local_run_builds_the_whole_candidate_set_first(tmp_path, monkeypatch)
     import kernelrl.library.export as export
     import kernelrl.tune as mod
     built = []
+    monkeypatch.setattr(mod, "require_gpu", lambda runner: None)  # as if this machine had one
     monkeypatch.setattr(mod, "prebuild", lambda cfg, ui: built.append(sorted(mod.candidate_set(cfg))))
     real = mod.run_bench
     monkeypatch.setattr(mod, "run_bench", lambda bench, ui: real(dataclasses.replace(bench, runner="dummy"), ui))
@@ -396,3 +397,15 @@ def test_bench_library_needs_the_cublaslt_baseline_where_the_library_calls_it(tm
                       db_path=tmp_path / "b.db", library=tmp_path / "lib")
     with pytest.raises(BenchError, match="cublaslt_auto_nn"):
         run_bench(cfg, NullUI())
+
+
+def test_a_local_run_without_a_gpu_stops_before_building_anything(tmp_path, monkeypatch):
+    from kernelrl.bench import BenchError
+    import kernelrl.environment as environment
+    import kernelrl.tune as mod
+    monkeypatch.setattr(environment, "gpu_info", lambda: {"gpu": None})
+    monkeypatch.setattr(mod, "prebuild", lambda cfg, ui: pytest.fail("built without a GPU to measure on"))
+    cfg = TuneConfig(problems=parse_shapes("64x64x64"), families=["toy"], out=tmp_path / "lib", runner="local",
+                     db_path=tmp_path / "t.db")
+    with pytest.raises(BenchError, match="no NVIDIA GPU"):
+        mod.tune(cfg, NullUI())

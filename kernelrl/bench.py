@@ -121,6 +121,11 @@ def require_gpu(runner: str, env: dict | None = None) -> None:
                          "or use --runner dummy to exercise the pipeline")
 
 
+def db_gpu(runner: str, env: dict) -> str:
+    """The GPU part of a run's database keys: the card's name, or 'dummy' for made-up times."""
+    return environment.gpu_key(env) if runner == "local" else "dummy"
+
+
 def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
     """`ui` receives progress: ui.stage(text), ui.build_done(result), ui.start_tasks(total), ui.task_done(task,
     records), ui.progress(task, method, phase)."""
@@ -130,7 +135,7 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
             raise BenchError(f"candidate {path!r} not found: pass .cu files (or folders of them) to --candidates")
     env = environment.collect({"runner": cfg.runner})
     require_gpu(cfg.runner, env)
-    gpu = environment.gpu_key(env) if cfg.runner == "local" else "dummy"
+    gpu = db_gpu(cfg.runner, env)
     names = candidate_names(cfg.candidates)
     clash = set(names) & set(cfg.sources) | set(cfg.sources) & set(BASELINES)
     if clash:

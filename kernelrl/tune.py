@@ -183,14 +183,13 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         # One wide parallel build of everything the run can need (cache hits cost nothing): per-batch builds would
         # leave most cores idle while a handful of CUTLASS kernels compile.
         prebuild(cfg, ui)
-    winners: dict[GemmProblem, Variant] = {}
     env: dict = {}
     results: list[ShapeResult] = []
     # Cheapest shapes first: under a budget the most shapes get tuned, and the small ones are where the libraries
     # leave the most. Neighbours stay close in this order too (similar FLOP counts, similar tiles).
     problems = sorted(cfg.problems, key=lambda p: (p.flops, p.m, p.n, p.k))
     for start in range(0, len(problems), cfg.batch):
-        if results and cfg.budget_minutes is not None and time.perf_counter() - started > cfg.budget_minutes * 60:
+        if results and _over_budget(cfg, started):
             ui.stage(f"budget of {cfg.budget_minutes} min spent: {len(results)} of {len(problems)} shapes tuned; "
                      "run again to resume")
             # The rest stay in the library as untuned shapes: they dispatch to torch.matmul, not to a neighbour's
@@ -198,21 +197,11 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
             results += [ShapeResult(p, None, None, None, {}, {}) for p in problems[start:]]
             break
         batch = problems[start:start + cfg.batch]
+        winners = {r.problem: r.best for r in results if r.best is not None}
         lists = {p: shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours) for p in batch}
-        variants = {v.name: v for vs in lists.values() for v in vs}
-        per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
-        bench = BenchConfig(problems=batch, modes=["device"], baselines=_fallbacks(cfg), settings=cfg.settings,
-                            sources={name: v.source() for name, v in variants.items()},
-                            methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
-                            ray_address=cfg.ray_address,
-                            command=cfg.command, **({"db_path": cfg.db_path} if cfg.db_path else {}))
-        outcome = run_bench(bench, ui)
+        outcome, variants = _measure(cfg, ui, lists, cfg.command)
         env = outcome.env
-        for problem in batch:
-            result = _pick(problem, outcome.rows, variants)
-            results.append(result)
-            if result.best is not None:
-                winners[problem] = result.best
+        results += [_pick(problem, outcome.rows, variants) for problem in batch]
     if cfg.refine:
         results = _refine(cfg, ui, results, started)
     if cfg.lt_fallback:
@@ -233,19 +222,12 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> 
     by_problem = {r.problem: r for r in results}
     todo = [r for r in results if r.best is not None]
     for start in range(0, len(todo), cfg.batch):
-        if cfg.budget_minutes is not None and time.perf_counter() - started > cfg.budget_minutes * 60:
+        if _over_budget(cfg, started):
             ui.stage(f"budget spent during refinement: {start} of {len(todo)} shapes refined; run again to resume")
             break
         batch = todo[start:start + cfg.batch]
         lists = {r.problem: [r.best, *refinements(r.best, r.problem, cfg.refine)] for r in batch}
-        variants = {v.name: v for vs in lists.values() for v in vs}
-        per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
-        bench = BenchConfig(problems=list(lists), modes=["device"], baselines=_fallbacks(cfg), settings=cfg.settings,
-                            sources={name: v.source() for name, v in variants.items()},
-                            methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
-                            ray_address=cfg.ray_address, command=cfg.command + " (refine)",
-                            **({"db_path": cfg.db_path} if cfg.db_path else {}))
-        outcome = run_bench(bench, ui)
+        outcome, variants = _measure(cfg, ui, lists, cfg.command + " (refine)")
         for problem in lists:
             again = _pick(problem, outcome.rows, variants)
             if again.best is not None:
@@ -256,19 +238,34 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> 
     return [by_problem[r.problem] for r in results]
 
 
+def _over_budget(cfg: TuneConfig, started: float) -> bool:
+    return cfg.budget_minutes is not None and time.perf_counter() - started > cfg.budget_minutes * 60
+
+
+def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], command: str):
+    """One evaluator run: each shape's own short list beside the fallbacks, in device mode. (outcome, variants)"""
+    variants = {v.name: v for vs in lists.values() for v in vs}
+    per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
+    bench = BenchConfig(problems=list(lists), modes=["device"], baselines=_fallbacks(cfg), settings=cfg.settings,
+                        sources={name: v.source() for name, v in variants.items()},
+                        methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
+                        ray_address=cfg.ray_address, command=command,
+                        **({"db_path": cfg.db_path} if cfg.db_path else {}))
+    return run_bench(bench, ui), variants
+
+
 def _fallbacks(cfg: TuneConfig) -> list[str]:
     return [YARDSTICK, LT_FALLBACK] if cfg.lt_fallback else [YARDSTICK]
 
 
 def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> None:
     """The cuBLASLt algorithm each shape's search chose (from the database), so the library can call it."""
-    from kernelrl.bench import default_db
+    from kernelrl.bench import db_gpu, default_db
     from kernelrl.db.database import Database
-    from kernelrl.environment import gpu_key
     from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
     db = Database(cfg.db_path or default_db())
     try:
-        algos = db.lt_algos(gpu_key(env) if cfg.runner != "dummy" else "dummy")
+        algos = db.lt_algos(db_gpu(cfg.runner, env))
     finally:
         db.close()
     for r in results:

@@ -42,10 +42,10 @@ class LibraryPlan:
             key = (p.m, p.n, p.k, p.acc)
             if key in lib.table:  # on the grid: the manifest decides, no library needs loading
                 name = lib.table[key]
-                choice[key] = name if name and _library_file(lib, name) else (LT if key in lib.lt_algos else None)
+                choice[key] = name if name and lib.library_path(name) else (LT if key in lib.lt_algos else None)
             else:
                 choice[key] = lib.choose(p.m, p.n, p.k, p.acc)
-        kernels = {name: _library_file(lib, name) for name in set(choice.values()) if name and name != LT}
+        kernels = {name: lib.library_path(name) for name in set(choice.values()) if name and name != LT}
         keys = {name: hashlib.sha256(path.read_bytes()).hexdigest()[:24] for name, path in kernels.items()}
         return cls(kernels, keys, choice, {k: lib.lt_algos[k] for k, v in choice.items() if v == LT})
 
@@ -75,8 +75,3 @@ class LibraryPlan:
                 out.append({**source, "method": METHOD, "dispatch": label})
         return out
 
-
-def _library_file(lib, name: str) -> Path | None:
-    rel = lib.kernels_meta.get(name, {}).get("library")
-    path = lib.root / rel if rel else None
-    return path if path is not None and path.is_file() else None

@@ -124,11 +124,16 @@ class Library:
         self._lock = threading.Lock()
 
     # -- choosing ------------------------------------------------------------------------------------------------
+    def library_path(self, name: str) -> Path | None:
+        """The compiled file of a shipped kernel, when the library has it."""
+        rel = self.kernels_meta.get(name, {}).get("library")
+        path = self.root / rel if rel else None
+        return path if path is not None and path.is_file() else None
+
     def kernel(self, name: str) -> _Kernel | None:
         if name not in self._loaded:
-            meta = self.kernels_meta.get(name, {})
-            lib = meta.get("library")
-            self._loaded[name] = _Kernel(name, self.root / lib) if lib and (self.root / lib).is_file() else None
+            path = self.library_path(name)
+            self._loaded[name] = _Kernel(name, path) if path is not None else None
         return self._loaded[name]
 
     def choose(self, m: int, n: int, k: int, acc: str = "fp32") -> str | None:

@@ -21,44 +21,41 @@ def shape_key(m: int, n: int, k: int, acc: str) -> str:
 def write_library(out: Path, results, ui=None, builder=None, env: dict | None = None) -> dict:
     """manifest.json + kernels/NAME.cu for every kernel that won a shape; with a builder, also lib/libNAME.so.
 
-    A shape whose best tuned kernel is not faster than the yardstick (torch.matmul) dispatches to the fallback:
-    the library never makes a shape slower than what the user had."""
+    A shape whose best tuned kernel is not faster than its fallback (torch.matmul, or cuBLASLt with its autotuned
+    algorithm where that was faster) dispatches to the fallback: the library never makes a shape slower than what
+    the user had."""
     out = Path(out)
     (out / "kernels").mkdir(parents=True, exist_ok=True)
     shapes, kernels = {}, {}
-    lt_used = False
     for r in results:
         p = r.problem
         entry = {"m": p.m, "n": p.n, "k": p.k, "acc": p.acc, "time_us": r.best_us, "yardstick_us": r.yardstick_us,
                  "measured_us": r.measured, "failed": r.failed, "kernel": None, "dispatch": "fallback"}
         if r.best is None and not r.measured and not r.failed:
             entry["status"] = "not tuned yet"
-        fallback = getattr(r, "fallback", "torch")
-        fallback_us = getattr(r, "fallback_us", r.yardstick_us)
-        if fallback != "torch":  # cuBLASLt with the algorithm its search chose beat torch.matmul here
-            entry["fallback"] = {"method": fallback, "algo": r.lt_algo, "time_us": fallback_us}
-            lt_used = True
+        if r.fallback != "torch":  # cuBLASLt with the algorithm its search chose beat torch.matmul here
+            entry["fallback"] = {"method": r.fallback, "algo": r.lt_algo, "time_us": r.fallback_us}
         if r.best is not None:
             entry.update(kernel=r.best.name, family=r.best.family, params=r.best.p)
-            if fallback_us is None or r.best_us < fallback_us:
+            if r.fallback_us is None or r.best_us < r.fallback_us:
                 entry["dispatch"] = "kernel"
                 kernels[r.best.name] = r.best
         shapes[shape_key(p.m, p.n, p.k, p.acc)] = entry
     kernel_entries = {}
     for name, variant in sorted(kernels.items()):
-        source = out / "kernels" / f"{name}.cu"
-        source.write_text(variant.source())
+        text = variant.source()
+        (out / "kernels" / f"{name}.cu").write_text(text)
         entry = {**variant.to_dict(), "source": f"kernels/{name}.cu", "library": None}
         if builder is not None:
             from kernelrl.build.builder import BuildRequest
-            built = builder.build(BuildRequest(variant.source(), name=name))
+            built = builder.build(BuildRequest(text, name=name))
             if built.ok:
                 (out / "lib").mkdir(exist_ok=True)
                 shutil.copy2(built.lib_path, out / "lib" / f"lib{name}.so")
                 entry["library"] = f"lib/lib{name}.so"
         kernel_entries[name] = entry
     native = None
-    if lt_used and builder is not None:  # the cuBLAS shim the runtime calls cuBLASLt through
+    if builder is not None and any("fallback" in e for e in shapes.values()):  # the shim cuBLASLt is called through
         from kernelrl.baselines import native_lib
         built = builder.build(native_lib.build_request(builder.toolchain))
         if built.ok:

@@ -6,6 +6,7 @@
 #   3. `kernelrl kb eval` of the honest candidates against the project's own tasks and all four baselines (eager,
 #      torch.compile default and reduce-overhead, CUDA graph): $OUT/kernelbench_own.csv (~2-3 min).
 # Each step has its own time limit (590 s in all, under one call's 10 minutes). The logs land beside the CSV.
+# STEPS picks some of them (default "prebuild tests eval"; the eval step reuses what prebuild compiled).
 # load_inline needs ninja on PATH (torch.utils.cpp_extension refuses to build without it). Where the machine has
 # none, carry a wheel, git-ignored, in the run's carry list:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl ninja
@@ -21,10 +22,11 @@ export TORCH_EXTENSIONS_DIR="${TORCH_EXTENSIONS_DIR:-$KERNELRL_CACHE/torch_exten
 export MAX_JOBS="${MAX_JOBS:-4}"  # ninja jobs per extension (each has two sources)
 export COLUMNS="${COLUMNS:-180}"  # rich tables in the logs: wide enough not to wrap
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
-timeout "${PREBUILD_LIMIT:-120}" python3 -m kernelrl.kernelbench.prebuild kernelrl/kernelbench/candidates_own \
+STEPS=" ${STEPS:-prebuild tests eval} "
+[[ $STEPS == *" prebuild "* ]] && timeout "${PREBUILD_LIMIT:-120}" python3 -m kernelrl.kernelbench.prebuild kernelrl/kernelbench/candidates_own \
     tests/gpu/kb_adversarial --jobs 12 2>&1 | tee "$OUT/kernelbench_prebuild.log" | tail -n 14
-timeout "${TEST_LIMIT:-200}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu/test_kernelbench_gpu.py ${EXTRA_TESTS:-} \
+[[ $STEPS == *" tests "* ]] && timeout "${TEST_LIMIT:-200}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu/test_kernelbench_gpu.py ${EXTRA_TESTS:-} \
     2>&1 | tee "$OUT/kernelbench_gpu_tests.log" | tail -n 40
-timeout "${EVAL_LIMIT:-270}" python3 -m kernelrl.cli kb eval --tasks kernelrl/kernelbench/tasks_own \
+[[ $STEPS == *" eval "* ]] && timeout "${EVAL_LIMIT:-270}" python3 -m kernelrl.cli kb eval --tasks kernelrl/kernelbench/tasks_own \
     --candidates kernelrl/kernelbench/candidates_own --rounds "${ROUNDS:-5}" ${KB_BASELINES:+--baselines "$KB_BASELINES"} --csv "$OUT/kernelbench_own.csv" \
     2>&1 | tee "$OUT/kernelbench_own.log" | tail -n 45

@@ -18,8 +18,14 @@
 #       trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
 # then run with carry [".whl"]: `bash benchmarks/h200_train_smoke.sh`. datasets 5.2 wants pyarrow >= 24: the check
 # below prints the image's version; if it is older, carry pyarrow's wheel too (about 42 MB, still under the limit).
+# With RAY=local (a machine of several GPUs, issue 7), the reward batches go to Ray tasks with num_gpus=1, one per GPU
+# at a time, while training runs on GPU 0; carry .carry/ray-py3.12.tar.xz (benchmarks/pack_ray.sh) as well. The
+# metrics' `service` counters ("on HOST:gpuN") show where each batch ran.
 set -uo pipefail
 source benchmarks/device_env.sh
+if [ -n "${RAY:-}" ] && [ -f .carry/ray-py3.12.tar.xz ]; then
+    mkdir -p /tmp/site && tar -xJf .carry/ray-py3.12.tar.xz -C /tmp/site && export PYTHONPATH="/tmp/site:$PYTHONPATH"
+fi
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 RUN="${RUN_DIR:-/tmp/train_smoke}"; mkdir -p "$RUN/snippets"
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -64,12 +70,13 @@ data:
   seeds: [examples/hgemm_wmma.cu]
   prompts_per_target: 4
   hardware: H200
-evaluation: {workers: 1, timeout_s: 240, retries: 1, batch_size: 16}
+evaluation: {workers: 1, timeout_s: 240, retries: 1, batch_size: 16${RAY:+, ray_address: $RAY}}
 stages:
   - {kind: sft, data: [hgemm], max_steps: 4, learning_rate: 1.0e-3, max_length: 16384}
   - {kind: self_supervised, data: [hgemm], rounds: 1, samples_per_prompt: 4, max_completion_length: 8,
      max_steps: 2, learning_rate: 1.0e-3, max_length: 16384}
-  - {kind: grpo, data: [hgemm], max_steps: 4, num_generations: 4, max_completion_length: 8, learning_rate: 1.0e-3}
+  - {kind: grpo, data: [hgemm], max_steps: 4, batch_size: 2, num_generations: 4, max_completion_length: 8,
+     learning_rate: 1.0e-3}
 budgets: {max_minutes: 6.5}
 EOF
 cp "$RUN/config.yaml" "$OUT/train_config.yaml"
@@ -85,6 +92,9 @@ for line in open(sys.argv[1]):
         print(f"{d['phase']:32} step {d['step']:>2}: n={d['n']} reward {d['reward_mean']:.3f}±{d['reward_std']:.3f} "
               f"pass {d['pass_rate']:.2f} hack {d['hack_rate']:.2f} compile {d['compile_rate']:.2f} "
               f"malformed {d['malformed_rate']:.2f} speedup p50 {d['speedup_p50']}")
+        placed = {k[3:]: v for k, v in d.get("service", {}).items() if k.startswith("on ")}
+        if placed:
+            print(f"{'':32} batches so far by worker: {placed}")
     elif d["kind"] in ("phase", "self_supervised"):
         print({k: v for k, v in d.items() if k != "time"})
     elif d["kind"] == "trainer" and "loss" in d:

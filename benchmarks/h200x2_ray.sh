@@ -6,7 +6,10 @@
 #   .whl                          bash benchmarks/pack_carry.sh       (CUTLASS headers)
 #   .carry/ray-py3.12.tar.xz      bash benchmarks/pack_ray.sh         (Ray core, 21 MB)
 #   .carry/build-cache.tar.xz     see benchmarks/h200_tune.sh         (the candidates compiled on a CPU machine)
-# Environment: SHAPES (default paper), SINGLE (also run on one GPU), TUNE_LIMIT (seconds per tuning run).
+# Environment: SHAPES (default paper), SINGLE (also run on one GPU), TUNE_LIMIT (seconds per tuning run),
+# RUNS (which runs, default "ray", plus "one" with SINGLE; a call of 10 minutes holds about one paper-grid run on one
+# GPU, so the two can be separate calls: RUNS=one ONE_GPU=1 beside other work on GPU 0, then RUNS=ray), ONE_GPU (the
+# GPU of the one-GPU run), COMPARE (the other run's database, for the verdict comparison).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE" /tmp/site
@@ -26,10 +29,14 @@ run() {  # name, extra args
     echo "$1: $(python3 -c "print(f'{$end - $start:.1f}')") s wall" | tee -a "$OUT/wall.txt"
     tail -n 9 "$OUT/tune_$1.log"
 }
-run ray --ray local
-if [ -n "${SINGLE:-}" ]; then
-    CUDA_VISIBLE_DEVICES=0 run one
-    python3 - "$OUT/tune_ray.db" "$OUT/tune_one.db" <<'PY' | tee "$OUT/verdicts.txt"
+RUNS="${RUNS:-ray${SINGLE:+ one}}"
+case " $RUNS " in *" ray "*) run ray --ray local ;; esac
+case " $RUNS " in *" one "*) CUDA_VISIBLE_DEVICES="${ONE_GPU:-0}" run one ;; esac
+A="$OUT/tune_ray.db"; B="$OUT/tune_one.db"
+[ -f "$A" ] || A="${COMPARE:-}"
+[ -f "$B" ] || B="${COMPARE:-}"
+if [ -f "$A" ] && [ -f "$B" ] && [ "$A" != "$B" ]; then
+    python3 - "$A" "$B" <<'PY' | tee "$OUT/verdicts.txt"
 import sqlite3, sys
 def verdicts(path):
     rows = sqlite3.connect(path).execute("SELECT m, n, k, method, verified, reason FROM measurements")

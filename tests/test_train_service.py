@@ -5,7 +5,7 @@ failing worker, and the real judge (dummy runner) end to end."""
 import pytest
 
 from kernelrl.train.reward import RewardConfig
-from kernelrl.train.service import Batch, EvalSettings, EvalSettingsError, Executor, RewardService
+from kernelrl.train.service import Batch, EvalSettings, EvalSettingsError, Executor, RewardService, worker_place
 from kernelrl.train.targets import TargetSpec
 from tests import train_helpers as h
 
@@ -130,6 +130,18 @@ def test_a_local_worker_sees_only_the_gpu_it_is_given():
     finally:
         svc.close()
     assert r.verdict == "gpu 5"
+
+
+def test_each_answered_batch_is_counted_by_where_it_ran():
+    placed = {"ok": h.ok_judge(SPEC, {"k": "x"})["ok"], "where": "node-a:gpu1"}
+    svc, ex = service(answers=[placed])
+    svc.score([(SPEC, h.fenced(h.KERNEL))])
+    assert svc.stats["on node-a:gpu1"] == 1
+
+
+def test_a_worker_names_its_host_and_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert worker_place().endswith(":gpu3")
 
 
 def test_a_worker_that_dies_is_retried_then_given_up():

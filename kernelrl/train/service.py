@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import multiprocessing as mp
 import os
+import socket
 import threading
 import time
 import traceback
@@ -66,12 +67,18 @@ class Batch:
     attempt: int = 0
 
 
+def worker_place() -> str:
+    """Where this evaluation worker runs: host and the GPU it was given (the local executor and Ray both pin one
+    through CUDA_VISIBLE_DEVICES), so the metrics show how batches spread over GPUs and nodes."""
+    return f"{socket.gethostname()}:gpu{os.environ.get('CUDA_VISIBLE_DEVICES', '-') or '-'}"
+
+
 def judge_batch(spec_json: str, codes: dict) -> dict:
-    """Runs in the evaluation worker: {"ok": {name: judgement dict}} or {"error": one line}."""
+    """Runs in the evaluation worker: {"ok": {name: judgement dict}, "where": place} or {"error": one line}."""
     try:
         from kernelrl.train.targets import judge
         found = judge(TargetSpec.from_json(spec_json), codes)
-        return {"ok": {n: j.to_dict() for n, j in found.items()}}
+        return {"ok": {n: j.to_dict() for n, j in found.items()}, "where": worker_place()}
     except Exception as exc:  # the evaluator failed (not a kernel): the service retries
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return {"error": last[:500]}
@@ -271,7 +278,7 @@ class RewardService:
         self.clock = clock
         self.cache: dict[tuple[str, str], Judgement] = {}
         self._executor: Executor | None = executor
-        self.stats = collections.Counter()  # batches, timeouts, retries, lost, cached
+        self.stats = collections.Counter()  # batches, timeouts, retries, lost, cached; 'on HOST:gpuN' each
 
     @property
     def executor(self) -> Executor:
@@ -357,6 +364,8 @@ class RewardService:
                     answer = {"error": str(exc)}
                     self.stats["lost"] += 1
                 if "ok" in answer:
+                    if answer.get("where"):
+                        self.stats[f"on {answer['where']}"] += 1
                     for name, d in answer["ok"].items():
                         found[(batch.spec, name)] = Judgement.from_dict(d)
                 elif batch.attempt < self.settings.retries:

@@ -24,13 +24,14 @@
 set -uo pipefail
 source benchmarks/device_env.sh
 if [ -n "${RAY:-}" ] && [ -f .carry/ray-py3.12.tar.xz ]; then
-    mkdir -p /tmp/site && tar -xJf .carry/ray-py3.12.tar.xz -C /tmp/site && export PYTHONPATH="/tmp/site:$PYTHONPATH"
+    mkdir -p ${SITE:-/tmp/site} && tar -xJf .carry/ray-py3.12.tar.xz -C ${SITE:-/tmp/site} && export PYTHONPATH="${SITE:-/tmp/site}:$PYTHONPATH"
+    chmod +x ${SITE:-/tmp/site}/ray/core/src/ray/gcs/gcs_server ${SITE:-/tmp/site}/ray/core/src/ray/raylet/raylet 2>/dev/null  # tars packed before the mode fix
 fi
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 RUN="${RUN_DIR:-/tmp/train_smoke}"; mkdir -p "$RUN/snippets"
 if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target ${SITE:-/tmp/site} \
+        .whl/*.whl && export PYTHONPATH="$PYTHONPATH:${SITE:-/tmp/site}"
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/train_env.txt"
 python3 - <<'EOF' 2>&1 | tee -a "$OUT/train_env.txt" || exit 1
@@ -77,7 +78,7 @@ stages:
      max_steps: 2, learning_rate: 1.0e-3, max_length: 16384}
   - {kind: grpo, data: [hgemm], max_steps: 4, batch_size: 2, num_generations: 4, max_completion_length: 8,
      learning_rate: 1.0e-3}
-budgets: {max_minutes: 6.5}
+budgets: {max_minutes: ${TRAIN_MINUTES:-6.5}}
 EOF
 cp "$RUN/config.yaml" "$OUT/train_config.yaml"
 

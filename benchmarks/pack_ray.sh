@@ -14,7 +14,17 @@ dl "ray==$RAY_VERSION"
 # Ray's own requirements that a torch image may lack (pure Python or small binaries).
 dl click filelock jsonschema jsonschema-specifications referencing rpds-py attrs msgpack protobuf pyyaml
 mkdir -p "$work/site"
-for w in "$work"/wheels/*.whl; do python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" "$w" "$work/site"; done
+# zipfile drops file modes: restore them from each entry (Ray's gcs_server and raylet must stay executable)
+for w in "$work"/wheels/*.whl; do python3 - "$w" "$work/site" <<'PY'
+import os, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+for info in z.infolist():
+    path = z.extract(info, sys.argv[2])
+    mode = info.external_attr >> 16
+    if mode and not info.is_dir():
+        os.chmod(path, mode & 0o777)
+PY
+done
 rm -rf "$work"/site/ray/{jars,rllib,tune,data,serve,train,llm}
 mkdir -p .carry
 tar -cf - -C "$work/site" . | xz -T0 -9 > ".carry/ray-py$PY.tar.xz"

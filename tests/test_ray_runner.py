@@ -32,3 +32,14 @@ def test_a_cluster_without_gpus_is_one_clear_error(tmp_path, local_cluster):
     with pytest.raises(RunnerError, match="no GPU"):
         RayRunner(address="local", inner="local").run([Task(0, parse_shapes("64x64x64")[0], ["device"])], [],
                                                       RunSettings(), lambda t, r: None)
+
+
+def test_a_call_deals_tasks_round_robin_into_one_share_per_actor():
+    from kernelrl.run.ray_runner import stripes
+    assert stripes(list(range(7)), 2) == [[0, 2, 4, 6], [1, 3, 5]]
+
+
+def test_shares_are_never_empty_and_batch_caps_their_size():
+    from kernelrl.run.ray_runner import stripes
+    assert stripes([1, 2], 4) == [[1], [2]]
+    assert [len(s) for s in stripes(list(range(10)), 2, batch=3)] == [3, 3, 2, 2]

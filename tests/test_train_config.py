@@ -98,3 +98,24 @@ def test_invalid_yaml_is_one_line(tmp_path):
     bad.write_text("run_dir: [unclosed\n")
     with pytest.raises(TrainError, match="not valid YAML"):
         load_config(bad)
+
+
+def test_one_process_trains_on_the_first_of_several_visible_gpus():
+    from kernelrl.train.pipeline import one_training_gpu
+    env = {"CUDA_VISIBLE_DEVICES": "2,3"}
+    assert one_training_gpu(parse_config(minimal()), env) == "2" and env["CUDA_VISIBLE_DEVICES"] == "2"
+
+
+def test_a_local_ray_cluster_starts_before_the_trainer_is_pinned():
+    from kernelrl.train.pipeline import one_training_gpu
+    env, seen = {}, []
+    cfg = parse_config(minimal(evaluation={"ray_address": "local"}))
+    one_training_gpu(cfg, env, gpu_count=lambda: 2, start_ray=lambda a: seen.append(dict(env)))
+    assert seen == [{}] and env["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+@pytest.mark.parametrize("env", [{"CUDA_VISIBLE_DEVICES": "1"}, {"CUDA_VISIBLE_DEVICES": "0,1", "WORLD_SIZE": "2"}])
+def test_one_gpu_or_a_distributed_launch_is_left_alone(env):
+    from kernelrl.train.pipeline import one_training_gpu
+    before = dict(env)
+    assert one_training_gpu(parse_config(minimal()), env, gpu_count=lambda: 2) is None and env == before

@@ -1,6 +1,11 @@
-"""Spread tasks over the GPUs of a Ray cluster: one actor per GPU, each running the ordinary runner on the batches
-it is handed; results come back to the driver, which commits them as they arrive (so nothing measured is lost and
-the database has one writer). Libraries are built once by the driver: one host, or a filesystem every node shares."""
+"""Spread tasks over the GPUs of a Ray cluster: one actor per GPU, each running the ordinary runner on its share of
+the tasks; results come back to the driver, which commits them as they arrive (so nothing measured is lost and the
+database has one writer). Libraries are built once by the driver: one host, or a filesystem every node shares.
+
+Each inner run pays a fixed price (the local runner spawns a GPU worker process, imports torch, loads every
+library), so a call gives each actor one share, striped so cheap and costly shapes mix evenly (tasks come sorted by
+cost), and the actors live on across calls (a tuning run makes one call per batch of shapes). Small fixed-size
+sub-batches made the first two-GPU tune slower than one GPU (benchmarks/results/h200x2/summary.md)."""
 
 from __future__ import annotations
 
@@ -37,9 +42,20 @@ def _shard_class(ray):
     return Shard
 
 
+_ACTORS: dict[tuple, list] = {}  # (Ray job, inner runner, workers) → live actors, reused by later calls
+
+
+def stripes(tasks: list, n: int, batch: int | None = None) -> list[list]:
+    """Tasks dealt round-robin into n shares (none empty); with `batch`, shares of at most that many instead."""
+    if batch:
+        n = max(n, -(-len(tasks) // batch))
+    n = max(1, min(n, len(tasks)))
+    return [tasks[i::n] for i in range(n)]
+
+
 class RayRunner(Runner, kind="ray"):
     def __init__(self, address: str | None = None, inner: str = "local", workers: int | None = None,
-                 batch: int = 8):
+                 batch: int | None = None):
         self.address, self.inner, self.workers, self.batch = address, inner, workers, batch
 
     def run(self, tasks, methods, settings, on_records, lt_cache=None, on_lt_algo=None, on_env=None,
@@ -56,9 +72,12 @@ class RayRunner(Runner, kind="ray"):
         workers = self.workers or available
         if workers < 1:
             raise RunnerError("the Ray cluster has no GPU to run on: start it with GPUs (ray start --num-gpus N)")
-        shard = _shard_class(ray).options(num_gpus=1 if per_gpu else 0, num_cpus=1)
-        actors = [shard.remote(self.inner) for _ in range(min(workers, max(1, len(tasks))))]
-        batches = [tasks[i:i + self.batch] for i in range(0, len(tasks), self.batch)]
+        key = (ray.get_runtime_context().get_job_id(), self.inner, workers)
+        if key not in _ACTORS:
+            shard = _shard_class(ray).options(num_gpus=1 if per_gpu else 0, num_cpus=1)
+            _ACTORS[key] = [shard.remote(self.inner) for _ in range(workers)]
+        actors = _ACTORS[key]
+        batches = stripes(list(tasks), len(actors), self.batch)
         cache = dict(lt_cache or {})
         running = {}
         idle = list(actors)

@@ -224,6 +224,33 @@ def _read_pairs(path: Path) -> list | None:
     return [Pair(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
 
 
+def one_training_gpu(cfg: TrainConfig, environ=os.environ, gpu_count=None, start_ray=None) -> str | None:
+    """Pin this process to the first visible GPU when it sees several and no distributed launcher started it.
+
+    TRL's trainers refuse (SFT) or wrap in nn.DataParallel (GRPO) every GPU a single process sees; here one process
+    trains and the other GPUs serve the reward workers, which pin their own GPU (local workers by physical id, Ray
+    tasks through Ray). A local Ray cluster is started first, while all GPUs are still visible to it. Must run before
+    anything initialises CUDA in this process. Returns the GPU kept, or None when nothing was changed."""
+    if cfg.device == "cpu" or any(k in environ for k in ("WORLD_SIZE", "LOCAL_RANK")):
+        return None
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [x.strip() for x in visible.split(",") if x.strip()]
+    else:
+        if gpu_count is None:
+            import torch
+            gpu_count = torch.cuda.device_count  # NVML: no CUDA context yet
+        ids = [str(i) for i in range(gpu_count())]
+    if len(ids) <= 1:
+        return None
+    if cfg.evaluation.ray_address == "local":
+        if start_ray is None:
+            from kernelrl.train.service import start_ray
+        start_ray("local")
+    environ["CUDA_VISIBLE_DEVICES"] = ids[0]
+    return ids[0]
+
+
 def train(cfg: TrainConfig, quiet: bool = False, say=print) -> dict:
     """Run (or resume) a training configuration; returns where it stopped and the latest model."""
     for mod in ("trl", "transformers", "datasets"):
@@ -231,6 +258,9 @@ def train(cfg: TrainConfig, quiet: bool = False, say=print) -> dict:
             __import__(mod)
         except ImportError:
             raise TrainError(f"kernelrl train needs {mod}: pip install -e '.[rl]'") from None
+    kept = one_training_gpu(cfg)
+    if kept is not None:
+        say(f"training on GPU {kept} (one process; launch with accelerate for more); reward workers use the others")
     run = Run(cfg, quiet=quiet, say=say)
     try:
         return run.run()

@@ -223,6 +223,14 @@ class LocalExecutor(Executor, kind="local"):
             self.procs[slot] = None
 
 
+def start_ray(address: str) -> None:
+    """Connect to a Ray cluster, or with "local" start one here (once per process)."""
+    import ray
+    if not ray.is_initialized():
+        ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False,
+                 ignore_reinit_error=True)
+
+
 class RayExecutor(Executor, kind="ray"):
     """One Ray task per batch with `num_gpus` (the evaluator inside uses the local runner on the GPU Ray gives it).
     Tasks, not actors: a task past its deadline is force-cancelled, which kills its worker process and so whatever
@@ -234,9 +242,7 @@ class RayExecutor(Executor, kind="ray"):
         except ImportError:
             raise EvalSettingsError("evaluation over Ray needs Ray: pip install -e '.[ray]'") from None
         self.ray = ray
-        if not ray.is_initialized():
-            ray.init(address=None if settings.ray_address == "local" else settings.ray_address,
-                     include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        start_ray(settings.ray_address)
         gpus = settings.gpus_per_worker
         if gpus > 0:
             total = ray.cluster_resources().get("GPU", 0)

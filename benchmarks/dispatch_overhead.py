@@ -3,8 +3,9 @@
     python benchmarks/dispatch_overhead.py LIB [--shape 64x64x64] [--calls 20000]
 
 Times, on the host clock and without synchronizing inside the loop, N calls of: the kernel through ctypes directly,
-kernelrl.hgemm, torch.ops.kernelrl.hgemm and torch.matmul. The difference between the first two is the dispatch
-overhead. (The GPU work queues behind; a tiny shape keeps the launch queue from filling for long.)"""
+kernelrl.hgemm (C++ fast path, kernelrl/library/fastpath.cpp, when it built), kernelrl.hgemm on the Python path,
+torch.ops.kernelrl.hgemm and torch.matmul. kernelrl.hgemm less the ctypes call is the dispatch overhead (an upper
+bound: ctypes' own argument conversion is part of the first row, not of the C++ path). (The GPU work queues behind; a tiny shape keeps the launch queue from filling for long.)"""
 
 import argparse
 import time
@@ -44,9 +45,16 @@ def main():
         args_ = (a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k, None, 0, stream)
         rows.append(("ctypes kernel call", per_call_us(lambda: kern.fn(*args_), args.calls)))
     rows.append(("kernelrl.hgemm(out=)", per_call_us(lambda: kernelrl.hgemm(a, b, out), args.calls)))
+    plans, lib._plans = lib._plans, None
+    if plans is not None:  # the same calls with the C++ table set aside
+        rows.append(("  ... on the Python path", per_call_us(lambda: kernelrl.hgemm(a, b, out), args.calls)))
+    lib._plans = plans
+    rows.append(("kernelrl.hgemm() allocating", per_call_us(lambda: kernelrl.hgemm(a, b), args.calls)))
     rows.append(("torch.ops.kernelrl.hgemm", per_call_us(lambda: torch.ops.kernelrl.hgemm(a, b), args.calls)))
     rows.append(("torch.matmul(out=)", per_call_us(lambda: torch.matmul(a, b, out=out), args.calls)))
-    print(f"{torch.cuda.get_device_name()} · torch {torch.__version__} · {args.shape} · kernel {name}")
+    from kernelrl.library import native
+    fast = "C++ fast path" if plans is not None else f"no C++ fast path ({native.failure() or 'disabled'})"
+    print(f"{torch.cuda.get_device_name()} · torch {torch.__version__} · {args.shape} · kernel {name} · {fast}")
     for label, us in rows:
         print(f"{label:28s} {us:7.2f} µs/call (host)")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import sys
 import threading
 from pathlib import Path
 
@@ -48,6 +49,11 @@ class _Kernel:
 
     def supports(self, m: int, n: int, k: int) -> bool:
         return True if self._supports is None else bool(self._supports(m, n, k))
+
+    def native(self) -> tuple[int, int, int, int]:
+        """(kind, entry point, plan, algorithm) for the C++ fast path."""
+        from kernelrl.library.native import KERNEL
+        return KERNEL, ctypes.cast(self.fn, ctypes.c_void_p).value, 0, 0
 
     def workspace(self, m: int, n: int, k: int) -> int:
         return 0 if self._ws is None else int(self._ws(m, n, k))
@@ -95,6 +101,10 @@ class _BoundLt:
     def supports(self, m: int, n: int, k: int) -> bool:
         return True
 
+    def native(self) -> tuple[int, int, int, int]:
+        from kernelrl.library.native import LT
+        return LT, ctypes.cast(self.lib.kr_lt_run, ctypes.c_void_p).value, int(self.plan), ctypes.addressof(self.algo)
+
 
 class Library:
     def __init__(self, root: str | Path):
@@ -121,6 +131,7 @@ class Library:
         self._workspaces: dict[int, torch.Tensor] = {}
         self._retired: list[torch.Tensor] = []  # outgrown workspaces: a fast-path plan or a graph may point at them
         self._fast: dict[tuple, tuple] = {}
+        self._plans = None  # the C++ fast path's table (kernelrl/library/native.py), made on the first plan
         self._lock = threading.Lock()
 
     # -- choosing ------------------------------------------------------------------------------------------------
@@ -158,7 +169,13 @@ class Library:
 
     # -- calling -------------------------------------------------------------------------------------------------
     def hgemm(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: str = "fp32"):
-        # Fast path: a shape already decided, inputs as kernels take them. Every condition the slow path checks
+        # C++ fast path: a shape already decided (fp32 accumulation, the table's only kind), checked and launched
+        # in one call; None for anything it does not know.
+        if self._plans is not None and acc == "fp32":
+            c = self._plans.run(a, b, out)
+            if c is not None:
+                return c
+        # Python fast path: the same, where the C++ one is unavailable. Every condition the slow path checks
         # is checked here too, in one expression, so a call costs about a microsecond of Python on top of ctypes.
         if (a.dtype is _F16 and b.dtype is _F16 and a.is_cuda and a.dim() == 2 and b.dim() == 2
                 and a.is_contiguous() and b.is_contiguous()):
@@ -208,7 +225,21 @@ class Library:
         # the pointer stays valid for this shape: later calls skip the checks above.
         align = 255 if name == LT_FALLBACK else 15  # the pointer bits that must be zero on later fast calls
         self._fast[(m, n, k, acc, a.get_device())] = (kern.fn, ws_ptr, ws_size, name, align)
+        if acc == "fp32":
+            self._register_native(m, n, k, a.get_device(), kern, ws_ptr, ws_size, align)
         return out
+
+    def _register_native(self, m, n, k, dev, kern, ws_ptr, ws_size, align) -> None:
+        if self._plans is None:
+            from kernelrl.library import native
+            mod = native.load(say=lambda line: print(f"kernelrl: {line}", file=sys.stderr))
+            if mod is None:
+                return
+            with self._lock:
+                if self._plans is None:
+                    self._plans = mod.Plans()
+        kind, fn, plan, algo = kern.native()
+        self._plans.add(m, n, k, dev, kind, fn, plan, algo, ws_ptr or 0, ws_size, align)
 
     def _lt_fallback(self) -> "_LtFallback":
         with self._lock:

@@ -120,3 +120,41 @@ def test_cublaslt_fallback_runs_the_stored_algorithm(tmp_path):
     assert lt_library._fast[(256, 512, 128, "fp32", a.get_device())][3] == "cublaslt_auto_nn"
     a2, b2 = inputs(256, 512, 128)
     assert close(lt_library.hgemm(a2, b2), a2, b2)  # the fast path
+
+
+def test_the_cpp_fast_path_serves_repeated_calls_and_stays_correct(library):
+    from kernelrl.library import native
+    if native.load() is None:
+        pytest.skip(f"no C++ fast path here: {native.failure()}")
+    a, b = inputs(256, 512, 128)
+    kernelrl.hgemm(a, b)
+    assert library._plans is not None and len(library._plans) >= 1
+    a2, b2 = inputs(256, 512, 128)
+    c = library._plans.run(a2, b2)  # the C++ path alone, not the Python one behind it
+    assert c is not None and close(c, a2, b2)
+
+
+def test_the_cpp_fast_path_replays_in_a_cuda_graph(library):
+    a, b = inputs(256, 512, 128)
+    kernelrl.hgemm(a, b)  # registers the plan before capture
+    out = torch.empty(256, 512, device="cuda").half()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        kernelrl.hgemm(a, b, out)
+    a.copy_(torch.randn_like(a))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert close(out, a, b)
+
+
+def test_the_cpp_fast_path_runs_the_cublaslt_fallback(tmp_path):
+    from kernelrl.library import native
+    if native.load() is None:
+        pytest.skip(f"no C++ fast path here: {native.failure()}")
+    test_cublaslt_fallback_runs_the_stored_algorithm(tmp_path)
+    lt_library = kernelrl.Library(tmp_path)
+    a, b = inputs(256, 512, 128)
+    lt_library.hgemm(a, b)
+    a2, b2 = inputs(256, 512, 128)
+    c = lt_library._plans.run(a2, b2)
+    assert c is not None and close(c, a2, b2)

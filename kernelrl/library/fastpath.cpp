@@ -1,0 +1,124 @@
+// The tuned library's C++ fast path: one call checks the inputs, allocates the output and launches the plan the
+// Python runtime made for this shape on an earlier call (a tuned kernel's entry point, or cuBLASLt with its stored
+// algorithm through the kr_blas shim). It knows no shape it was not told about: any miss returns None and the
+// caller takes the Python path, which checks everything, decides, and registers the plan here.
+//
+// Built by torch.utils.cpp_extension on first use (kernelrl/library/native.py). It uses only c10's device-generic
+// stream API, so it compiles without CUDA headers; the CUDA stream handle comes from the registered CUDA guard.
+#include <torch/extension.h>
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+namespace {
+
+// kernelrl_hgemm(A, B, C, M, N, K, workspace, workspace bytes, stream) -> CUDA error code
+using KernelFn = int (*)(const void*, const void*, void*, int, int, int, void*, size_t, void*);
+// kr_lt_run(plan, algo, A, B, C, workspace, workspace bytes, stream) -> status (0 ok)
+using LtFn = int (*)(void*, const void*, const void*, const void*, void*, void*, size_t, void*);
+
+enum Kind : int64_t { kKernel = 0, kLt = 1 };
+
+struct Plan {
+  int64_t kind;
+  void* fn;
+  void* plan;  // kLt: the shim's plan
+  void* algo;  // kLt: the stored algorithm's bytes
+  void* ws;
+  size_t ws_size;
+  uintptr_t align;  // pointer bits that must be zero
+};
+
+// The key packs (m, n, k, device): each dimension below 2^20, the device below 2^4.
+inline uint64_t key_of(int64_t m, int64_t n, int64_t k, int64_t dev) {
+  return (uint64_t(m) << 44) | (uint64_t(n) << 24) | (uint64_t(k) << 4) | uint64_t(dev);
+}
+
+inline bool packable(int64_t m, int64_t n, int64_t k, int64_t dev) {
+  return m > 0 && n > 0 && k > 0 && m < (1 << 20) && n < (1 << 20) && k < (1 << 20) && dev >= 0 && dev < 16;
+}
+
+// One table per loaded library. Plans are registered on a shape's first call, then only read; the mutex is
+// uncontended in practice and keeps a registration from another thread safe.
+class Plans {
+ public:
+  void add(int64_t m, int64_t n, int64_t k, int64_t dev, int64_t kind, int64_t fn, int64_t plan, int64_t algo,
+           int64_t ws, int64_t ws_size, int64_t align) {
+    if (!packable(m, n, k, dev)) return;  // such shapes stay on the Python path
+    TORCH_CHECK(kind == kKernel || kind == kLt, "kernelrl fast path: unknown plan kind ", kind);
+    std::lock_guard<std::mutex> lock(mutex_);
+    table_[key_of(m, n, k, dev)] = Plan{kind, reinterpret_cast<void*>(fn), reinterpret_cast<void*>(plan),
+                                        reinterpret_cast<void*>(algo), reinterpret_cast<void*>(ws), size_t(ws_size),
+                                        uintptr_t(align)};
+  }
+
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    table_.clear();
+  }
+
+  int64_t size() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return int64_t(table_.size());
+  }
+
+  // None when this call is not one the table knows: the Python path decides (and raises on bad input).
+  c10::optional<at::Tensor> run(const at::Tensor& a, const at::Tensor& b, const c10::optional<at::Tensor>& out_opt) {
+    if (a.scalar_type() != at::kHalf || b.scalar_type() != at::kHalf || !a.is_cuda() || a.dim() != 2 ||
+        b.dim() != 2 || !a.is_contiguous() || !b.is_contiguous())
+      return c10::nullopt;
+    const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+    const int64_t dev = a.get_device();
+    if (b.size(0) != k || b.get_device() != dev || !packable(m, n, k, dev)) return c10::nullopt;
+    Plan p;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = table_.find(key_of(m, n, k, dev));
+      if (it == table_.end()) return c10::nullopt;
+      p = it->second;
+    }
+    at::Tensor out;
+    if (out_opt.has_value()) {
+      out = *out_opt;
+      if (out.scalar_type() != at::kHalf || out.get_device() != dev || out.dim() != 2 || out.size(0) != m ||
+          out.size(1) != n || !out.is_contiguous())
+        return c10::nullopt;
+    } else {
+      out = at::empty({m, n}, a.options());
+    }
+    const uintptr_t pa = uintptr_t(a.data_ptr()), pb = uintptr_t(b.data_ptr()), pc = uintptr_t(out.data_ptr());
+    if ((pa | pb | pc) & p.align) return c10::nullopt;
+    static const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+    void* stream = cuda->getStreamNativeHandle(cuda->getStream(c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(dev))));
+    int rc;
+    if (p.kind == kKernel) {
+      rc = reinterpret_cast<KernelFn>(p.fn)(a.data_ptr(), b.data_ptr(), out.data_ptr(), int(m), int(n), int(k),
+                                            p.ws, p.ws_size, stream);
+    } else {
+      rc = reinterpret_cast<LtFn>(p.fn)(p.plan, p.algo, a.data_ptr(), b.data_ptr(), out.data_ptr(), p.ws,
+                                        p.ws_size, stream);
+    }
+    TORCH_CHECK(rc == 0, "kernelrl: the tuned ", p.kind == kKernel ? "kernel" : "cuBLASLt call", " for ", m, "x",
+                n, "x", k, " failed with error ", rc);
+    return out;
+  }
+
+ private:
+  std::unordered_map<uint64_t, Plan> table_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
+  pybind11::class_<Plans>(mod, "Plans")
+      .def(pybind11::init<>())
+      .def("add", &Plans::add, "register the plan of one (m, n, k, device)")
+      .def("clear", &Plans::clear, "forget every plan")
+      .def("__len__", &Plans::size)
+      .def("run", &Plans::run, "C = A @ B through a registered plan, or None", pybind11::arg("a"),
+           pybind11::arg("b"), pybind11::arg("out") = pybind11::none());
+}

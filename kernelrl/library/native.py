@@ -1,0 +1,68 @@
+"""The C++ fast path of the tuned library (fastpath.cpp), built once per machine and torch version.
+
+The Python dispatch costs a few microseconds per call (attribute lookups, ctypes argument conversion). The fast path
+does the same checks and the launch in one C++ call; the Python runtime still decides every shape once and registers
+the plan (function pointer, workspace, alignment) here. Building needs a C++ compiler and ninja (torch's extension
+builder), about 40 s on first use; the result lives in $KERNELRL_CACHE/torch_extensions. Where it cannot be built or
+loaded, the library says so once and keeps the Python path. KERNELRL_FASTPATH=0 turns it off."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("fastpath.cpp")
+KERNEL, LT = 0, 1  # plan kinds, as in fastpath.cpp
+_lock = threading.Lock()
+_module = None
+_failed: str | None = None
+
+
+def enabled() -> bool:
+    return os.environ.get("KERNELRL_FASTPATH", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def build_name() -> str:
+    """The extension's name: one per torch version and source text, so neither a torch upgrade nor an edit of the
+    source reuses a stale build."""
+    import hashlib
+
+    import torch
+    digest = hashlib.sha256(SOURCE.read_bytes() + torch.__version__.encode()).hexdigest()[:12]
+    return f"kernelrl_fastpath_{digest}"
+
+
+def load(say=None):
+    """The compiled module, or None (why: `failure()`). Built on the first call in a process tree; later calls and
+    later processes load the cached build."""
+    global _module, _failed
+    if _module is not None or _failed is not None or not enabled():
+        return _module
+    with _lock:
+        if _module is None and _failed is None:
+            try:
+                _module = _build(say)
+            except Exception as exc:  # no compiler, no ninja, an ABI mismatch: the Python path still works
+                last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+                _failed = f"{type(exc).__name__}: {last[0]}"[:300]
+                print(f"kernelrl: the C++ dispatch fast path is unavailable ({_failed}); using the Python path",
+                      file=sys.stderr)
+    return _module
+
+
+def failure() -> str | None:
+    return _failed
+
+
+def _build(say):
+    from torch.utils.cpp_extension import load as load_extension
+
+    from kernelrl.build.builder import cache_root
+    build_dir = cache_root() / "torch_extensions" / build_name()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    if say is not None and not any(build_dir.glob("*.so")):
+        say("building the C++ dispatch fast path (once per machine and torch version)")
+    return load_extension(build_name(), [str(SOURCE)], build_directory=str(build_dir), extra_cflags=["-O2"],
+                          verbose=False)

@@ -1,0 +1,68 @@
+"""The C++ dispatch fast path without a GPU: it builds with the local compiler against the installed torch, keeps a
+plan table, and declines every call it does not know (so the Python path decides). One build (about 50 s)."""
+
+import pytest
+import torch
+
+from kernelrl.library import native
+
+
+@pytest.fixture(scope="module")
+def module():
+    mod = native.load()  # into $KERNELRL_CACHE/torch_extensions, reused by later runs
+    if mod is None:
+        pytest.skip(f"the fast path does not build here: {native.failure()}")
+    return mod
+
+
+def half(*shape):
+    return torch.zeros(*shape, dtype=torch.float16)
+
+
+def test_a_registered_plan_is_counted_and_cleared(module):
+    plans = module.Plans()
+    plans.add(64, 128, 256, 0, native.KERNEL, 1, 0, 0, 0, 0, 15)
+    assert len(plans) == 1
+    plans.clear()
+    assert len(plans) == 0
+
+
+def test_a_cpu_call_is_declined_even_for_a_registered_shape(module):
+    plans = module.Plans()
+    plans.add(64, 128, 256, 0, native.KERNEL, 1, 0, 0, 0, 0, 15)
+    assert plans.run(half(64, 256), half(256, 128)) is None
+
+
+def test_shapes_too_large_for_the_table_are_left_to_python(module):
+    plans = module.Plans()
+    plans.add(1 << 21, 64, 64, 0, native.KERNEL, 1, 0, 0, 0, 0, 15)
+    assert len(plans) == 0
+
+
+def test_an_unknown_plan_kind_is_refused(module):
+    with pytest.raises(RuntimeError, match="unknown plan kind"):
+        module.Plans().add(64, 64, 64, 0, 7, 1, 0, 0, 0, 0, 15)
+
+
+def test_the_build_name_follows_the_source_and_torch_version():
+    assert native.build_name().startswith("kernelrl_fastpath_") and native.build_name() == native.build_name()
+
+
+def test_it_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("KERNELRL_FASTPATH", "0")
+    assert not native.enabled()
+
+
+def test_the_runtime_registers_a_decided_shape_in_the_table(module, tmp_path):
+    import json
+
+    from kernelrl.library.runtime import Library
+
+    class Decided:
+        def native(self):
+            return native.KERNEL, 1234, 0, 0
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"shapes": {}, "kernels": {}}))
+    lib = Library(tmp_path)
+    lib._register_native(64, 128, 256, 0, Decided(), None, 0, 15)
+    assert len(lib._plans) == 1

@@ -2,7 +2,9 @@
 # The tuned library against every baseline on the H200 (from the repository root): what
 # benchmarks/results/h200/tuned_*.csv hold. Needs what benchmarks/h200_tune.sh needs, with .carry/tune.db from the
 # tuning run(s): the library is rewritten from that database (nothing is re-measured, winners come from the cache).
-# Environment: TUNE_MINUTES (budget for shapes the tuning runs left, default 3; resumed shapes cost seconds).
+# Environment: TUNE_MINUTES (budget for shapes the tuning runs left, default 3; resumed shapes cost seconds), RAY
+# (e.g. `local`: the paper-grid bench spreads over every GPU; the host-mode samples stay on one; carry
+# .carry/ray-py3.12.tar.xz).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -11,13 +13,17 @@ if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/nvidia_cutlass-*.whl
     export PYTHONPATH="/tmp/site:$PYTHONPATH"
 fi
+if [ -n "${RAY:-}" ] && [ -f .carry/ray-py3.12.tar.xz ]; then
+    mkdir -p /tmp/site && tar -xJf .carry/ray-py3.12.tar.xz -C /tmp/site && export PYTHONPATH="/tmp/site:$PYTHONPATH"
+    chmod +x /tmp/site/ray/core/src/ray/gcs/gcs_server /tmp/site/ray/core/src/ray/raylet/raylet 2>/dev/null
+fi
 cp .carry/tune.db "$OUT/tune.db"
 LIB=/tmp/lib
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
 python3 -m kernelrl.cli tune --shapes paper --out "$LIB" --db "$OUT/tune.db" --budget-minutes "${TUNE_MINUTES:-3}" \
     --batch 100 --timeout 15 2>&1 | grep -v "^  built" > "$OUT/tune_final.log"
 grep -E "^library|budget" "$OUT/tune_final.log"
-kernelrl bench --library "$LIB" --shapes paper --mode device --db "$OUT/final.db" \
+kernelrl bench --library "$LIB" --shapes paper --mode device --db "$OUT/final.db" ${RAY:+--ray "$RAY"} \
     --csv "$OUT/tuned_paper_device.csv" 2>&1 | grep -v "^  built" | tail -n 30
 kernelrl bench --library "$LIB" --shapes sample:50:0 --mode offline --db "$OUT/final.db" \
     --csv "$OUT/tuned_sample_offline.csv" 2>&1 | tail -n 12

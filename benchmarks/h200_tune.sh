@@ -8,7 +8,9 @@
 #   .carry/tune.db                 optional: the database of an earlier run, to resume
 # Environment: TUNE_MINUTES (budget, default 5), FAMILIES (default all), SHAPES (default paper), REFINE (a second
 # round around each winner: up to this many one-step neighbours, default 0; prebuild them on the CPU machine with
-# `kernelrl tune --build-only --refine N --out LIB --shapes paper --arch sm_90a`, LIB holding the first round).
+# `kernelrl tune --build-only --refine N --out LIB --shapes paper --arch sm_90a`, LIB holding the first round),
+# RAY (e.g. `local` on a machine of several GPUs: the shapes spread over all of them; carry
+# .carry/ray-py3.12.tar.xz from benchmarks/pack_ray.sh).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -16,6 +18,10 @@ if [ -f .carry/build-cache.tar.xz ]; then tar -xJf .carry/build-cache.tar.xz -C 
 if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/nvidia_cutlass-*.whl
     export PYTHONPATH="/tmp/site:$PYTHONPATH"
+fi
+if [ -n "${RAY:-}" ] && [ -f .carry/ray-py3.12.tar.xz ]; then
+    mkdir -p /tmp/site && tar -xJf .carry/ray-py3.12.tar.xz -C /tmp/site && export PYTHONPATH="/tmp/site:$PYTHONPATH"
+    chmod +x /tmp/site/ray/core/src/ray/gcs/gcs_server /tmp/site/ray/core/src/ray/raylet/raylet 2>/dev/null
 fi
 DB="$OUT/tune.db"
 if [ -f .carry/tune.db ] && [ ! -f "$DB" ]; then cp .carry/tune.db "$DB"; fi
@@ -31,7 +37,7 @@ fi
 echo "families: $FAMILIES"
 timeout "${TUNE_LIMIT:-420}" python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "$FAMILIES" \
     --out "$OUT/lib" --db "$DB" --budget-minutes "${TUNE_MINUTES:-5}" --batch 100 --timeout 15 \
-    --refine "${REFINE:-0}" 2>&1 \
+    --refine "${REFINE:-0}" ${RAY:+--ray "$RAY"} 2>&1 \
     | grep -v "^  built" > "$OUT/tune.log"
 tail -n 25 "$OUT/tune.log"
 # Only a handful of files come back: the library without its binaries (they rebuild from the cache) in one archive.

@@ -43,3 +43,22 @@ def test_shares_are_never_empty_and_batch_caps_their_size():
     from kernelrl.run.ray_runner import stripes
     assert stripes([1, 2], 4) == [[1], [2]]
     assert [len(s) for s in stripes(list(range(10)), 2, batch=3)] == [3, 3, 2, 2]
+
+
+def test_bench_of_a_library_over_ray_matches_one_process(tmp_path, local_cluster):
+    from kernelrl.bench import BenchConfig, run_bench
+    from tests.test_tune import write_manifest
+    (tmp_path / "lib" / "lib").mkdir(parents=True)
+    (tmp_path / "lib" / "lib" / "libtoy.so").write_bytes(b"not loaded by the dummy runner")
+    write_manifest(tmp_path / "lib", {
+        "64x64x64:fp32": {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": "toy", "dispatch": "kernel"},
+        "128x128x128:fp32": {"m": 128, "n": 128, "k": 128, "acc": "fp32", "kernel": "toy", "dispatch": "fallback"}},
+        {"toy": {"library": "lib/libtoy.so"}})
+
+    def rows(**extra):
+        cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
+                          runner="dummy", library=tmp_path / "lib", **extra)
+        return sorted((r["m"], r["method"], r.get("dispatch"), r["time_us_median"]) for r in run_bench(cfg, NullUI()).rows)
+
+    spread = rows(db_path=tmp_path / "b.db", ray_address="local")
+    assert spread == rows(db_path=tmp_path / "a.db") and (64, "kernelrl", "toy") in {r[:3] for r in spread}

@@ -47,13 +47,8 @@ def test_shares_are_never_empty_and_batch_caps_their_size():
 
 def test_bench_of_a_library_over_ray_matches_one_process(tmp_path, local_cluster):
     from kernelrl.bench import BenchConfig, run_bench
-    from tests.test_tune import write_manifest
-    (tmp_path / "lib" / "lib").mkdir(parents=True)
-    (tmp_path / "lib" / "lib" / "libtoy.so").write_bytes(b"not loaded by the dummy runner")
-    write_manifest(tmp_path / "lib", {
-        "64x64x64:fp32": {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": "toy", "dispatch": "kernel"},
-        "128x128x128:fp32": {"m": 128, "n": 128, "k": 128, "acc": "fp32", "kernel": "toy", "dispatch": "fallback"}},
-        {"toy": {"library": "lib/libtoy.so"}})
+    from tests.test_tune import toy_library
+    toy_library(tmp_path / "lib")
 
     def rows(**extra):
         cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],

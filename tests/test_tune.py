@@ -209,14 +209,20 @@ def test_prebuild_hands_every_candidate_to_the_builder_at_once(tmp_path):
 
 
 # -- a library measured as the method `kernelrl` ---------------------------------------------------------------------
-def test_bench_library_reports_what_the_library_runs(tmp_path):
-    from kernelrl.bench import BenchConfig, run_bench
-    (tmp_path / "lib" / "lib").mkdir(parents=True)
-    (tmp_path / "lib" / "lib" / "libtoy.so").write_bytes(b"not loaded by the dummy runner")
-    write_manifest(tmp_path / "lib", {
+def toy_library(root):
+    """A library folder whose kernel `toy` runs 64x64x64 and loses to torch.matmul on 128x128x128."""
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "libtoy.so").write_bytes(b"not loaded by the dummy runner")
+    write_manifest(root, {
         "64x64x64:fp32": {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": "toy", "dispatch": "kernel"},
         "128x128x128:fp32": {"m": 128, "n": 128, "k": 128, "acc": "fp32", "kernel": "toy", "dispatch": "fallback"}},
         {"toy": {"library": "lib/libtoy.so"}})
+    return root
+
+
+def test_bench_library_reports_what_the_library_runs(tmp_path):
+    from kernelrl.bench import BenchConfig, run_bench
+    toy_library(tmp_path / "lib")
     cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
                       runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
     rows = run_bench(cfg, NullUI()).rows

@@ -66,3 +66,9 @@ def test_the_runtime_registers_a_decided_shape_in_the_table(module, tmp_path):
     lib = Library(tmp_path)
     lib._register_native(64, 128, 256, 0, Decided(), None, 0, 15)
     assert len(lib._plans) == 1
+
+
+def test_a_torch_fallback_plan_is_accepted(module):
+    plans = module.Plans()
+    plans.add(64, 64, 64, 0, native.TORCH, 0, 0, 0, 0, 0, 0)
+    assert len(plans) == 1

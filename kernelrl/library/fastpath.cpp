@@ -1,6 +1,6 @@
 // The tuned library's C++ fast path: one call checks the inputs, allocates the output and launches the plan the
-// Python runtime made for this shape on an earlier call (a tuned kernel's entry point, or cuBLASLt with its stored
-// algorithm through the kr_blas shim). It knows no shape it was not told about: any miss returns None and the
+// Python runtime made for this shape on an earlier call (a tuned kernel's entry point, cuBLASLt with its stored
+// algorithm through the kr_blas shim, or torch's own mm where the library has nothing faster). It knows no shape it was not told about: any miss returns None and the
 // caller takes the Python path, which checks everything, decides, and registers the plan here.
 //
 // Built by torch.utils.cpp_extension on first use (kernelrl/library/native.py). It uses only c10's device-generic
@@ -20,7 +20,7 @@ using KernelFn = int (*)(const void*, const void*, void*, int, int, int, void*, 
 // kr_lt_run(plan, algo, A, B, C, workspace, workspace bytes, stream) -> status (0 ok)
 using LtFn = int (*)(void*, const void*, const void*, const void*, void*, void*, size_t, void*);
 
-enum Kind : int64_t { kKernel = 0, kLt = 1 };
+enum Kind : int64_t { kKernel = 0, kLt = 1, kTorch = 2 };  // kTorch: the library has nothing better than cuBLAS
 
 struct Plan {
   int64_t kind;
@@ -48,7 +48,7 @@ class Plans {
   void add(int64_t m, int64_t n, int64_t k, int64_t dev, int64_t kind, int64_t fn, int64_t plan, int64_t algo,
            int64_t ws, int64_t ws_size, int64_t align) {
     if (!packable(m, n, k, dev)) return;  // such shapes stay on the Python path
-    TORCH_CHECK(kind == kKernel || kind == kLt, "kernelrl fast path: unknown plan kind ", kind);
+    TORCH_CHECK(kind == kKernel || kind == kLt || kind == kTorch, "kernelrl fast path: unknown plan kind ", kind);
     std::lock_guard<std::mutex> lock(mutex_);
     table_[key_of(m, n, k, dev)] = Plan{kind, reinterpret_cast<void*>(fn), reinterpret_cast<void*>(plan),
                                         reinterpret_cast<void*>(algo), reinterpret_cast<void*>(ws), size_t(ws_size),
@@ -88,6 +88,10 @@ class Plans {
         return c10::nullopt;
     } else {
       out = at::empty({m, n}, a.options());
+    }
+    if (p.kind == kTorch) {
+      at::mm_out(out, a, b);  // what torch.matmul runs for 2-D operands, without its Python layer
+      return out;
     }
     const uintptr_t pa = uintptr_t(a.data_ptr()), pb = uintptr_t(b.data_ptr()), pc = uintptr_t(out.data_ptr());
     if ((pa | pb | pc) & p.align) return c10::nullopt;

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("fastpath.cpp")
-KERNEL, LT = 0, 1  # plan kinds, as in fastpath.cpp
+KERNEL, LT, TORCH = 0, 1, 2  # plan kinds, as in fastpath.cpp
 _lock = threading.Lock()
 _module = None
 _failed: str | None = None

@@ -158,3 +158,17 @@ def test_the_cpp_fast_path_runs_the_cublaslt_fallback(tmp_path):
     a2, b2 = inputs(256, 512, 128)
     c = lt_library._plans.run(a2, b2)
     assert c is not None and close(c, a2, b2)
+
+
+def test_a_shape_left_to_torch_runs_mm_from_the_cpp_fast_path(tmp_path):
+    from kernelrl.library import native
+    if native.load() is None:
+        pytest.skip(f"no C++ fast path here: {native.failure()}")
+    (tmp_path / "manifest.json").write_text(json.dumps({"kernels": {}, "shapes": {"128x256x64:fp32": {
+        "m": 128, "n": 256, "k": 64, "acc": "fp32", "kernel": None, "dispatch": "fallback"}}}))
+    torch_library = kernelrl.Library(tmp_path)
+    a, b = inputs(128, 256, 64)
+    assert close(torch_library.hgemm(a, b), a, b)
+    a2, b2 = inputs(128, 256, 64)
+    c = torch_library._plans.run(a2, b2)
+    assert c is not None and close(c, a2, b2)

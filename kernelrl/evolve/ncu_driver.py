@@ -1,6 +1,7 @@
 """The program ncu profiles: one call of a built HGEMM candidate inside a profiler range.
 
     python -m kernelrl.evolve.ncu_driver LIB.so M N K
+    python -m kernelrl.evolve.ncu_driver torch M N K     # torch.matmul (cuBLAS), for comparison
 
 Warm-up calls (module loading, first-launch costs) run before cudaProfilerStart, so with
 `--profile-from-start off` ncu sees exactly the kernels of one call. GPU machines only."""
@@ -15,6 +16,8 @@ def main(argv: list[str]) -> int:
     import torch
 
     lib_path, m, n, k = argv[0], *map(int, argv[1:4])
+    if lib_path == "torch":
+        return _profile_torch(m, n, k)
     lib = ctypes.CDLL(lib_path)
     vp, i = ctypes.c_void_p, ctypes.c_int
     fn = lib.kernelrl_hgemm
@@ -42,6 +45,21 @@ def main(argv: list[str]) -> int:
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
     return 1 if rc else 0
+
+
+def _profile_torch(m: int, n: int, k: int) -> int:
+    import torch
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    for _ in range(3):
+        torch.matmul(a, b, out=c)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    torch.matmul(a, b, out=c)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    return 0
 
 
 if __name__ == "__main__":

@@ -144,7 +144,8 @@ def summarize(kernels: list[dict]) -> dict:
     if not kernels:
         return {}
     main = max(kernels, key=_duration)
-    out = {"kernel": main["name"], "kernels": len(kernels), "metrics": {}}
+    out = {"kernel": main["name"], "grid": main["grid"], "block": main["block"], "kernels": len(kernels),
+           "metrics": {}}
     for metric, value in main["metrics"].items():
         if not isinstance(value, float):
             continue
@@ -186,8 +187,8 @@ def format_summary(summary: dict | None) -> str | None:
 
 
 def collect_hgemm(lib_path: str, problem, sets=DEFAULT_SETS, timeout_s: float = 600.0) -> dict:
-    """Profile one call of a built HGEMM candidate on `problem`; the summary, or {"error": one line} (with
-    "skip_rest" when no candidate can be profiled on this machine)."""
+    """Profile one call of a built HGEMM candidate (or, with lib_path "torch", of torch.matmul) on `problem`; the
+    summary, or {"error": one line} (with "skip_rest" when no candidate can be profiled on this machine)."""
     ncu = ncu_path()
     if ncu is None:  # holds for the rest of the run: the loop says it once and stops asking
         return {"error": missing_message(), "skip_rest": True}

@@ -31,10 +31,11 @@ def test_cluster_split_stores_c_itself():
     assert "direct" in SPACE.check(point(epilogue="smem"))
 
 
-def test_rows_must_split_over_the_cluster_and_its_threads():
-    # 32 rows over 8 blocks is 4 rows x 16 quads = 64 quads: fewer than 128 threads.
-    assert "split evenly" in SPACE.check(point(BM=32, BN=64, ck=8))
-    assert SPACE.check(point(BM=32, BN=128, WN=64, ck=8)) is None
+def test_a_cluster_of_16_is_a_valid_point_with_the_non_portable_attribute():
+    # 32 rows over 16 blocks: 2 rows x 16 quads each, fewer than the block's 128 threads (the rest idle).
+    v = point(BM=32, BN=64, ck=16)
+    assert SPACE.check(v) is None
+    assert "CLUSTER_K = 16" in v.source() and "cudaFuncAttributeNonPortableClusterSizeAllowed" in v.source()
 
 
 def test_a_cluster_slice_may_not_be_empty():
@@ -47,12 +48,22 @@ def test_names_say_the_cluster_split():
     assert point().name == "small_f32_32x64x64_w16x32_s2_db0_ck4_edirect"
 
 
-def test_model_charges_no_second_pass_for_an_on_chip_reduction():
+def test_model_charges_no_second_pass_for_an_on_chip_reduction(monkeypatch):
+    from kernelrl.space import model
+    monkeypatch.setattr(model, "CLUSTER_SPLIT_EFFICIENCY", 1.0)  # the reduction alone, not the measured slowdown
     problem = GemmProblem(128, 128, 8192)
     on_chip = predict_us(point(BM=64, BN=64, WM=32, WN=32, ck=4), problem)
     workspace = predict_us(Variant.of("mma_sync", "fp32", BM=64, BN=64, BK=64, WM=32, WN=32, stages=2,
                                       frag_double_buffer=0, swizzle=1, split_k=4, epilogue="direct"), problem)
     assert on_chip < workspace
+
+
+def test_model_slows_clusters_of_four_or_more_by_their_measured_efficiency(monkeypatch):
+    from kernelrl.space import model
+    problem = GemmProblem(128, 128, 8192)
+    measured = predict_us(point(BM=64, BN=64, WM=32, WN=32, ck=4), problem)
+    monkeypatch.setattr(model, "CLUSTER_SPLIT_EFFICIENCY", 1.0)
+    assert measured > predict_us(point(BM=64, BN=64, WM=32, WN=32, ck=4), problem)
 
 
 def test_source_launches_a_cluster_along_k():
@@ -61,9 +72,9 @@ def test_source_launches_a_cluster_along_k():
 
 
 @pytest.mark.nvcc
-def test_a_cluster_point_compiles_for_sm90a(tmp_path):
+def test_a_cluster_of_16_compiles_for_sm90a(tmp_path):
     built = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False), cache_dir=tmp_path).build(
-        BuildRequest(point().source(), name="small"))
+        BuildRequest(point(ck=16).source(), name="small"))  # the largest cluster: a partial reduction share
     assert built.ok, built.log[-2000:]
     assert built.resources["spill_bytes"] == 0
 

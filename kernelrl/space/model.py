@@ -33,6 +33,10 @@ H200 = Machine()
 FAMILY_EFFICIENCY = {"cutlass_sm90": 0.80, "mma_sync": 0.60, "small": 0.60, "wmma_reference": 0.35}
 LAUNCH_US = 2.0
 CLUSTER_REDUCE_US = 0.3
+# Clusters of 4 or more K slices sustain less than the model's rate: on the H200 the small family's cluster_k 4 and 8
+# points measured 1.65x the prediction (geomean, 1,935 measurements), its cluster_k 1 and 2 points 1.15x
+# (benchmarks/results/h200x2/tune_one_measurements.csv). 16 is assumed to behave like 8 until measured.
+CLUSTER_SPLIT_EFFICIENCY = 1.15 / 1.65
 
 
 @functools.lru_cache(maxsize=65536)
@@ -68,6 +72,8 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
     _, _, quantization = waves(variant, problem, machine)
     rate = machine.tensor_tflops * 1e12 * FAMILY_EFFICIENCY.get(variant.family, 0.5)
     compute_us = padded_flops / rate / quantization * 1e6
+    if r.get("split_reduce") == "cluster" and split >= 4:
+        compute_us /= CLUSTER_SPLIT_EFFICIENCY
     memory_us = problem.min_bytes / (machine.hbm_tbps * 1e12) * 1e6
     # Split-K through a workspace writes fp32 partials and a second kernel reads them back: time added after the
     # main kernel. A cluster reduction (DSMEM) stays on chip: a barrier and a few hundred nanoseconds.

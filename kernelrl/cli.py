@@ -160,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     kbe.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per pair")
     kbe.add_argument("--timeout", type=float, default=120.0, help="seconds without progress before a hang verdict")
     kbe.add_argument("--csv", default=None, help="write one row per (task, baseline) here (long format)")
+    kbe.add_argument("--db", default=None, help="results database; each pair is stored as it finishes "
+                                                "(default: $KERNELRL_CACHE/results.db, table kb_results)")
     evo = sub.add_parser("evolve", help="LLM proposer: evolve kernels with a model behind any OpenAI-compatible API",
                          description="Contrastive kernel evolution: a model sees earlier kernels with their measured "
                          "speedups, ptxas reports and profiler metrics, and the verdicts of failed ones; it explains "
@@ -467,8 +469,16 @@ def _kb_dynamic(args, report) -> int:
     settings = KBSettings(device=args.device, baselines=baselines, rounds=max(1, args.rounds),
                           hang_timeout_s=args.timeout)
     env: dict = {}
-    out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings,
-                    on_env=env.update) if runnable else {}
+    store = _KBStore(args.db, " ".join(sys.argv), args.device, env)
+    try:
+        out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings,
+                        on_env=env.update, on_records=lambda i, recs: store.pair(runnable[i], recs)) \
+            if runnable else {}
+        for v in report.verdicts:
+            if v not in runnable:
+                store.pair(v, [])
+    finally:
+        store.close()
     table = Table(title=f"KernelBench dynamic verdicts ({args.device})")
     for col in ("task", "candidate", "static", "verdict", "max abs err", "cand µs", *baselines):
         table.add_column(col)
@@ -499,6 +509,37 @@ def _kb_dynamic(args, report) -> int:
     console.print(f"{passed} of {len(report.verdicts)} pairs correct ({len(runnable)} evaluated on {args.device})",
                   markup=False, highlight=False)
     return 0 if passed == len(report.verdicts) and not report.errors else 1
+
+
+class _KBStore:
+    """Each KernelBench pair's rows in the results database as soon as the pair is done, so a run cut short keeps
+    what it measured. The rows are the CSV's (kernelbench/evaluate.py: csv_rows)."""
+
+    def __init__(self, path, command: str, device: str, env: dict):
+        from kernelrl.bench import default_db
+        from kernelrl.db.database import Database
+        self.db = Database(path or default_db())
+        self.device, self.env = device, env
+        self.run_id = self.db.start_run(command, env)
+        self.records: dict[int, list[dict]] = {}
+
+    def pair(self, verdict, records: list[dict]) -> None:
+        import hashlib
+
+        from kernelrl.kernelbench.evaluate import csv_rows
+
+        def key(f) -> str:
+            return hashlib.sha256(Path(f.path).read_bytes()).hexdigest()[:24] if f is not None else ""
+        kept = self.records.setdefault(id(verdict), [])
+        kept.extend(records)
+        rows = csv_rows([verdict], [verdict] if verdict.task and verdict.candidate and not verdict.reasons else [],
+                        {0: kept}, self.env)
+        gpu = self.env.get("gpu") or ("cpu" if self.device == "cpu" else "unknown")
+        self.db.update_run_env(self.run_id, self.env)
+        self.db.add_kb(gpu, key(verdict.task), key(verdict.candidate), rows, self.env, self.run_id)
+
+    def close(self) -> None:
+        self.db.close()
 
 
 def _print_eval(rows):

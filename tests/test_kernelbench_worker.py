@@ -110,7 +110,7 @@ def test_kb_eval_cpu_dry_run(tmp_path, capsys):
     (tmp_path / "7_Softmax.py").write_text(task.replace("class Model(", "class ModelNew("))
     code = main(["kb", "eval", "--tasks", str(TASKS_DIR / "7_Softmax.py"), str(TASKS_DIR / "5_SumDim.py"),
                  "--candidates", str(tmp_path / "7_Softmax.py"), "--device", "cpu", "--rounds", "2",
-                 "--csv", str(tmp_path / "kb.csv")])
+                 "--csv", str(tmp_path / "kb.csv"), "--db", str(tmp_path / "r.db")])
     out = capsys.readouterr().out
     assert code == 1, out  # 5_SumDim has no candidate
     assert "KernelBench dynamic verdicts (cpu)" in out and "correct" in out and "1 of 2 pairs correct" in out
@@ -120,3 +120,20 @@ def test_kb_eval_cpu_dry_run(tmp_path, capsys):
     assert rows["7_Softmax"]["baseline"] == "eager" and rows["7_Softmax"]["verified"] == "1"
     assert float(rows["7_Softmax"]["speedup"]) > 0 and rows["7_Softmax"]["gpu"] == "cpu"
     assert rows["5_SumDim"]["verified"] == "0" and "no candidate" in rows["5_SumDim"]["reason"]
+
+
+def test_kb_eval_stores_each_pair_in_the_results_database(tmp_path):
+    from kernelrl.cli import main
+    from kernelrl.db.database import Database
+    from kernelrl.kernelbench.tasks_own import TASKS_DIR
+
+    task = (TASKS_DIR / "7_Softmax.py").read_text()
+    (tmp_path / "7_Softmax.py").write_text(task.replace("class Model(", "class ModelNew("))
+    main(["kb", "eval", "--tasks", str(TASKS_DIR / "7_Softmax.py"), str(TASKS_DIR / "5_SumDim.py"),
+          "--candidates", str(tmp_path / "7_Softmax.py"), "--device", "cpu", "--rounds", "2",
+          "--db", str(tmp_path / "r.db")])
+    db = Database(tmp_path / "r.db")
+    rows = {(r["task"], r["baseline"]): r for r in db.kb_rows("cpu")}
+    db.close()
+    assert rows[("7_Softmax", "eager")]["verified"] and rows[("7_Softmax", "eager")]["speedup"] > 0
+    assert not rows[("5_SumDim", "")]["verified"] and "no candidate" in rows[("5_SumDim", "")]["reason"]

@@ -1,4 +1,5 @@
 """The results database (SQLite): one row per measurement, committed as it is taken, so a re-run resumes.
+KernelBench-format pairs (`kernelrl kb eval`) have their own table, kb_results, one row per (pair, baseline).
 
 A measurement is identified by (gpu, problem, mode, cache, qps, method, method_key); method_key hashes a
 candidate's source so an edited kernel is measured again. Rows of a shape and mode are written together, in one
@@ -21,6 +22,12 @@ CREATE TABLE IF NOT EXISTS measurements (
     time_us_median REAL, time_us_p10 REAL, time_us_p90 REAL, samples INTEGER, tflops REAL, max_rel_err REAL,
     verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL,
     PRIMARY KEY (gpu, m, n, k, acc, layout, mode, cache, qps, method, method_key));
+CREATE TABLE IF NOT EXISTS kb_results (
+    gpu TEXT NOT NULL, task TEXT NOT NULL, task_key TEXT NOT NULL, candidate TEXT NOT NULL,
+    candidate_key TEXT NOT NULL, baseline TEXT NOT NULL, verified INTEGER NOT NULL, reason TEXT,
+    candidate_us REAL, baseline_us REAL, speedup REAL, max_abs_err REAL, max_rel_err REAL, baseline_reason TEXT,
+    static TEXT, env TEXT, run_id INTEGER, created REAL,
+    PRIMARY KEY (gpu, task_key, candidate_key, baseline));
 CREATE TABLE IF NOT EXISTS lt_algos (
     gpu TEXT NOT NULL, cublaslt INTEGER NOT NULL, key TEXT NOT NULL, algo TEXT NOT NULL, algo_index INTEGER,
     time_ms REAL, candidates INTEGER, valid INTEGER, search_s REAL, created REAL,
@@ -100,6 +107,23 @@ class Database:
             row["verified"] = bool(row["verified"])
             out.append(row)
         return out
+
+    def add_kb(self, gpu: str, task_key: str, candidate_key: str, rows: list[dict], env: dict,
+               run_id: int | None) -> None:
+        """The rows of one KernelBench pair (one per baseline, or one with baseline "" when it was not timed), in
+        one transaction. Keys hash the task's and the candidate's sources: an edited file is a new entry."""
+        values = [(gpu, r.get("task") or "", task_key, r.get("candidate") or "", candidate_key,
+                   r.get("baseline") or "", int(bool(r.get("verified"))), r.get("reason"), r.get("candidate_us"),
+                   r.get("baseline_us"), r.get("speedup"), r.get("max_abs_err"), r.get("max_rel_err"),
+                   r.get("baseline_reason"), r.get("static"), json.dumps(env), run_id, time.time()) for r in rows]
+        with self.conn:
+            self.conn.executemany(f"INSERT OR REPLACE INTO kb_results VALUES ({','.join('?' * 18)})", values)
+
+    def kb_rows(self, gpu: str | None = None) -> list[dict]:
+        query, args = "SELECT * FROM kb_results", []
+        if gpu is not None:
+            query, args = query + " WHERE gpu = ?", [gpu]
+        return [dict(row, verified=bool(row["verified"])) for row in self.conn.execute(query + " ORDER BY task, baseline", args)]
 
     def lt_algos(self, gpu: str, cublaslt: int | None = None) -> dict[str, dict]:
         query, args = "SELECT * FROM lt_algos WHERE gpu = ?", [gpu]

@@ -182,16 +182,22 @@ class KBTask:
 
 
 def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=None, on_progress=None,
-              on_env=None) -> dict[int, list[dict]]:
+              on_env=None, on_records=None) -> dict[int, list[dict]]:
     """Evaluate (task path, candidate path) pairs in spawned workers; records per pair index. `on_env` gets each
-    worker's environment dict (gpu, torch, cuda_runtime)."""
+    worker's environment dict (gpu, torch, cuda_runtime); `on_records(index, records)` each pair's records as they
+    arrive (to store them before the run ends)."""
     from kernelrl.run.runner import LocalRunner
 
     tasks = [KBTask(i, str(t), str(c), name=Path(c).stem) for i, (t, c) in enumerate(pairs)]
     out: dict[int, list[dict]] = {t.id: [] for t in tasks}
+
+    def collect(task, records):
+        out[task.id].extend(records)
+        if on_records is not None:
+            on_records(task.id, records)
+
     LocalRunner(worker_target=worker_target or worker_main).run(
-        tasks, [], settings, lambda task, records: out[task.id].extend(records), on_progress=on_progress,
-        on_env=on_env)
+        tasks, [], settings, collect, on_progress=on_progress, on_env=on_env)
     return out
 
 

@@ -313,9 +313,13 @@ _default: Library | None = None
 
 
 def load_library(root: str | Path) -> Library:
-    """Load a tuned library and make it the one kernelrl.hgemm and torch.ops.kernelrl.hgemm use."""
+    """Load a tuned library and make it the one kernelrl.hgemm and torch.ops.kernelrl.hgemm use. The C++ fast path
+    is built here (once per machine, not in the middle of a first call) when a GPU will use it."""
     global _default
     _default = Library(root)
+    if torch.cuda.is_available():
+        from kernelrl.library import native
+        native.load(say=lambda line: print(f"kernelrl: {line}", file=sys.stderr))
     return _default
 
 

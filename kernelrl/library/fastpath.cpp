@@ -1,10 +1,12 @@
 // The tuned library's C++ fast path: one call checks the inputs, allocates the output and launches the plan the
-// Python runtime made for this shape on an earlier call (a tuned kernel's entry point, cuBLASLt with its stored
-// algorithm through the kr_blas shim, or torch's own mm where the library has nothing faster). It knows no shape it was not told about: any miss returns None and the
-// caller takes the Python path, which checks everything, decides, and registers the plan here.
+// Python runtime made for this shape on an earlier call: a tuned kernel's entry point, cuBLASLt with its stored
+// algorithm through the kr_blas shim, or torch's own mm where the library has nothing faster. It knows no shape it
+// was not told about: any miss returns None and the caller takes the Python path, which checks everything, decides,
+// and registers the plan here.
 //
-// Built by torch.utils.cpp_extension on first use (kernelrl/library/native.py). It uses only c10's device-generic
-// stream API, so it compiles without CUDA headers; the CUDA stream handle comes from the registered CUDA guard.
+// Built by torch.utils.cpp_extension when a library is loaded (kernelrl/library/native.py). It uses only c10's
+// device-generic stream API, so it compiles without CUDA headers; the CUDA stream handle comes from the registered
+// CUDA guard.
 #include <torch/extension.h>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>

@@ -4,8 +4,8 @@ The Python dispatch costs a few microseconds per call (attribute lookups, ctypes
 does the same checks and the launch in one C++ call; the Python runtime still decides every shape once and registers
 the plan (function pointer, workspace, alignment) here. Building needs a C++ compiler and ninja (torch's extension
 builder), about 50 s the first time a library is loaded on a machine; the result lives in
-$KERNELRL_CACHE/torch_extensions. Where it cannot be built or
-loaded, the library says so once and keeps the Python path. KERNELRL_FASTPATH=0 turns it off."""
+$KERNELRL_CACHE/torch_extensions. Where it cannot be built or loaded, the library says so once and keeps the Python
+path. KERNELRL_FASTPATH=0 turns it off."""
 
 from __future__ import annotations
 

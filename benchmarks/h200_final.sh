@@ -4,7 +4,8 @@
 # tuning run(s): the library is rewritten from that database (nothing is re-measured, winners come from the cache).
 # Environment: TUNE_MINUTES (budget for shapes the tuning runs left, default 3; resumed shapes cost seconds), RAY
 # (e.g. `local`: the paper-grid bench spreads over every GPU; the host-mode samples stay on one; carry
-# .carry/ray-py3.12.tar.xz), REFINE (as the tuning run had it: the refinement round's winners are read back too).
+# .carry/ray-py3.12.tar.xz), REFINE and LEARN_FROM (as the tuning run had them, so its short lists and
+# refined winners are read back).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -26,7 +27,8 @@ cp .carry/tune.db "$OUT/tune.db"
 LIB=/tmp/lib
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
 python3 -m kernelrl.cli tune --shapes paper --out "$LIB" --db "$OUT/tune.db" --budget-minutes "${TUNE_MINUTES:-3}" \
-    --batch 100 --timeout 15 --refine "${REFINE:-0}" 2>&1 | grep -v "^  built" > "$OUT/tune_final.log"
+    --batch 100 --timeout 15 --refine "${REFINE:-0}" ${LEARN_FROM:+--learn-from "$LEARN_FROM"} 2>&1 \
+    | grep -v "^  built" > "$OUT/tune_final.log"
 grep -E "^library|budget" "$OUT/tune_final.log"
 kernelrl bench --library "$LIB" --shapes paper --mode device --db "$OUT/final.db" ${RAY:+--ray "$RAY"} \
     --csv "$OUT/tuned_paper_device.csv" 2>&1 | grep -v "^  built" | tail -n 30

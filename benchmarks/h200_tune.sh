@@ -10,7 +10,8 @@
 # round around each winner: up to this many one-step neighbours, default 0; prebuild them on the CPU machine with
 # `kernelrl tune --build-only --refine N --out LIB --shapes paper --arch sm_90a`, LIB holding the first round),
 # RAY (e.g. `local` on a machine of several GPUs: the shapes spread over all of them; carry
-# .carry/ray-py3.12.tar.xz from benchmarks/pack_ray.sh).
+# .carry/ray-py3.12.tar.xz from benchmarks/pack_ray.sh), LEARN_FROM (measurements of an earlier run: the
+# cost model's learned correction, e.g. benchmarks/results/h200x2/tune_one_measurements.csv).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -37,7 +38,7 @@ fi
 echo "families: $FAMILIES"
 timeout "${TUNE_LIMIT:-420}" python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "$FAMILIES" \
     --out "$OUT/lib" --db "$DB" --budget-minutes "${TUNE_MINUTES:-5}" --batch 100 --timeout 15 \
-    --refine "${REFINE:-0}" ${RAY:+--ray "$RAY"} 2>&1 \
+    --refine "${REFINE:-0}" ${RAY:+--ray "$RAY"} ${LEARN_FROM:+--learn-from "$LEARN_FROM"} 2>&1 \
     | grep -v "^  built" > "$OUT/tune.log"
 tail -n 25 "$OUT/tune.log"
 # Only a handful of files come back: the library without its binaries (they rebuild from the cache) in one archive.

@@ -124,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only compile every candidate these shapes can need into the build cache (no GPU needed "
                          "with --arch); the cache can then travel to the GPU machine")
     tu.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes (default: one per core)")
+    tu.add_argument("--learn-from", default=None, metavar="MEASUREMENTS",
+                    help="correct the cost model with what this GPU measured before (a results database or a "
+                         "measurements CSV of an earlier tuning run); fitted once, before any short list")
     tu.add_argument("--ray", default=None, metavar="ADDRESS",
                     help="spread shapes over a Ray cluster's GPUs (an address, or 'local' to start one here)")
     sm = sub.add_parser("summarize", help="speedup tables (geomean, mean, win rate, per size class) from CSVs")
@@ -309,7 +312,8 @@ def _tune(args) -> int:
                      budget_minutes=args.budget_minutes,
                      settings=RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout),
                      db_path=Path(args.db) if args.db else None, arch=args.arch, runner=args.runner,
-                     command="kernelrl " + shlex.join(sys.argv[1:]), ray_address=args.ray)
+                     command="kernelrl " + shlex.join(sys.argv[1:]), ray_address=args.ray,
+                     learn_from=args.learn_from)
     ui = RichUI()
     if args.build_only:
         from kernelrl.tune import prebuild

@@ -8,6 +8,7 @@ kernel of each shape goes into the tuned library (see kernelrl.library)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,18 @@ class TuneConfig:
     runner: str = "local"
     command: str = ""
     ray_address: str | None = None
+    learn_from: str | None = None  # measurements to correct the cost model with (kernelrl/space/learned.py)
+
+    @functools.cached_property
+    def correction(self):
+        """The learned correction, fitted once per run (so the candidate set is still known in advance)."""
+        if not self.learn_from:
+            return None
+        from kernelrl.space.learned import LearnError, learn
+        try:
+            return learn(self.learn_from, self.problems[0].acc if self.problems else "fp32")
+        except LearnError as exc:
+            raise BenchError(str(exc)) from None
 
 
 @dataclass
@@ -73,14 +86,14 @@ def log_distance(a: GemmProblem, b: GemmProblem) -> float:
 
 
 def shortlist(problem: GemmProblem, families: list[str], top_k: int, winners: dict[GemmProblem, Variant],
-              neighbours: int) -> list[Variant]:
+              neighbours: int, correction=None) -> list[Variant]:
     """The model's top_k over all families, then up to `neighbours` winners of the nearest tuned shapes.
 
     The model knows tiles, not schedules, so many points tie: the list is kept diverse (each family gets its share,
     at most two points per family and tile, one per tile and split/cluster shape) before it is filled up in plain
     model order."""
     points = [v for fam in families for v in SPACES[fam].points(problem.acc)]
-    scored = rank(points, problem)
+    scored = rank(points, problem, correction=correction)
     # A family's share is only worth measuring when the model gives it a chance: far slower points are dropped.
     ranked = [v for t, v in scored if t <= WORTH_MEASURING * scored[0][0]] if scored else []
     present = {v.family for v in ranked}  # families with a point worth measuring here share the list
@@ -125,23 +138,23 @@ def candidate_set(cfg: TuneConfig) -> dict[str, Variant]:
     _check_families(cfg.families)
     found: dict[str, Variant] = {}
     for problem in cfg.problems:
-        for v in shortlist(problem, cfg.families, cfg.top_k, {}, 0):
+        for v in shortlist(problem, cfg.families, cfg.top_k, {}, 0, cfg.correction):
             found.setdefault(v.name, v)
     return found
 
 
-def refinements(winner: Variant, problem: GemmProblem, count: int) -> list[Variant]:
+def refinements(winner: Variant, problem: GemmProblem, count: int, correction=None) -> list[Variant]:
     """Up to `count` one-step neighbours of a shape's winner that can run the shape, the model's favourites first."""
     space = SPACES[winner.family]
     near = [v for v in space.neighbours(winner) if space.supports(v, problem) is None]
-    return [v for _, v in rank(near, problem)][:count]
+    return [v for _, v in rank(near, problem, correction=correction)][:count]
 
 
 def refine_set(cfg: TuneConfig, winners: dict[GemmProblem, Variant]) -> dict[str, Variant]:
     """Every variant a refinement round around these winners can build."""
     found: dict[str, Variant] = {}
     for problem, winner in winners.items():
-        for v in refinements(winner, problem, cfg.refine):
+        for v in refinements(winner, problem, cfg.refine, cfg.correction):
             found.setdefault(v.name, v)
     return found
 
@@ -198,7 +211,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
             break
         batch = problems[start:start + cfg.batch]
         winners = {r.problem: r.best for r in results if r.best is not None}
-        lists = {p: shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours) for p in batch}
+        lists = {p: shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours, cfg.correction)
+                 for p in batch}
         outcome, variants = _measure(cfg, ui, lists, cfg.command)
         env = outcome.env
         results += [_pick(problem, outcome.rows, variants) for problem in batch]
@@ -226,7 +240,7 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> 
             ui.stage(f"budget spent during refinement: {start} of {len(todo)} shapes refined; run again to resume")
             break
         batch = todo[start:start + cfg.batch]
-        lists = {r.problem: [r.best, *refinements(r.best, r.problem, cfg.refine)] for r in batch}
+        lists = {r.problem: [r.best, *refinements(r.best, r.problem, cfg.refine, cfg.correction)] for r in batch}
         outcome, variants = _measure(cfg, ui, lists, cfg.command + " (refine)")
         for problem in lists:
             again = _pick(problem, outcome.rows, variants)

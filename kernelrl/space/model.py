@@ -91,10 +91,13 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
     return max(compute_us, memory_us, l2_us) + reduce_us + LAUNCH_US * launches
 
 
-def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200) -> list[tuple[float, Variant]]:
-    """Variants that can run `problem`, fastest predicted first (ties broken by name, so the order is stable)."""
+def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,
+         correction=None) -> list[tuple[float, Variant]]:
+    """Variants that can run `problem`, fastest predicted first (ties broken by name, so the order is stable). With a
+    `correction` (kernelrl/space/learned.py) each prediction is scaled by what this GPU measured."""
     scored = []
     for v in variants:
         if SPACES[v.family].supports(v, problem) is None:
-            scored.append((predict_us(v, problem, machine), v))
+            us = predict_us(v, problem, machine)
+            scored.append((us * correction.factor(v, problem) if correction is not None else us, v))
     return sorted(scored, key=lambda sv: (sv[0], sv[1].name))

@@ -71,6 +71,14 @@ def test_a_measurements_csv_gives_verified_device_rows_of_known_kernels(tmp_path
         [(v.name, p, pytest.approx(us)) for v, p, us in samples]
 
 
+def test_measurements_of_several_gpus_are_refused(tmp_path):
+    with open(tmp_path / "m.csv", "w", newline="") as f:
+        f.write("m,n,k,mode,method,time_us_median,verified,gpu\n64,64,64,device,torch,3,1,NVIDIA H200\n"
+                "64,64,64,device,torch,3,1,NVIDIA H100\n")
+    with pytest.raises(LearnError, match="2 GPUs"):
+        samples_from(tmp_path / "m.csv")
+
+
 def test_a_tuning_run_fits_once_from_the_file_it_is_given(tmp_path):
     write_csv(tmp_path / "m.csv", made_up_samples({"small": 2.0, "mma_sync": 1.0}))
     cfg = TuneConfig(problems=SHAPES, families=["small", "mma_sync"], out=tmp_path / "lib",

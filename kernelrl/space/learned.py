@@ -87,6 +87,10 @@ def samples_from(path: str | Path, acc: str = "fp32") -> list[tuple[Variant, Gem
             rows = db.rows(modes=["device"])
         finally:
             db.close()
+    gpus = sorted({r.get("gpu") for r in rows if r.get("gpu")})
+    if len(gpus) > 1:
+        raise LearnError(f"{path} holds measurements of {len(gpus)} GPUs ({', '.join(gpus)}): the correction is "
+                         "per GPU, pass measurements of the one being tuned")
     names = _names(acc)
     out = []
     for r in rows:

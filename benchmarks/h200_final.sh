@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tuned library against every baseline on the H200 (from the repository root): what
-# benchmarks/results/h200/tuned_*.csv hold. Needs what benchmarks/h200_tune.sh needs, with .carry/tune.db from the
+# benchmarks/results/h200/tuned_*.csv hold. Needs what benchmarks/h200_tune.sh needs, with .carry/tune.db.xz from the
 # tuning run(s): the library is rewritten from that database (nothing is re-measured, winners come from the cache).
 # Environment: TUNE_MINUTES (budget for shapes the tuning runs left, default 3; resumed shapes cost seconds), RAY
 # (e.g. `local`: the paper-grid bench spreads over every GPU; the host-mode samples stay on one; carry
@@ -23,10 +23,10 @@ if ! command -v ninja >/dev/null 2>&1 && ls .whl/ninja-*.whl >/dev/null 2>&1; th
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ninja .whl/ninja-*.whl
     export PATH="/tmp/ninja/bin:/tmp/ninja/ninja/data/bin:$PATH" PYTHONPATH="$PYTHONPATH:/tmp/ninja"
 fi
-cp .carry/tune.db "$OUT/tune.db"
+xz -dc .carry/tune.db.xz > /tmp/tune.db || exit 1
 LIB=/tmp/lib
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
-python3 -m kernelrl.cli tune --shapes paper --out "$LIB" --db "$OUT/tune.db" --budget-minutes "${TUNE_MINUTES:-3}" \
+python3 -m kernelrl.cli tune --shapes paper --out "$LIB" --db /tmp/tune.db --budget-minutes "${TUNE_MINUTES:-3}" \
     --batch 100 --timeout 15 --refine "${REFINE:-0}" ${LEARN_FROM:+--learn-from "$LEARN_FROM"} 2>&1 \
     | grep -v "^  built" > "$OUT/tune_final.log"
 grep -E "^library|budget" "$OUT/tune_final.log"

@@ -5,7 +5,7 @@
 #   .carry/build-cache.tar.xz      optional: a build cache filled on a CPU machine, which spares the GPU machine the
 #                                  compiles:  kernelrl tune --build-only --shapes paper --arch sm_90a
 #                                             tar -cJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE" build
-#   .carry/tune.db                 optional: the database of an earlier run, to resume
+#   .carry/tune.db.xz              optional: the database of an earlier run (this script's $OUT/tune.db.xz), to resume
 # Environment: TUNE_MINUTES (budget, default 5), FAMILIES (default all), SHAPES (default paper), REFINE (a second
 # round around each winner: up to this many one-step neighbours, default 0; prebuild them on the CPU machine with
 # `kernelrl tune --build-only --refine N --out LIB --shapes paper --arch sm_90a`, LIB holding the first round),
@@ -24,8 +24,8 @@ if [ -n "${RAY:-}" ] && [ -f .carry/ray-py3.12.tar.xz ]; then
     mkdir -p /tmp/site && tar -xJf .carry/ray-py3.12.tar.xz -C /tmp/site && export PYTHONPATH="/tmp/site:$PYTHONPATH"
     chmod +x /tmp/site/ray/core/src/ray/gcs/gcs_server /tmp/site/ray/core/src/ray/raylet/raylet 2>/dev/null
 fi
-DB="$OUT/tune.db"
-if [ -f .carry/tune.db ] && [ ! -f "$DB" ]; then cp .carry/tune.db "$DB"; fi
+DB=/tmp/tune.db  # handed back xz-compressed: a paper-grid database is ~18 MB, over the 16 MiB a result file may be
+if [ -f .carry/tune.db.xz ] && [ ! -f "$DB" ]; then xz -dc .carry/tune.db.xz > "$DB"; fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
 FAMILIES="${FAMILIES:-all}"
 if [ -n "${RUN_FAMILY_TESTS:-}" ]; then
@@ -43,3 +43,6 @@ timeout "${TUNE_LIMIT:-420}" python3 -m kernelrl.cli tune --shapes "${SHAPES:-pa
 tail -n 25 "$OUT/tune.log"
 # Only a handful of files come back: the library without its binaries (they rebuild from the cache) in one archive.
 tar -czf "$OUT/lib.tar.gz" -C "$OUT" --exclude='lib/lib' lib 2>/dev/null && rm -rf "$OUT/lib"
+# A run cut short by its time limit may leave pages in the write-ahead log: fold them in before packing.
+python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$DB"
+xz -T0 -6 -c "$DB" > "$OUT/tune.db.xz"

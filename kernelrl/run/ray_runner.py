@@ -42,6 +42,14 @@ def _shard_class(ray):
     return Shard
 
 
+def start_ray(address: str | None) -> None:
+    """Connect to a Ray cluster, or with None or "local" start one here (once per process)."""
+    import ray
+    if not ray.is_initialized():
+        ray.init(address=None if address in (None, "local") else address, include_dashboard=False,
+                 log_to_driver=False, ignore_reinit_error=True)
+
+
 _ACTORS: dict[tuple, list] = {}  # (Ray job, inner runner, workers) → live actors, reused by later calls
 
 
@@ -64,9 +72,7 @@ class RayRunner(Runner, kind="ray"):
             import ray
         except ImportError:
             raise RunnerError("--ray needs Ray: pip install 'ray[default]'") from None
-        if not ray.is_initialized():
-            ray.init(address=None if self.address in (None, "local") else self.address, include_dashboard=False,
-                     log_to_driver=False, ignore_reinit_error=True)
+        start_ray(self.address)
         per_gpu = self.inner == "local"
         available = int(ray.cluster_resources().get("GPU" if per_gpu else "CPU", 0))
         workers = self.workers or available

@@ -245,7 +245,7 @@ def one_training_gpu(cfg: TrainConfig, environ=os.environ, gpu_count=None, start
         return None
     if cfg.evaluation.ray_address == "local":
         if start_ray is None:
-            from kernelrl.train.service import start_ray
+            from kernelrl.run.ray_runner import start_ray
         start_ray("local")
     environ["CUDA_VISIBLE_DEVICES"] = ids[0]
     return ids[0]

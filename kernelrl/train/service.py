@@ -23,6 +23,7 @@ import traceback
 from dataclasses import dataclass, fields
 
 from kernelrl.registry import Registered
+from kernelrl.run.ray_runner import start_ray
 from kernelrl.train.reward import Judgement, RewardConfig, RewardResult, compute_reward
 from kernelrl.train.targets import TargetSpec, code_name
 
@@ -221,14 +222,6 @@ class LocalExecutor(Executor, kind="local"):
             if p is not None:
                 p.stop()
             self.procs[slot] = None
-
-
-def start_ray(address: str) -> None:
-    """Connect to a Ray cluster, or with "local" start one here (once per process)."""
-    import ray
-    if not ray.is_initialized():
-        ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False,
-                 ignore_reinit_error=True)
 
 
 class RayExecutor(Executor, kind="ray"):

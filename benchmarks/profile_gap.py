@@ -10,34 +10,20 @@ grid and block, DRAM throughput, tensor-pipe use, occupancy, L2 hit rate and the
 the summaries as JSON to OUT_DIR/profile_gap.json. GPU machine with Nsight Compute only."""
 
 import argparse
-import csv
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernelrl.evolve import profile  # noqa: E402
 from kernelrl.workloads.hgemm import GemmProblem, size_class  # noqa: E402
-
-FALLBACKS = ("torch", "cublaslt_auto_nn")
+from tune_gap import fastest_candidates  # noqa: E402  (the same reading of the measurements)
 
 
 def worst_shapes(path: str, cls: str, count: int, only: set | None = None) -> list[tuple[GemmProblem, str, float]]:
-    times: dict[tuple, dict[str, float]] = defaultdict(dict)
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["mode"] == "device" and r["verified"] == "1" and r["time_us_median"]:
-                times[(int(r["m"]), int(r["n"]), int(r["k"]))][r["method"]] = float(r["time_us_median"])
-    gaps = []
-    for (m, n, k), t in times.items():
-        cands = {name: us for name, us in t.items() if name not in FALLBACKS}
-        if not cands or not all(b in t for b in FALLBACKS):
-            continue
-        if (f"{m}x{n}x{k}" not in only) if only else size_class(2 * m * n * k) != cls:
-            continue
-        best = min(cands, key=cands.get)
-        gaps.append((min(t[b] for b in FALLBACKS) / cands[best], GemmProblem(m, n, k), best))
+    gaps = [(ratio, GemmProblem(m, n, k), best) for m, n, k, best, ratio, _ in fastest_candidates(path)
+            if ((f"{m}x{n}x{k}" in only) if only else size_class(2 * m * n * k) == cls)]
     return [(p, name, ratio) for ratio, p, name in sorted(gaps, key=lambda g: g[0])[:count]]
 
 

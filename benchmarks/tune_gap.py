@@ -18,20 +18,30 @@ from kernelrl.workloads.hgemm import SIZE_CLASSES, size_class  # noqa: E402
 FALLBACKS = ("torch", "cublaslt_auto_nn")
 
 
-def main(path: str) -> None:
+def device_times(path: str) -> dict[tuple, dict[str, float]]:
+    """(m, n, k) -> {method: median µs} of the verified device-mode rows of a measurements CSV."""
     times: dict[tuple, dict[str, float]] = defaultdict(dict)
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             if r["mode"] == "device" and r["verified"] == "1" and r["time_us_median"]:
                 times[(int(r["m"]), int(r["n"]), int(r["k"]))][r["method"]] = float(r["time_us_median"])
-    ours, lt_gain, family = defaultdict(list), defaultdict(list), defaultdict(Counter)
-    for (m, n, k), t in times.items():
-        cls = size_class(2 * m * n * k)
+    return times
+
+
+def fastest_candidates(path: str):
+    """(m, n, k, fastest candidate, faster fallback's time / its time, times) per shape that has both fallbacks."""
+    for (m, n, k), t in device_times(path).items():
         cands = {name: us for name, us in t.items() if name not in FALLBACKS}
-        if not cands or not all(b in t for b in FALLBACKS):
-            continue
-        best = min(cands, key=cands.get)
-        ours[cls].append(min(t[b] for b in FALLBACKS) / cands[best])
+        if cands and all(b in t for b in FALLBACKS):
+            best = min(cands, key=cands.get)
+            yield m, n, k, best, min(t[b] for b in FALLBACKS) / cands[best], t
+
+
+def main(path: str) -> None:
+    ours, lt_gain, family = defaultdict(list), defaultdict(list), defaultdict(Counter)
+    for m, n, k, best, ratio, t in fastest_candidates(path):
+        cls = size_class(2 * m * n * k)
+        ours[cls].append(ratio)
         lt_gain[cls].append(t["torch"] / t["cublaslt_auto_nn"])
         family[cls][best.split("_f")[0]] += 1
     print("ratio = faster fallback's time / fastest candidate's time (>1: a kernel of ours wins)")

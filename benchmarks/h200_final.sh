@@ -14,15 +14,8 @@ if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/nvidia_cutlass-*.whl
     export PYTHONPATH="/tmp/site:$PYTHONPATH"
 fi
-if [ -n "${RAY:-}" ] && [ -f .carry/ray-py3.12.tar.xz ]; then
-    mkdir -p /tmp/site && tar -xJf .carry/ray-py3.12.tar.xz -C /tmp/site && export PYTHONPATH="/tmp/site:$PYTHONPATH"
-    chmod +x /tmp/site/ray/core/src/ray/gcs/gcs_server /tmp/site/ray/core/src/ray/raylet/raylet 2>/dev/null
-fi
-# ninja for the library's C++ dispatch fast path (torch's extension builder needs it; the GPU image has none)
-if ! command -v ninja >/dev/null 2>&1 && ls .whl/ninja-*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ninja .whl/ninja-*.whl
-    export PATH="/tmp/ninja/bin:/tmp/ninja/ninja/data/bin:$PATH" PYTHONPATH="$PYTHONPATH:/tmp/ninja"
-fi
+if [ -n "${RAY:-}" ]; then carry_ray; fi
+carry_ninja  # for the library's C++ dispatch fast path
 xz -dc .carry/tune.db.xz > /tmp/tune.db || exit 1
 LIB=/tmp/lib
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader

@@ -13,10 +13,7 @@
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
-if ! command -v ninja >/dev/null 2>&1 && ls .whl/ninja-*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ninja .whl/ninja-*.whl
-    export PATH="/tmp/ninja/bin:/tmp/ninja/ninja/data/bin:$PATH" PYTHONPATH="$PYTHONPATH:/tmp/ninja"
-fi
+carry_ninja
 command -v ninja >/dev/null 2>&1 || echo "WARNING: no ninja on PATH: every load_inline candidate will fail to build"
 export TORCH_EXTENSIONS_DIR="${TORCH_EXTENSIONS_DIR:-$KERNELRL_CACHE/torch_extensions}"
 export MAX_JOBS="${MAX_JOBS:-4}"  # ninja jobs per extension (each has two sources)

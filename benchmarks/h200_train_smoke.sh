@@ -23,10 +23,7 @@
 # metrics' `service` counters ("on HOST:gpuN") show where each batch ran.
 set -uo pipefail
 source benchmarks/device_env.sh
-if [ -n "${RAY:-}" ] && [ -f .carry/ray-py3.12.tar.xz ]; then
-    mkdir -p ${SITE:-/tmp/site} && tar -xJf .carry/ray-py3.12.tar.xz -C ${SITE:-/tmp/site} && export PYTHONPATH="${SITE:-/tmp/site}:$PYTHONPATH"
-    chmod +x ${SITE:-/tmp/site}/ray/core/src/ray/gcs/gcs_server ${SITE:-/tmp/site}/ray/core/src/ray/raylet/raylet 2>/dev/null  # tars packed before the mode fix
-fi
+if [ -n "${RAY:-}" ]; then carry_ray; fi
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 RUN="${RUN_DIR:-/tmp/train_smoke}"; mkdir -p "$RUN/snippets"
 if ls .whl/*.whl >/dev/null 2>&1; then

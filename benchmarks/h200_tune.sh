@@ -20,10 +20,7 @@ if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/nvidia_cutlass-*.whl
     export PYTHONPATH="/tmp/site:$PYTHONPATH"
 fi
-if [ -n "${RAY:-}" ] && [ -f .carry/ray-py3.12.tar.xz ]; then
-    mkdir -p /tmp/site && tar -xJf .carry/ray-py3.12.tar.xz -C /tmp/site && export PYTHONPATH="/tmp/site:$PYTHONPATH"
-    chmod +x /tmp/site/ray/core/src/ray/gcs/gcs_server /tmp/site/ray/core/src/ray/raylet/raylet 2>/dev/null
-fi
+if [ -n "${RAY:-}" ]; then carry_ray; fi
 DB=/tmp/tune.db  # handed back xz-compressed: a paper-grid database is ~18 MB, over the 16 MiB a result file may be
 if [ -f .carry/tune.db.xz ] && [ ! -f "$DB" ]; then xz -dc .carry/tune.db.xz > "$DB"; fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader

@@ -14,8 +14,7 @@ set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE" /tmp/site
 [ -f .carry/build-cache.tar.xz ] && tar -xJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE"
-[ -f .carry/ray-py3.12.tar.xz ] && tar -xJf .carry/ray-py3.12.tar.xz -C /tmp/site
-chmod +x /tmp/site/ray/core/src/ray/gcs/gcs_server /tmp/site/ray/core/src/ray/raylet/raylet 2>/dev/null  # tars packed before the mode fix
+carry_ray
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/nvidia_cutlass-*.whl
 export PYTHONPATH="/tmp/site:$PYTHONPATH"
 nvidia-smi -L | tee "$OUT/gpus.txt"

@@ -244,7 +244,7 @@ class Library:
     def _register_native(self, m, n, k, dev, kern, ws_ptr, ws_size, align) -> None:
         if self._plans is None:
             from kernelrl.library import native
-            mod = native.load(say=lambda line: print(f"kernelrl: {line}", file=sys.stderr))
+            mod = native.load(say=_say)
             if mod is None:
                 return
             with self._lock:
@@ -274,6 +274,10 @@ class Library:
 
 
 _F16 = torch.float16
+
+
+def _say(line: str) -> None:
+    print(f"kernelrl: {line}", file=sys.stderr)
 
 
 _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -319,7 +323,7 @@ def load_library(root: str | Path) -> Library:
     _default = Library(root)
     if torch.cuda.is_available():
         from kernelrl.library import native
-        native.load(say=lambda line: print(f"kernelrl: {line}", file=sys.stderr))
+        native.load(say=_say)
     return _default
 
 

@@ -478,9 +478,10 @@ def _kb_dynamic(args, report) -> int:
         out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings,
                         on_env=env.update, on_records=lambda i, recs: store.pair(runnable[i], recs)) \
             if runnable else {}
+        index = {id(v): i for i, v in enumerate(runnable)}
         for v in report.verdicts:
-            if v not in runnable:
-                store.pair(v, [])
+            if id(v) not in store.by_pair:  # not evaluated, or no record came back: its verdict row
+                store.pair(v, out.get(index[id(v)], []) if id(v) in index else [])
     finally:
         store.close()
     table = Table(title=f"KernelBench dynamic verdicts ({args.device})")
@@ -508,8 +509,8 @@ def _kb_dynamic(args, report) -> int:
                         *[f"{row[k]:.3f}" for k in ("mean", "max", "p75", "p50", "p25")])
     console.print(summary)
     if args.csv:
-        from kernelrl.kernelbench.evaluate import csv_rows, write_csv
-        write_csv(args.csv, csv_rows(report.verdicts, runnable, out, env))
+        from kernelrl.kernelbench.evaluate import write_csv
+        write_csv(args.csv, store.rows(report.verdicts))
     console.print(f"{passed} of {len(report.verdicts)} pairs correct ({len(runnable)} evaluated on {args.device})",
                   markup=False, highlight=False)
     return 0 if passed == len(report.verdicts) and not report.errors else 1
@@ -525,22 +526,26 @@ class _KBStore:
         self.db = Database(path or default_db())
         self.device, self.env = device, env
         self.run_id = self.db.start_run(command, env)
-        self.records: dict[int, list[dict]] = {}
+        self.by_pair: dict[int, list[dict]] = {}  # id(verdict) -> its latest rows
 
     def pair(self, verdict, records: list[dict]) -> None:
+        """Store a pair's rows from all its records so far (a later call for the same pair replaces them)."""
         import hashlib
 
         from kernelrl.kernelbench.evaluate import csv_rows
 
         def key(f) -> str:
             return hashlib.sha256(Path(f.path).read_bytes()).hexdigest()[:24] if f is not None else ""
-        kept = self.records.setdefault(id(verdict), [])
-        kept.extend(records)
         rows = csv_rows([verdict], [verdict] if verdict.task and verdict.candidate and not verdict.reasons else [],
-                        {0: kept}, self.env)
+                        {0: records}, self.env)
+        self.by_pair[id(verdict)] = rows
         gpu = self.env.get("gpu") or ("cpu" if self.device == "cpu" else "unknown")
         self.db.update_run_env(self.run_id, self.env)
         self.db.add_kb(gpu, key(verdict.task), key(verdict.candidate), rows, self.env, self.run_id)
+
+    def rows(self, verdicts) -> list[dict]:
+        """Every stored row, in the order of `verdicts` (what --csv writes)."""
+        return [row for v in verdicts for row in self.by_pair.get(id(v), [])]
 
     def close(self) -> None:
         self.db.close()

@@ -184,8 +184,8 @@ class KBTask:
 def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=None, on_progress=None,
               on_env=None, on_records=None) -> dict[int, list[dict]]:
     """Evaluate (task path, candidate path) pairs in spawned workers; records per pair index. `on_env` gets each
-    worker's environment dict (gpu, torch, cuda_runtime); `on_records(index, records)` each pair's records as they
-    arrive (to store them before the run ends)."""
+    worker's environment dict (gpu, torch, cuda_runtime); `on_records(index, records)` a pair's records so far,
+    each time more arrive (to store them before the run ends)."""
     from kernelrl.run.runner import LocalRunner
 
     tasks = [KBTask(i, str(t), str(c), name=Path(c).stem) for i, (t, c) in enumerate(pairs)]
@@ -194,7 +194,7 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
     def collect(task, records):
         out[task.id].extend(records)
         if on_records is not None:
-            on_records(task.id, records)
+            on_records(task.id, out[task.id])
 
     LocalRunner(worker_target=worker_target or worker_main).run(
         tasks, [], settings, collect, on_progress=on_progress, on_env=on_env)

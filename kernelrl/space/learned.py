@@ -30,8 +30,9 @@ class LearnError(ValueError):
     pass
 
 
-def features(variant: Variant, problem: GemmProblem) -> list[float]:
-    """The per-family feature block of one (variant, shape), zero for every other family."""
+def features(variant: Variant, problem: GemmProblem, predicted: float | None = None) -> list[float]:
+    """The per-family feature block of one (variant, shape), zero for every other family. `predicted`: the model's
+    time, when the caller has it already."""
     from kernelrl.space.model import predict_us, waves
     r = SPACES[variant.family].resources(variant)
     bm, bn, bk = r["tile"]
@@ -39,7 +40,7 @@ def features(variant: Variant, problem: GemmProblem) -> list[float]:
     _, n_waves, efficiency = waves(variant, problem)
     own = [1.0, math.log2(bm), math.log2(bn), math.log2(bk), math.log2(r.get("split_k", 1)), math.log2(cm * cn),
            efficiency, math.log2(n_waves), math.log2(problem.m), math.log2(problem.n), math.log2(problem.k),
-           math.log(predict_us(variant, problem))]
+           math.log(predicted if predicted is not None else predict_us(variant, problem))]
     out: list[float] = []
     for family in sorted(SPACES):
         out += own if family == variant.family else [0.0] * len(own)
@@ -52,8 +53,8 @@ class Correction:
     families: list[str]
     samples: int
 
-    def factor(self, variant: Variant, problem: GemmProblem) -> float:
-        x = features(variant, problem)
+    def factor(self, variant: Variant, problem: GemmProblem, predicted: float | None = None) -> float:
+        x = features(variant, problem, predicted)
         return math.exp(sum(w * f for w, f in zip(self.weights, x)))
 
     @classmethod
@@ -65,8 +66,9 @@ class Correction:
         if len(samples) < MIN_SAMPLES:
             raise LearnError(f"{len(samples)} verified measurements of known kernels: at least {MIN_SAMPLES} are "
                              "needed to learn a correction (tune without --learn-from, or give a larger run)")
-        X = np.array([features(v, p) for v, p, _ in samples])
-        y = np.array([math.log(us / predict_us(v, p)) for v, p, us in samples])
+        predicted = [predict_us(v, p) for v, p, _ in samples]
+        X = np.array([features(v, p, t) for (v, p, _), t in zip(samples, predicted)])
+        y = np.array([math.log(us / t) for (_, _, us), t in zip(samples, predicted)])
         weights = np.linalg.solve(X.T @ X + RIDGE * np.eye(X.shape[1]), X.T @ y)
         return cls([float(w) for w in weights], sorted(SPACES), len(samples))
 

@@ -29,17 +29,14 @@ def worst_shapes(path: str, cls: str, count: int, only: set | None = None) -> li
 
 def build(name: str) -> str:
     from kernelrl.build.builder import BuildRequest, LocalBuilder
-    from kernelrl.space import SPACES
-    for family, space in SPACES.items():
-        if name.startswith(family + "_"):
-            points = space.points("fp32", full=True) if family == "cutlass_sm90" else space.points("fp32")
-            variant = next((v for v in points if v.name == name), None)
-            if variant is not None:
-                built = LocalBuilder().build(BuildRequest(variant.source(), name=name))
-                if not built.ok:
-                    raise RuntimeError(f"{name} does not build: {built.log[-300:]}")
-                return str(built.lib_path)
-    raise RuntimeError(f"{name}: no kernel space has a point of that name")
+    from kernelrl.space.learned import variants_by_name
+    variant = variants_by_name("fp32").get(name)
+    if variant is None:
+        raise RuntimeError(f"{name}: no kernel space has a point of that name")
+    built = LocalBuilder().build(BuildRequest(variant.source(), name=name))
+    if not built.ok:
+        raise RuntimeError(f"{name} does not build: {built.log[-300:]}")
+    return str(built.lib_path)
 
 
 def main() -> int:

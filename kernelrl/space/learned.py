@@ -93,7 +93,7 @@ def samples_from(path: str | Path, acc: str = "fp32") -> list[tuple[Variant, Gem
     if len(gpus) > 1:
         raise LearnError(f"{path} holds measurements of {len(gpus)} GPUs ({', '.join(gpus)}): the correction is "
                          "per GPU, pass measurements of the one being tuned")
-    names = _names(acc)
+    names = variants_by_name(acc)
     out = []
     for r in rows:
         name, us = r.get("method"), r.get("time_us_median")
@@ -103,7 +103,8 @@ def samples_from(path: str | Path, acc: str = "fp32") -> list[tuple[Variant, Gem
     return out
 
 
-def _names(acc: str) -> dict[str, Variant]:
+def variants_by_name(acc: str) -> dict[str, Variant]:
+    """Every point of every kernel space (CUTLASS's full legal grid, not only its default one), by procedural name."""
     names = {}
     for family, space in SPACES.items():
         points = space.points(acc, full=True) if family == "cutlass_sm90" else space.points(acc)

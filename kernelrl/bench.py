@@ -88,7 +88,7 @@ class BenchConfig:
     # Which candidates run on which problem (the tuner measures a different short list per shape); None: all.
     methods_for: Callable[[GemmProblem], set[str]] | None = None
     ray_address: str | None = None  # spread the shapes over a Ray cluster's GPUs ("local" starts one here)
-    library: Path | None = None  # a tuned library folder: measured as the method "kernelrl" (see library.bench)
+    library: Path | None = None  # a tuned library folder: measured as the method "kernelrl", called as users call it
 
 
 @dataclass
@@ -189,12 +189,11 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
     if cfg.library is not None:
         from kernelrl.library.bench import LibraryPlan
         plan = LibraryPlan.make(cfg.library, cfg.problems)
-        for name, path in plan.kernels.items():
-            keys[name] = plan.keys[name]
-            specs.append({"name": name, "kind": "candidate", "lib_path": str(path)})
-        if plan.lt_algos and not any(sp["name"] == "cublaslt_auto_nn" for sp in specs):
-            raise BenchError("the library falls back to cuBLASLt on some shapes: measure the baseline "
-                             "cublaslt_auto_nn too (--baselines all, or add it to the list)")
+        keys[plan.spec()["name"]] = plan.key
+        specs.append(plan.spec())
+        if cfg.runner != "dummy":  # build the C++ fast path here, once, not inside a timed worker's first task
+            from kernelrl.library import native
+            native.load(say=ui.stage)
     db = Database(cfg.db_path)
     run_id = db.start_run(cfg.command, env)
     tasks, resumed = [], 0
@@ -202,8 +201,6 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
 
     def runs_here(problem) -> set[str]:
         here = candidates if cfg.methods_for is None else candidates & set(cfg.methods_for(problem))
-        if plan is not None:  # a library kernel runs only where the library dispatches to it
-            here = (here - set(plan.kernels)) | plan.methods_for(problem)
         return here
 
     for i, problem in enumerate(cfg.problems):
@@ -249,18 +246,14 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
             runner = Runner.create("ray", address=cfg.ray_address, inner=cfg.runner)
         else:
             runner = Runner.create(cfg.runner)
-        lt_cache = {}
-        for key, row in db.lt_algos(gpu).items():
-            lt_cache[key] = row
-        if plan is not None:
-            lt_cache.update(plan.lt_cache())
+        lt_cache = dict(db.lt_algos(gpu).items())
         runner.run(tasks, specs, settings, on_records, lt_cache=lt_cache, on_lt_algo=on_lt_algo, on_env=on_env,
                    on_progress=ui.progress)
     rows = db.rows(gpu, cfg.problems, cfg.modes, settings.cache, settings.qps, methods=keys)
     for row in rows:
         row["gpu"] = gpu
-    if plan is not None:  # the library's kernels appear as what users call: the one method `kernelrl`
-        rows = [r for r in rows if r["method"] not in plan.kernels] + plan.rows(rows)
+    if plan is not None:
+        rows = plan.rows(rows)
     db.close()
     if cfg.csv_path:
         from kernelrl.results import write_csv

@@ -392,8 +392,8 @@ def test_bench_library_reports_the_cublaslt_row_where_the_library_calls_it(tmp_p
     assert ours["dispatch"].startswith("cuBLASLt") and ours["time_us_median"] == lt["time_us_median"]
 
 
-def test_bench_library_needs_the_cublaslt_baseline_where_the_library_calls_it(tmp_path):
-    from kernelrl.bench import BenchConfig, BenchError, run_bench
+def test_bench_library_is_measured_without_the_cublaslt_baseline_it_calls(tmp_path):
+    from kernelrl.bench import BenchConfig, run_bench
     (tmp_path / "lib" / "lib").mkdir(parents=True)
     (tmp_path / "lib" / "lib" / "libkr_blas.so").write_bytes(b"")
     (tmp_path / "lib" / "manifest.json").write_text(json.dumps({"native": "lib/libkr_blas.so", "kernels": {},
@@ -401,8 +401,40 @@ def test_bench_library_needs_the_cublaslt_baseline_where_the_library_calls_it(tm
                                      "fallback": {"method": "cublaslt_auto_nn", "algo": "ab" * 64}}}}))
     cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"], runner="dummy",
                       db_path=tmp_path / "b.db", library=tmp_path / "lib")
-    with pytest.raises(BenchError, match="cublaslt_auto_nn"):
-        run_bench(cfg, NullUI())
+    rows = run_bench(cfg, NullUI()).rows
+    assert [(r["method"], r["dispatch"]) for r in rows if r["method"] == "kernelrl"] == \
+        [("kernelrl", "cuBLASLt (stored algorithm)")]
+
+
+def test_bench_library_measures_the_library_itself_not_its_kernels(tmp_path, monkeypatch):
+    from kernelrl.bench import BenchConfig, run_bench
+    from kernelrl.run.runner import DummyRunner
+    seen, real_run = [], DummyRunner.run
+
+    def recording_run(self, tasks, methods, *args, **kwargs):
+        seen.extend(methods)
+        return real_run(self, tasks, methods, *args, **kwargs)
+    monkeypatch.setattr(DummyRunner, "run", recording_run)
+    toy_library(tmp_path / "lib")
+    cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"],
+                      runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
+    run_bench(cfg, NullUI())
+    ours = [s for s in seen if s["name"] == "kernelrl"]
+    assert [s["kind"] for s in ours] == ["library"] and not any(s["name"] == "toy" for s in seen)
+    assert ours[0]["root"] == str((tmp_path / "lib").resolve())
+
+
+def test_bench_library_measurements_resume_until_the_library_changes(tmp_path):
+    from kernelrl.bench import BenchConfig, run_bench
+    toy_library(tmp_path / "lib")
+
+    def measured():
+        cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"],
+                          runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
+        return run_bench(cfg, NullUI()).measured_tasks
+    assert measured() == 1 and measured() == 0
+    (tmp_path / "lib" / "lib" / "libtoy.so").write_bytes(b"a rebuilt kernel")
+    assert measured() == 1
 
 
 def test_a_local_run_without_a_gpu_stops_before_building_anything(tmp_path, monkeypatch):
@@ -415,3 +447,22 @@ def test_a_local_run_without_a_gpu_stops_before_building_anything(tmp_path, monk
                      db_path=tmp_path / "t.db")
     with pytest.raises(BenchError, match="no NVIDIA GPU"):
         mod.tune(cfg, NullUI())
+
+
+def test_the_library_method_calls_the_library_as_users_do(tmp_path):
+    """On CPU tensors the library's rule is torch.matmul: the bound call computes the product into C."""
+    import torch
+
+    from kernelrl.run.methods import Buffers, LibraryCall
+    toy_library(tmp_path / "lib")
+    method = LibraryCall("kernelrl", str(tmp_path / "lib"))
+    a, b = torch.randn(64, 64).half(), torch.randn(64, 64).half()
+    bufs = Buffers(a, b, None, torch.zeros(64, 64).half())
+    assert method.bind(parse_shapes("64x64x64")[0], bufs, None, None)() == 0
+    assert torch.equal(bufs.c, torch.matmul(a, b))
+
+
+def test_a_library_method_without_a_manifest_is_a_verdict(tmp_path):
+    from kernelrl.run.methods import LibraryCall, MethodError
+    with pytest.raises(MethodError, match="cannot load the tuned library"):
+        LibraryCall("kernelrl", str(tmp_path / "nowhere"))

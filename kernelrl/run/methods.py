@@ -247,3 +247,33 @@ class Candidate(Method):
         return functools.partial(self.fn, bufs.a.data_ptr(), bufs.b.data_ptr(), bufs.c.data_ptr(), problem.m,
                                  problem.n, problem.k, _ptr(ws), ws.numel() if ws is not None else 0,
                                  stream.cuda_stream)
+
+
+class LibraryCall(Method):
+    """A tuned library called the way its users call it: `Library.hgemm(a, b, out)`, with its dispatch (the C++
+    fast path where it built) inside the timed call. One Library per folder and worker process, kept across
+    problems, as a user's process keeps the one it loaded."""
+
+    _loaded: dict[str, object] = {}
+
+    def __init__(self, name: str, root: str):
+        from kernelrl.library.runtime import Library, LibraryError
+        self.name = name
+        if root not in self._loaded:
+            try:
+                self._loaded[root] = Library(root)
+            except (LibraryError, ValueError) as exc:
+                raise MethodError(f"cannot load the tuned library: {exc}") from None
+        self.lib = self._loaded[root]
+
+    def prepare(self, problem, stream, bufs, ws):
+        from kernelrl.library import native
+        return {"fastpath": native.load() is not None}
+
+    def bind(self, problem, bufs, ws, stream):
+        a, b, c, acc, hgemm = bufs.a, bufs.b, bufs.c, problem.acc, self.lib.hgemm
+
+        def call():
+            hgemm(a, b, c, acc)
+            return 0
+        return call

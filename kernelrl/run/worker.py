@@ -93,6 +93,8 @@ class Worker:
             if method.staged and self.settings["cache"] == "cold":
                 raise Rejected("untimed input staging needs --cache hot (one staged input set)")
             return method
+        if kind == "library":
+            return M.LibraryCall(spec["name"], spec["root"])
         raise ValueError(f"unknown method kind {kind!r}")
 
     # -- one problem -----------------------------------------------------------------------------------------
@@ -425,7 +427,7 @@ class Worker:
                     if rc or rc2:
                         results[name]["errors"].append(f"returned error {rc or rc2} during {mode} timing")
         baseline_overheads = [summarize(overhead[n])["median"] for n in calls
-                              if self.kinds[n] != "candidate" and not results[n]["errors"]]
+                              if self.kinds[n] not in ("candidate", "library") and not results[n]["errors"]]
         for name in calls:
             stats = summarize(host[name])
             flag = hidden_work(overhead[name], baseline_overheads, stats["median"])

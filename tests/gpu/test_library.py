@@ -172,3 +172,17 @@ def test_a_shape_left_to_torch_runs_mm_from_the_cpp_fast_path(tmp_path):
     a2, b2 = inputs(128, 256, 64)
     c = torch_library._plans.run(a2, b2)
     assert c is not None and close(c, a2, b2)
+
+
+def test_bench_measures_the_library_as_users_call_it_in_every_mode(library, tmp_path):
+    """`kernelrl bench --library`: the worker loads the folder and times Library.hgemm, verified like any method,
+    on a tuned shape (the kernel) and a shape the library sends to torch.matmul."""
+    from kernelrl.bench import BenchConfig, NullUI, run_bench
+    from kernelrl.run.runner import RunSettings
+    from kernelrl.workloads.hgemm import parse_shapes
+    cfg = BenchConfig(problems=parse_shapes("256x512x128,64x64x64"), modes=["device", "offline"],
+                      baselines=["torch"], db_path=tmp_path / "b.db", library=library.root,
+                      settings=RunSettings(rounds=3, calls_per_round=5))
+    rows = [r for r in run_bench(cfg, NullUI()).rows if r["method"] == "kernelrl"]
+    assert len(rows) == 4 and all(r["verified"] for r in rows), [r["reason"] for r in rows]
+    assert {(r["m"], r["dispatch"]) for r in rows} == {(256, "wmma"), (64, "torch.matmul")}

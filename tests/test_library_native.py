@@ -72,3 +72,10 @@ def test_a_torch_fallback_plan_is_accepted(module):
     plans = module.Plans()
     plans.add(64, 64, 64, 0, native.TORCH, 0, 0, 0, 0, 0, 0)
     assert len(plans) == 1
+
+
+def test_a_cached_build_loads_without_ninja(module, monkeypatch):
+    """Worker processes load the build their parent made; they may have no ninja on PATH."""
+    from torch.utils import cpp_extension
+    monkeypatch.setattr(cpp_extension, "load", lambda *a, **k: pytest.fail("rebuilt instead of importing"))
+    assert hasattr(native._build(None), "Plans")

@@ -213,9 +213,9 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         winners = {r.problem: r.best for r in results if r.best is not None}
         lists = {p: shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours, cfg.correction)
                  for p in batch}
-        outcome, variants = _measure(cfg, ui, lists, cfg.command)
+        outcome, _ = _measure(cfg, ui, lists, cfg.command)
         env = outcome.env
-        results += [_pick(problem, outcome.rows, variants) for problem in batch]
+        results += [_pick(problem, outcome.rows, _own(lists[problem])) for problem in batch]
     if cfg.refine:
         results = _refine(cfg, ui, results, started)
     if cfg.lt_fallback:
@@ -241,9 +241,9 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> 
             break
         batch = todo[start:start + cfg.batch]
         lists = {r.problem: [r.best, *refinements(r.best, r.problem, cfg.refine, cfg.correction)] for r in batch}
-        outcome, variants = _measure(cfg, ui, lists, cfg.command + " (refine)")
+        outcome, _ = _measure(cfg, ui, lists, cfg.command + " (refine)")
         for problem in lists:
-            again = _pick(problem, outcome.rows, variants)
+            again = _pick(problem, outcome.rows, _own(lists[problem]))
             if again.best is not None:
                 first = by_problem[problem]
                 again.measured = {**first.measured, **again.measured}
@@ -285,6 +285,12 @@ def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> 
     for r in results:
         row = algos.get(lt_cache_key(r.problem, "nn", LT_WORKSPACE_BYTES))
         r.lt_algo = row["algo"] if row else None
+
+
+def _own(short_list: list[Variant]) -> dict[str, Variant]:
+    """A shape's own candidates by name. A shape is picked among these only: on a resumed run the database also
+    holds the shape's times of other rounds' candidates, taken in other runs, which this comparison must not mix in."""
+    return {v.name: v for v in short_list}
 
 
 def _pick(problem: GemmProblem, rows: list[dict], variants: dict[str, Variant]) -> ShapeResult:

@@ -466,3 +466,13 @@ def test_a_library_method_without_a_manifest_is_a_verdict(tmp_path):
     from kernelrl.run.methods import LibraryCall, MethodError
     with pytest.raises(MethodError, match="cannot load the tuned library"):
         LibraryCall("kernelrl", str(tmp_path / "nowhere"))
+
+
+def test_a_shape_is_picked_among_its_own_candidates_only():
+    """On a resumed run the database also returns the shape's times of candidates from other lists and rounds."""
+    from kernelrl.tune import _own, _pick
+    mine = Variant.of("toy", "fp32", tile=64, speed="slow")
+    other = Variant.of("toy", "fp32", tile=128, speed="fast")
+    rows = [{"m": 64, "n": 64, "k": 64, "acc": "fp32", "method": v.name, "time_us_median": t, "verified": True,
+             "reason": None} for v, t in ((mine, 5.0), (other, 1.0))]
+    assert _pick(GemmProblem(64, 64, 64), rows, _own([mine])).best == mine

@@ -89,9 +89,10 @@ struct Derived : Cfg {
     static_assert(Cfg::SPLIT_K == 1 || Cfg::CLUSTER_K == 1, "one split-K scheme at a time");
     static_assert(Cfg::CLUSTER_K == 1 || (!Cfg::ACC_F16 && !Cfg::EPI_SMEM), "cluster partials are fp32, stored "
                   "by the reduction itself");
-    static_assert(Cfg::CLUSTER_K <= 8 && Cfg::BM % Cfg::CLUSTER_K == 0, "portable cluster; whole rows per CTA");
-    static_assert(Cfg::CLUSTER_K == 1 || (Cfg::BM / Cfg::CLUSTER_K) * (Cfg::BN / 4) % THREADS == 0,
-                  "each CTA's share of the reduction divides over its threads");
+    // Up to 8 blocks is the portable cluster limit; 16 is allowed on Hopper with the non-portable attribute
+    // (set at launch), where the GPU can place it.
+    static_assert(Cfg::CLUSTER_K <= 16 && Cfg::BM % Cfg::CLUSTER_K == 0, "cluster of at most 16; whole rows per CTA");
+    static constexpr bool NON_PORTABLE_CLUSTER = Cfg::CLUSTER_K > 8;
     static_assert(SMEM_BYTES <= 227 * 1024, "227 KB of shared memory per block on sm_90");
 };
 using K = Derived<Config>;
@@ -400,8 +401,9 @@ hgemm_mma_kernel(const __half* __restrict__ A, const __half* __restrict__ B, __h
         constexpr int ROWS = D::BM / D::CLUSTER_K, QUADS = ROWS * D::BN / 4;
         const int rank = (int)cluster.block_rank();
 #pragma unroll
-        for (int i = 0; i < QUADS / D::THREADS; ++i) {
+        for (int i = 0; i < (QUADS + D::THREADS - 1) / D::THREADS; ++i) {
             const int q = tid + i * D::THREADS;
+            if (QUADS % D::THREADS != 0 && q >= QUADS) break;   // a share smaller than the block (large clusters)
             const int r = rank * ROWS + q / (D::BN / 4), c = (q % (D::BN / 4)) * 4;
             float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
@@ -527,7 +529,7 @@ static size_t workspace_bytes_for(int M, int N, int Kd) {
 // cudaFuncSetAttribute(MaxDynamicSharedMemorySize) is needed once per device when the tile uses more than the
 // default 48 KB; remember it per device (a benign race: concurrent callers set the same value).
 static cudaError_t configure_smem() {
-    if (K::SMEM_BYTES <= 48 * 1024) return cudaSuccess;
+    if (K::SMEM_BYTES <= 48 * 1024 && !K::NON_PORTABLE_CLUSTER) return cudaSuccess;
     static volatile unsigned long long configured = 0;   // bit d: device d done
     int dev = 0;
     cudaError_t err = cudaGetDevice(&dev);
@@ -535,6 +537,8 @@ static cudaError_t configure_smem() {
     const unsigned long long bit = dev < 64 ? (1ull << dev) : 0ull;
     if (bit && (configured & bit)) return cudaSuccess;
     err = cudaFuncSetAttribute(hgemm_mma_kernel<Config>, cudaFuncAttributeMaxDynamicSharedMemorySize, K::SMEM_BYTES);
+    if (err == cudaSuccess && K::NON_PORTABLE_CLUSTER)
+        err = cudaFuncSetAttribute(hgemm_mma_kernel<Config>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (err == cudaSuccess && bit) configured = configured | bit;
     return err;
 }

@@ -166,7 +166,7 @@ def manifest_winners(out: Path, acc: str) -> dict[GemmProblem, Variant]:
     if not path.is_file():
         return {}
     shapes = json.loads(path.read_text()).get("shapes", {})
-    return {GemmProblem(e["m"], e["n"], e["k"], acc=e["acc"]): Variant.of(e["family"], e["acc"], **e["params"])
+    return {GemmProblem(e["m"], e["n"], e["k"], acc=e["acc"]): Variant.from_dict(e)
             for e in shapes.values() if e.get("family") in SPACES and e.get("params") and e["acc"] == acc}
 
 

@@ -17,8 +17,8 @@ from kernelrl.space.cutlass_sm90 import SMEM_CAPACITY, CutlassSm90Space
 from kernelrl.workloads.hgemm import GemmProblem
 
 SPACE = SPACES["cutlass_sm90"]
-DEFAULTS = dict(tile="128x128x64", cluster="1x1", schedule="coop", tile_scheduler="persistent", stages="auto",
-                raster="along_m", swizzle=1)
+DEFAULTS = dict(tile="128x128x64", cluster="1x1", schedule="coop", tile_scheduler="persistent", splits=1,
+                stages="auto", raster="along_m", swizzle=1)
 
 
 def point(acc="fp32", **kw) -> Variant:
@@ -32,7 +32,7 @@ def test_registered_under_its_family_name():
     assert SPACE.family == "cutlass_sm90"
 
 
-@pytest.mark.parametrize("acc, grid, legal", [("fp32", 44, 400), ("fp16", 50, 472)])
+@pytest.mark.parametrize("acc, grid, legal", [("fp32", 50, 912), ("fp16", 56, 984)])
 def test_grid_sizes(acc, grid, legal):
     # The default grid is a few dozen structures per accumulator; the legal space adds the raster/swizzle
     # refinements of every persistent point (8 each) and the pruned structures.
@@ -44,7 +44,7 @@ def test_grid_composition_fp32():
     from collections import Counter
     counts = Counter((v.p["schedule"], v.p["tile_scheduler"]) for v in SPACE.points("fp32"))
     assert counts == {("ws", "persistent"): 8, ("pingpong", "persistent"): 12, ("coop", "persistent"): 16,
-                      ("coop", "streamk"): 8}
+                      ("coop", "streamk"): 14}
 
 
 def test_names_are_unique_and_procedural():
@@ -52,7 +52,7 @@ def test_names_are_unique_and_procedural():
     assert len(names) == len(set(names))
     for name in names:
         assert re.fullmatch(r"cutlass_sm90_f(32|16)_\d+x\d+x64_c\dx\d_(ws|(coop|pingpong)_(persistent|streamk)"
-                            r"_ras_[mn]_sw[1248])", name), name
+                            r"(_sk(2|4|8|16))?_ras_[mn]_sw[1248])", name), name
 
 
 def test_name_of_the_brief_example():
@@ -287,3 +287,43 @@ def test_neighbours_add_the_raster_and_swizzle_siblings_the_grid_prunes():
     assert "cutlass_sm90_f32_128x256x64_c1x1_coop_persistent_ras_n_sw8" in names  # a sibling, off the default grid
     assert "cutlass_sm90_f32_128x256x64_c2x1_coop_persistent_ras_m_sw1" in names  # one cluster step
     assert winner.name not in names and all(space.check(v) is None for v in space.neighbours(winner))
+
+
+# -- explicit split-K (stream-K scheduler) --------------------------------------------------------------------------
+def test_explicit_splits_need_the_stream_k_scheduler():
+    assert "stream-K scheduler only" in SPACE.check(point(splits=8))
+    assert SPACE.check(point(tile_scheduler="streamk", splits=8)) is None
+
+
+def test_explicit_splits_are_named_and_set_in_the_arguments():
+    v = point(tile="128x64x64", tile_scheduler="streamk", splits=8)
+    assert v.name == "cutlass_sm90_f32_128x64x64_c1x1_coop_streamk_sk8_ras_m_sw1"
+    assert "args.scheduler.splits = 8;" in v.source()
+    assert "scheduler.splits" not in point(tile_scheduler="streamk").source()
+
+
+def test_points_without_splits_render_as_before_the_knob():
+    """Sources of splits=1 points carry no trace of the knob, so earlier builds and measurements stay valid."""
+    info = re.search(r'kernelrl_hgemm_info\(void\) \{ return "(.*)"; \}', point().source()).group(1)
+    assert "splits" not in info.replace('\\"', '"')
+
+
+def test_the_default_grid_has_small_tile_deep_splits_only():
+    split_points = [v for v in SPACE.points("fp32") if v.p["splits"] > 1]
+    assert {(v.p["tile"], v.p["splits"]) for v in split_points} == \
+        {(t, s) for t in ("128x64x64", "128x128x64") for s in (4, 8, 16)}
+    assert "explicit split-K only" in SPACE.pruned(point(tile_scheduler="streamk", splits=2))
+
+
+def test_a_stored_point_from_before_the_splits_knob_loads_as_splits_1():
+    stored = {"family": "cutlass_sm90", "acc": "fp32", "params": {k: v for k, v in DEFAULTS.items() if k != "splits"}}
+    assert Variant.from_dict(stored) == point()
+
+
+def test_the_model_counts_explicit_splits_as_more_ctas_in_one_launch():
+    from kernelrl.space.model import predict_us, waves
+    deep = GemmProblem(256, 512, 16384)
+    plain, split = point(tile="128x64x64", tile_scheduler="streamk"), \
+        point(tile="128x64x64", tile_scheduler="streamk", splits=8)
+    assert waves(split, deep)[0] == 8 * waves(plain, deep)[0]
+    assert predict_us(split, deep) < predict_us(plain, deep)

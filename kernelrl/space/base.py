@@ -49,7 +49,10 @@ class Variant:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Variant":
-        return cls.of(data["family"], data["acc"], **data["params"])
+        """A stored point; knobs its family gained since are filled with the value that reproduces it."""
+        space = SPACES.get(data["family"])
+        params = {**space.later_knobs, **data["params"]} if space is not None else data["params"]
+        return cls.of(data["family"], data["acc"], **params)
 
 
 class KernelSpace:
@@ -57,6 +60,8 @@ class KernelSpace:
 
     family: str = ""
     knobs: dict[str, list] = {}
+    # Knobs added after points were first stored (manifests, databases), with the value that reproduces those points.
+    later_knobs: dict[str, Any] = {}
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

@@ -21,6 +21,10 @@ Knobs (the values each may take; `check()` says which combinations CUTLASS accep
                   get_valid_schedules): the non-persistent ws kernel only with the default NoSmem epilogue.
   tile_scheduler  persistent (cutlass::gemm::PersistentScheduler) or streamk (StreamKScheduler, decomposition
                   chosen by CUTLASS's heuristic: data-parallel, split-K or stream-K per problem)
+  splits          1, or an explicit split-K count for the stream-K scheduler (its SplitK decomposition: each
+                  output tile's K range cut into that many units, reduced in-kernel through the workspace; CUTLASS
+                  may lower the count to fit the SMs and K). Deep-K shapes with few output tiles need it: the
+                  heuristic decomposition and the persistent scheduler leave most SMs idle there
   stages          "auto" (StageCountAutoCarveout: as many mainloop stages as fit in 227 KB after the epilogue's
                   shared memory) or an explicit count >= 2
   raster, swizzle the persistent scheduler's tile order (along_m / along_n) and swizzle width (1, 2, 4, 8): runtime
@@ -31,6 +35,7 @@ along_m / 1 there, and `siblings()` lists a structure's raster/swizzle refinemen
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Iterator
 
@@ -47,6 +52,9 @@ SWIZZLES = [1, 2, 4, 8]
 # "auto": CUTLASS's carveout rule already picks the deepest pipeline that fits, and every explicit count would
 # multiply the compile bill.
 STAGES = ["auto"]
+SPLITS = [1, 2, 4, 8, 16]
+# Explicit split-K on the default grid: small tiles (many units per SM, as cuBLAS's deep-K kernels) and deep splits.
+SPLIT_TILES, SPLIT_MIN = ("128x64x64", "128x128x64"), 4
 CANONICAL_RASTER, CANONICAL_SWIZZLE = "along_m", 1
 
 # cutlass/gemm/collective/builders/sm90_common.inl: sm90_smem_capacity_bytes (227 KB, the opt-in maximum per block).
@@ -88,10 +96,12 @@ class CutlassSm90Space(KernelSpace):
         "cluster": CLUSTERS,
         "schedule": SCHEDULES,
         "tile_scheduler": TILE_SCHEDULERS,
+        "splits": SPLITS,
         "stages": STAGES,
         "raster": RASTERS,
         "swizzle": SWIZZLES,
     }
+    later_knobs = {"splits": 1}
 
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
@@ -187,6 +197,9 @@ class CutlassSm90Space(KernelSpace):
         #    stream-K scheduler"; the ws kernel static_asserts its scheduler is void or PersistentScheduler.
         if scheduler == "streamk" and schedule != "coop":
             return f"stream-K runs only on the cooperative kernel ({schedule} static_asserts against it)"
+        # 2b. An explicit split count is a stream-K scheduler argument (PersistentScheduler has no `splits`).
+        if p["splits"] > 1 and scheduler != "streamk":
+            return f"splits={p['splits']}: explicit split-K runs on the stream-K scheduler only"
         # 3. Registers: the accumulator tile must fit in the consumer threads' register budget (ptxas, not a
         #    static_assert: 256 accumulator registers per thread cannot be held under setmaxnreg 232/240).
         regs = self.acc_regs(variant)
@@ -230,6 +243,8 @@ class CutlassSm90Space(KernelSpace):
             return "ws (the non-persistent baseline) only with clusters 1x1 and 2x1"
         if scheduler == "streamk" and cluster not in ("1x1", "2x1"):
             return "stream-K only with clusters 1x1 and 2x1 (its fix-up unit is a whole cluster)"
+        if p["splits"] > 1 and (cluster != "1x1" or p["tile"] not in SPLIT_TILES or p["splits"] < SPLIT_MIN):
+            return f"explicit split-K only with cluster 1x1, tiles {'/'.join(SPLIT_TILES)} and splits >= {SPLIT_MIN}"
         if schedule == "pingpong" and cluster == "2x2":
             return "4-CTA clusters only with the cooperative schedule"
         return None
@@ -274,7 +289,8 @@ class CutlassSm90Space(KernelSpace):
 
     def resources(self, variant: Variant) -> dict:
         return {"threads": self.threads(variant), "smem_bytes": self.smem_bytes(variant),
-                "tile": self.tile(variant), "cluster": self.cluster(variant), "split_k": 1,
+                "tile": self.tile(variant), "cluster": self.cluster(variant), "split_k": variant.p["splits"],
+                "split_reduce": "fixup",
                 "stages": self.stage_count(variant), "acc_regs": self.acc_regs(variant),
                 "persistent": variant.p["schedule"] != "ws",
                 "schedule": (variant.p["schedule"], variant.p["tile_scheduler"])}
@@ -287,7 +303,17 @@ class CutlassSm90Space(KernelSpace):
         if p["schedule"] == "ws":  # non-persistent: no scheduler, no tile order
             return head
         raster = {"along_m": "m", "along_n": "n"}.get(p["raster"], p["raster"])
-        return f"{head}_{p['tile_scheduler']}_ras_{raster}_sw{p['swizzle']}"
+        splits = f"_sk{p['splits']}" if p["splits"] > 1 else ""
+        return f"{head}_{p['tile_scheduler']}{splits}_ras_{raster}_sw{p['swizzle']}"
+
+    def info_json(self, variant: Variant) -> str:
+        """As the base class, without `splits` when it is 1: the sources of the points that existed before the knob
+        stay byte-identical, so their builds and measurements (keyed by source) stay valid."""
+        if variant.p.get("splits") != 1:
+            return super().info_json(variant)
+        p = {k: v for k, v in variant.p.items() if k != "splits"}
+        return json.dumps({"acc": variant.acc, "family": self.family, "params": p, "name": variant.name},
+                          separators=(",", ":")).replace("\\", "\\\\").replace('"', '\\"')
 
     def render(self, variant: Variant) -> str:
         reason = self.check(variant)
@@ -309,7 +335,10 @@ class CutlassSm90Space(KernelSpace):
             stages_comment="auto: StageCountAutoCarveout" if p["stages"] == "auto" else "explicit",
             raster_along_n="true" if p["raster"] == "along_n" else "false", swizzle=p["swizzle"])
         info = f'const char* kernelrl_hgemm_info(void) {{ return "{self.info_json(variant)}"; }}\n'
-        return header + config + BODY + EXPORTS + info + "\n}  // extern \"C\"\n"
+        body = BODY
+        if p["splits"] > 1:
+            body = body.replace(SPLITS_ANCHOR, SPLITS_LINE.format(splits=p["splits"]) + SPLITS_ANCHOR)
+        return header + config + body + EXPORTS + info + "\n}  // extern \"C\"\n"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -515,6 +544,12 @@ static int status_to_error(cutlass::Status status) {
 }  // namespace kr_cutlass
 
 """
+
+# Explicit split-K: one line in make_arguments, only in the sources of points with splits > 1.
+SPLITS_ANCHOR = "    return args;\n}\n\n// A CUTLASS status"
+SPLITS_LINE = ("    // Explicit split-K: the stream-K scheduler's SplitK decomposition, K cut into {splits} units per tile.\n"
+               "    args.scheduler.splits = {splits};\n")
+assert SPLITS_ANCHOR in BODY
 
 EXPORTS = """\
 extern "C" {

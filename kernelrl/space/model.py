@@ -79,8 +79,11 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
     # Split-K through a workspace writes fp32 partials and a second kernel reads them back: time added after the
     # main kernel. A cluster reduction (DSMEM) stays on chip: a barrier and a few hundred nanoseconds.
     on_chip = r.get("split_reduce") == "cluster"
+    fixup = r.get("split_reduce") == "fixup"  # CUTLASS stream-K's split-K: partials reduced in-kernel, in L2
     if split > 1 and on_chip:
         reduce_us = CLUSTER_REDUCE_US
+    elif split > 1 and fixup:
+        reduce_us = (2 * split * problem.m * problem.n * 4) / (machine.l2_tbps * 1e12) * 1e6
     elif split > 1:
         reduce_us = (2 * split * problem.m * problem.n * 4 + problem.m * problem.n * 2) / (machine.hbm_tbps * 1e12) * 1e6
     else:
@@ -88,7 +91,7 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
     # Every CTA streams its A and B panels through L2: (BM + BN) × K halves per output tile.
     operand_bytes = math.ceil(problem.m / bm) * math.ceil(problem.n / bn) * (bm + bn) * problem.k * 2
     l2_us = operand_bytes / (machine.l2_tbps * 1e12) * 1e6
-    launches = 2 if split > 1 and not on_chip else 1
+    launches = 2 if split > 1 and not (on_chip or fixup) else 1
     return max(compute_us, memory_us, l2_us) + reduce_us + LAUNCH_US * launches
 
 

@@ -21,6 +21,7 @@ from kernelrl.workloads.hgemm import GemmProblem, size_class  # noqa: E402
 
 GRID = [64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384]
 FALLBACKS = ["torch", "cublaslt_auto_nn"]
+SPLITS, SPLIT_TILES = (4, 8, 16), ("128x64x64", "128x128x64")  # the explicit split-K points measured
 
 
 def deep_k_shapes() -> list[GemmProblem]:
@@ -38,7 +39,11 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     shapes = deep_k_shapes()[:args.limit or None]
-    variants = [v for v in SPACES["cutlass_sm90"].points("fp32") if v.p["tile_scheduler"] == "streamk"]
+    space = SPACES["cutlass_sm90"]
+    variants = [v for v in space.points("fp32") if v.p["tile_scheduler"] == "streamk"]  # CUTLASS's decomposition
+    variants += [v for v in space.points("fp32", full=True)  # explicit splits, small tiles, canonical tile order
+                 if v.p["splits"] in SPLITS and v.p["tile"] in SPLIT_TILES and v.p["cluster"] == "1x1"
+                 and (v.p["raster"], v.p["swizzle"], v.p["stages"]) == ("along_m", 1, "auto")]
     cfg = BenchConfig(problems=shapes, modes=["device"], baselines=FALLBACKS, db_path=out / "deepk_splits.db",
                       csv_path=out / "deepk_splits.csv", sources={v.name: v.source() for v in variants},
                       ray_address=args.ray, runner=args.runner, command="benchmarks/deepk_splits.py")

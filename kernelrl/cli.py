@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a second round: measure each winner again beside up to N one-step neighbours (other "
                          "stages, tiles, clusters, raster/swizzle) and keep the fastest")
     tu.add_argument("--batch", type=int, default=100, help="shapes measured per worker run")
+    tu.add_argument("--min-gain", type=float, default=1.01, metavar="X",
+                    help="dispatch a kernel only where it beats the faster fallback by more than this factor (near "
+                         "ties go to the library, which re-measures no worse)")
     tu.add_argument("--budget-minutes", type=float, default=None, help="stop starting new batches after this")
     tu.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
     tu.add_argument("--rounds", type=int, default=5)
@@ -307,8 +310,12 @@ def _tune(args) -> int:
     families = sorted(SPACES) if args.families == "all" else [f.strip() for f in args.families.split(",") if f.strip()]
     if not families:
         raise BenchError("no kernel family is available: install kernelrl completely or pass --families")
+    if args.min_gain < 1.0:
+        raise BenchError(f"--min-gain {args.min_gain}: below 1 the library would dispatch kernels slower than its "
+                         "fallback; pass 1 or more (1.01 is the default)")
     cfg = TuneConfig(problems=parse_shapes(args.shapes, acc=args.acc), families=families, out=Path(args.out),
                      top_k=args.top_k, neighbours=args.neighbours, batch=args.batch, refine=args.refine,
+                     min_gain=args.min_gain,
                      budget_minutes=args.budget_minutes,
                      settings=RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout),
                      db_path=Path(args.db) if args.db else None, arch=args.arch, runner=args.runner,
@@ -356,16 +363,13 @@ def _tune_summary(results) -> Table:
     for r in results:
         classes[r.problem.size_class].append(r)
         classes["all"].append(r)
-    def library_us(r):  # what the library runs: its kernel where it beats the fallback, else the fallback
-        return min(r.best_us, r.fallback_us) if r.best_us else r.fallback_us
-
     for cls, rs in classes.items():
         if not rs:
             continue
         tuned = [r for r in rs if r.yardstick_us]
-        gains = [r.yardstick_us / library_us(r) for r in tuned]
+        gains = [r.yardstick_us / r.library_us for r in tuned]
         table.add_row(cls, str(len(rs)), str(len(tuned)),
-                      str(sum(1 for r in tuned if r.best_us and r.best_us < r.fallback_us)),
+                      str(sum(1 for r in tuned if r.uses_kernel)),
                       f"{geomean(gains):.3f}×" if gains else "—", f"{max(gains):.2f}×" if gains else "—")
     return table
 

@@ -45,6 +45,9 @@ class TuneConfig:
     command: str = ""
     ray_address: str | None = None
     learn_from: str | None = None  # measurements to correct the cost model with (kernelrl/space/learned.py)
+    # A kernel must beat the fallback by more than this factor to be dispatched. Gains under 1 % at tuning time were
+    # a coin toss when the library was measured again (benchmarks/results/h200/summary.md, "winner's curse").
+    min_gain: float = 1.01
 
     @functools.cached_property
     def correction(self):
@@ -67,6 +70,7 @@ class ShapeResult:
     measured: dict[str, float]
     failed: dict[str, str]
     lt_algo: str | None = None  # the autotuned cuBLASLt algorithm (hex), when that is the faster fallback
+    min_gain: float = 1.0  # the kernel is dispatched only when fallback time / kernel time exceeds this
 
     @property
     def fallback(self) -> str:
@@ -79,6 +83,18 @@ class ShapeResult:
     @property
     def fallback_us(self) -> float | None:
         return self.measured.get(self.fallback)
+
+    @property
+    def uses_kernel(self) -> bool:
+        """Whether the library dispatches this shape to its tuned kernel rather than to the fallback."""
+        if self.best is None or not self.best_us:
+            return False
+        return self.fallback_us is None or self.fallback_us / self.best_us > self.min_gain
+
+    @property
+    def library_us(self) -> float | None:
+        """The tuning run's time of what the library runs here."""
+        return self.best_us if self.uses_kernel else self.fallback_us
 
 
 def log_distance(a: GemmProblem, b: GemmProblem) -> float:
@@ -220,6 +236,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         results = _refine(cfg, ui, results, started)
     if cfg.lt_fallback:
         _attach_lt_algos(cfg, results, env)
+    for r in results:
+        r.min_gain = cfg.min_gain
     from kernelrl.library.export import write_library
     builder = None
     if cfg.runner == "local":  # the winners are in the build cache already: copying them costs no compile

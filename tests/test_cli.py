@@ -85,3 +85,11 @@ def test_unknown_command_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit) as info:
         main(["frobnicate"])
     assert info.value.code == 2
+
+
+def test_tune_refuses_a_margin_below_one(tmp_path, capsys):
+    from kernelrl.cli import main
+    assert main(["tune", "--shapes", "64x64x64", "--out", str(tmp_path / "lib"), "--runner", "dummy",
+                 "--min-gain", "0.9"]) == 2
+    err = capsys.readouterr().err
+    assert "--min-gain 0.9" in err and len(err.strip().splitlines()) == 1

@@ -476,3 +476,12 @@ def test_a_shape_is_picked_among_its_own_candidates_only():
     rows = [{"m": 64, "n": 64, "k": 64, "acc": "fp32", "method": v.name, "time_us_median": t, "verified": True,
              "reason": None} for v, t in ((mine, 5.0), (other, 1.0))]
     assert _pick(GemmProblem(64, 64, 64), rows, _own([mine])).best == mine
+
+
+def test_a_kernel_within_the_margin_of_its_fallback_is_not_dispatched():
+    from kernelrl.tune import ShapeResult
+    kernel = Variant.of("toy", "fp32", tile=64, speed="fast")
+    near = ShapeResult(GemmProblem(64, 64, 64), kernel, 9.95, 10.0, {"torch": 10.0}, {}, min_gain=1.01)
+    clear = ShapeResult(GemmProblem(64, 64, 64), kernel, 9.0, 10.0, {"torch": 10.0}, {}, min_gain=1.01)
+    assert not near.uses_kernel and near.library_us == 10.0
+    assert clear.uses_kernel and clear.library_us == 9.0

@@ -21,9 +21,9 @@ def shape_key(m: int, n: int, k: int, acc: str) -> str:
 def write_library(out: Path, results, ui=None, builder=None, env: dict | None = None) -> dict:
     """manifest.json + kernels/NAME.cu for every kernel that won a shape; with a builder, also lib/libNAME.so.
 
-    A shape whose best tuned kernel is not faster than its fallback (torch.matmul, or cuBLASLt with its autotuned
-    algorithm where that was faster) dispatches to the fallback: the library never makes a shape slower than what
-    the user had."""
+    A shape whose best tuned kernel does not beat its fallback (torch.matmul, or cuBLASLt with its autotuned
+    algorithm where that was faster) by more than the run's margin (`ShapeResult.uses_kernel`) dispatches to the
+    fallback: the library never makes a shape slower than what the user had."""
     out = Path(out)
     (out / "kernels").mkdir(parents=True, exist_ok=True)
     shapes, kernels = {}, {}
@@ -37,7 +37,7 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
             entry["fallback"] = {"method": r.fallback, "algo": r.lt_algo, "time_us": r.fallback_us}
         if r.best is not None:
             entry.update(kernel=r.best.name, family=r.best.family, params=r.best.p)
-            if r.fallback_us is None or r.best_us < r.fallback_us:
+            if r.uses_kernel:
                 entry["dispatch"] = "kernel"
                 kernels[r.best.name] = r.best
         shapes[shape_key(p.m, p.n, p.k, p.acc)] = entry

@@ -18,18 +18,16 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from kernelrl.build.builder import BuildRequest, LocalBuilder  # noqa: E402
-from kernelrl.space.learned import variants_by_name  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from profile_gap import build  # noqa: E402  (a kernel of the spaces, by name, through the build cache)
 
 
 def load(name: str):
-    variant = variants_by_name("fp32").get(name)
-    if variant is None:
-        raise SystemExit(f"{name}: no kernel space has a point of that name")
-    built = LocalBuilder().build(BuildRequest(variant.source(), name=name))
-    if not built.ok:
-        raise SystemExit(f"{name} does not build: {built.log[-300:]}")
-    lib = ctypes.CDLL(str(built.lib_path))
+    try:
+        path = build(name)
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from None
+    lib = ctypes.CDLL(path)
     vp, i = ctypes.c_void_p, ctypes.c_int
     lib.kernelrl_hgemm.argtypes = [vp, vp, vp, i, i, i, vp, ctypes.c_size_t, vp]
     lib.kernelrl_hgemm_workspace.argtypes = [i, i, i]

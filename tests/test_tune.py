@@ -377,13 +377,19 @@ def test_library_takes_cublaslt_shapes_only_with_its_native_shim(tmp_path):
     assert Library(tmp_path / "b").lt_algos == {(64, 64, 64, "fp32"): "ab" * 64}
 
 
-def test_bench_library_reports_the_cublaslt_row_where_the_library_calls_it(tmp_path):
-    from kernelrl.bench import BenchConfig, run_bench
-    (tmp_path / "lib" / "lib").mkdir(parents=True)
-    (tmp_path / "lib" / "lib" / "libkr_blas.so").write_bytes(b"")
-    (tmp_path / "lib" / "manifest.json").write_text(json.dumps({"native": "lib/libkr_blas.so", "kernels": {},
+def lt_library(root):
+    """A library folder that sends 64x64x64 to cuBLASLt with a stored algorithm, through its copy of the shim."""
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "libkr_blas.so").write_bytes(b"")
+    (root / "manifest.json").write_text(json.dumps({"native": "lib/libkr_blas.so", "kernels": {},
         "shapes": {"64x64x64:fp32": {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": None, "dispatch": "fallback",
                                      "fallback": {"method": "cublaslt_auto_nn", "algo": "ab" * 64}}}}))
+    return root
+
+
+def test_bench_library_reports_the_cublaslt_row_where_the_library_calls_it(tmp_path):
+    from kernelrl.bench import BenchConfig, run_bench
+    lt_library(tmp_path / "lib")
     cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch", "cublaslt_auto_nn"],
                       runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
     rows = run_bench(cfg, NullUI()).rows
@@ -394,11 +400,7 @@ def test_bench_library_reports_the_cublaslt_row_where_the_library_calls_it(tmp_p
 
 def test_bench_library_is_measured_without_the_cublaslt_baseline_it_calls(tmp_path):
     from kernelrl.bench import BenchConfig, run_bench
-    (tmp_path / "lib" / "lib").mkdir(parents=True)
-    (tmp_path / "lib" / "lib" / "libkr_blas.so").write_bytes(b"")
-    (tmp_path / "lib" / "manifest.json").write_text(json.dumps({"native": "lib/libkr_blas.so", "kernels": {},
-        "shapes": {"64x64x64:fp32": {"m": 64, "n": 64, "k": 64, "acc": "fp32", "kernel": None, "dispatch": "fallback",
-                                     "fallback": {"method": "cublaslt_auto_nn", "algo": "ab" * 64}}}}))
+    lt_library(tmp_path / "lib")
     cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"], runner="dummy",
                       db_path=tmp_path / "b.db", library=tmp_path / "lib")
     rows = run_bench(cfg, NullUI()).rows

@@ -189,8 +189,9 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
     if cfg.library is not None:
         from kernelrl.library.bench import LibraryPlan
         plan = LibraryPlan.make(cfg.library, cfg.problems)
-        keys[plan.spec()["name"]] = plan.key
-        specs.append(plan.spec())
+        spec = plan.spec()
+        keys[spec["name"]] = plan.key
+        specs.append(spec)
         if cfg.runner != "dummy":  # build the C++ fast path here, once, not inside a timed worker's first task
             from kernelrl.library import native
             native.load(say=ui.stage)
@@ -200,8 +201,7 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
     candidates = {s["name"] for s in specs if s["kind"] == "candidate"} | set(failures)
 
     def runs_here(problem) -> set[str]:
-        here = candidates if cfg.methods_for is None else candidates & set(cfg.methods_for(problem))
-        return here
+        return candidates if cfg.methods_for is None else candidates & set(cfg.methods_for(problem))
 
     for i, problem in enumerate(cfg.problems):
         here = runs_here(problem)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelrl.bench import BenchConfig, BenchError, require_gpu, run_bench
+from kernelrl.library.export import LT_FALLBACK
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES, Variant
 from kernelrl.space.model import rank
@@ -22,9 +23,8 @@ from kernelrl.workloads.hgemm import GemmProblem
 
 WORTH_MEASURING = 2.0  # keep points the model predicts within this factor of its best for the shape
 YARDSTICK = "torch"  # the runtime's default fallback: a tuned kernel is used only where it beats the fallback
-# The other fallback the runtime can call as the user's tensors come (row-major B, no transpose): cuBLASLt with the
-# algorithm its autotuning search picked for the shape. Where it beats torch.matmul, the library calls it instead.
-LT_FALLBACK = "cublaslt_auto_nn"
+# The other fallback (LT_FALLBACK, kernelrl/library/export.py): cuBLASLt with the algorithm its autotuning search
+# picked for the shape. Where it beats torch.matmul, the library calls it instead.
 
 
 @dataclass
@@ -229,7 +229,7 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         winners = {r.problem: r.best for r in results if r.best is not None}
         lists = {p: shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours, cfg.correction)
                  for p in batch}
-        outcome, _ = _measure(cfg, ui, lists, cfg.command)
+        outcome = _measure(cfg, ui, lists, cfg.command)
         env = outcome.env
         results += [_pick(problem, outcome.rows, _own(lists[problem])) for problem in batch]
     if cfg.refine:
@@ -259,7 +259,7 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> 
             break
         batch = todo[start:start + cfg.batch]
         lists = {r.problem: [r.best, *refinements(r.best, r.problem, cfg.refine, cfg.correction)] for r in batch}
-        outcome, _ = _measure(cfg, ui, lists, cfg.command + " (refine)")
+        outcome = _measure(cfg, ui, lists, cfg.command + " (refine)")
         for problem in lists:
             again = _pick(problem, outcome.rows, _own(lists[problem]))
             if again.best is not None:
@@ -275,7 +275,7 @@ def _over_budget(cfg: TuneConfig, started: float) -> bool:
 
 
 def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], command: str):
-    """One evaluator run: each shape's own short list beside the fallbacks, in device mode. (outcome, variants)"""
+    """One evaluator run: each shape's own short list beside the fallbacks, in device mode."""
     variants = {v.name: v for vs in lists.values() for v in vs}
     per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
     bench = BenchConfig(problems=list(lists), modes=["device"], baselines=_fallbacks(cfg), settings=cfg.settings,
@@ -283,7 +283,7 @@ def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], comma
                         methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
                         ray_address=cfg.ray_address, command=command,
                         **({"db_path": cfg.db_path} if cfg.db_path else {}))
-    return run_bench(bench, ui), variants
+    return run_bench(bench, ui)
 
 
 def _fallbacks(cfg: TuneConfig) -> list[str]:

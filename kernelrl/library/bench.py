@@ -11,12 +11,12 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelrl.library.export import LT_FALLBACK as LT
 from kernelrl.library.export import MANIFEST
 from kernelrl.workloads.hgemm import GemmProblem
 
 METHOD = "kernelrl"
 FALLBACK = "torch"
-LT = "cublaslt_auto_nn"  # a shape the library sends to cuBLASLt with its stored algorithm
 _RUNTIME = [Path(__file__).with_name(n) for n in ("runtime.py", "fastpath.cpp", "native.py")]
 
 

@@ -12,6 +12,9 @@ from pathlib import Path
 from kernelrl import __version__
 
 MANIFEST = "manifest.json"
+# The fallback method a manifest names for shapes the library sends to cuBLASLt with a stored autotuned algorithm
+# (row-major B as the user's tensors come, no transpose): the evaluator's baseline of the same name.
+LT_FALLBACK = "cublaslt_auto_nn"
 
 
 def shape_key(m: int, n: int, k: int, acc: str) -> str:

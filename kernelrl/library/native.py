@@ -61,16 +61,16 @@ def _build(say):
     from torch.utils.cpp_extension import load as load_extension
 
     from kernelrl.build.builder import cache_root
-    build_dir = cache_root() / "torch_extensions" / build_name()
-    built = build_dir / f"{build_name()}.so"
+    name = build_name()
+    build_dir = cache_root() / "torch_extensions" / name
+    built = build_dir / f"{name}.so"
     if built.is_file():  # built before (its name pins source and torch): import it, no compiler or ninja needed
         import importlib.util
-        spec = importlib.util.spec_from_file_location(build_name(), built)
+        spec = importlib.util.spec_from_file_location(name, built)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
     build_dir.mkdir(parents=True, exist_ok=True)
-    if say is not None and not any(build_dir.glob("*.so")):
+    if say is not None:
         say("building the C++ dispatch fast path (once per machine and torch version)")
-    return load_extension(build_name(), [str(SOURCE)], build_directory=str(build_dir), extra_cflags=["-O2"],
-                          verbose=False)
+    return load_extension(name, [str(SOURCE)], build_directory=str(build_dir), extra_cflags=["-O2"], verbose=False)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from kernelrl.library.export import MANIFEST
+from kernelrl.library.export import LT_FALLBACK, MANIFEST
 
 
 class LibraryError(ValueError):
@@ -57,9 +57,6 @@ class _Kernel:
 
     def workspace(self, m: int, n: int, k: int) -> int:
         return 0 if self._ws is None else int(self._ws(m, n, k))
-
-
-LT_FALLBACK = "cublaslt_auto_nn"
 
 
 class _LtFallback:

@@ -201,10 +201,10 @@ class DummyRunner(Runner, kind="dummy"):
 
 
 def _dummy_time_us(problem: GemmProblem, mode: str, spec: dict) -> float:
+    if spec.get("kind") == "library":  # a library takes the time of what it dispatches the shape to
+        return _dummy_time_us(problem, mode, {"name": spec["runs"].get(f"{problem.name}:{problem.acc}", "torch")})
     base = max(problem.flops / 600e12, problem.min_bytes / 3e12) * 1e6 + 2.0 + (8.0 if mode != "device" else 0.0)
     jitter = 1.0 + (zlib.crc32(f"{spec['name']}{problem}".encode()) % 100) / 1000.0
     name = spec["name"]
-    if spec.get("kind") == "library":  # a library takes the time of what it dispatches the shape to
-        return _dummy_time_us(problem, mode, {"name": spec["runs"].get(f"{problem.name}:{problem.acc}", "torch")})
     factor = 2.0 if "slow" in name else 0.8 if "fast" in name else 1.0
     return base * factor * jitter

@@ -113,10 +113,14 @@ class KernelSpace:
     def render(self, variant: Variant) -> str:
         raise NotImplementedError
 
+    def info_params(self, variant: Variant) -> dict:
+        """The knobs kernelrl_hgemm_info reports (all of them, unless a family keeps older sources unchanged)."""
+        return variant.p
+
     def info_json(self, variant: Variant) -> str:
         """What kernelrl_hgemm_info returns, as a C string literal body."""
-        return json.dumps({"acc": variant.acc, "family": self.family, "params": variant.p, "name": variant.name},
-                          separators=(",", ":")).replace("\\", "\\\\").replace('"', '\\"')
+        return json.dumps({"acc": variant.acc, "family": self.family, "params": self.info_params(variant),
+                           "name": variant.name}, separators=(",", ":")).replace("\\", "\\\\").replace('"', '\\"')
 
 
 SPACES: dict[str, KernelSpace] = {}

@@ -23,8 +23,8 @@ Knobs (the values each may take; `check()` says which combinations CUTLASS accep
                   chosen by CUTLASS's heuristic: data-parallel, split-K or stream-K per problem)
   splits          1, or an explicit split-K count for the stream-K scheduler (its SplitK decomposition: each
                   output tile's K range cut into that many units, reduced in-kernel through the workspace; CUTLASS
-                  may lower the count to fit the SMs and K). Deep-K shapes with few output tiles need it: the
-                  heuristic decomposition and the persistent scheduler leave most SMs idle there
+                  may lower the count to fit the SMs and K). Meant for deep-K shapes with few output tiles, but
+                  measured slower than cuBLAS there on the H200, so off the default grid (see pruned())
   stages          "auto" (StageCountAutoCarveout: as many mainloop stages as fit in 227 KB after the epilogue's
                   shared memory) or an explicit count >= 2
   raster, swizzle the persistent scheduler's tile order (along_m / along_n) and swizzle width (1, 2, 4, 8): runtime
@@ -35,7 +35,6 @@ along_m / 1 there, and `siblings()` lists a structure's raster/swizzle refinemen
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Iterator
 
@@ -308,14 +307,12 @@ class CutlassSm90Space(KernelSpace):
         splits = f"_sk{p['splits']}" if p["splits"] > 1 else ""
         return f"{head}_{p['tile_scheduler']}{splits}_ras_{raster}_sw{p['swizzle']}"
 
-    def info_json(self, variant: Variant) -> str:
-        """As the base class, without `splits` when it is 1: the sources of the points that existed before the knob
-        stay byte-identical, so their builds and measurements (keyed by source) stay valid."""
+    def info_params(self, variant: Variant) -> dict:
+        """Every knob but `splits` when it is 1: the sources of the points that existed before the knob stay
+        byte-identical, so their builds and measurements (keyed by source) stay valid."""
         if variant.p.get("splits") != 1:
-            return super().info_json(variant)
-        p = {k: v for k, v in variant.p.items() if k != "splits"}
-        return json.dumps({"acc": variant.acc, "family": self.family, "params": p, "name": variant.name},
-                          separators=(",", ":")).replace("\\", "\\\\").replace('"', '\\"')
+            return variant.p
+        return {k: v for k, v in variant.p.items() if k != "splits"}
 
     def render(self, variant: Variant) -> str:
         reason = self.check(variant)

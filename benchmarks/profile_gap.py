@@ -68,6 +68,9 @@ def main() -> int:
             print(f"          {profile.format_summary(s)}")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "profile_gap.json").write_text(json.dumps(results, indent=1))
+    from kernelrl import environment
+    env = environment.collect({"command": " ".join(sys.argv), "ncu": profile.ncu_path()})
+    (Path(args.out) / "environment.json").write_text(json.dumps(env, indent=1))
     return 0
 
 

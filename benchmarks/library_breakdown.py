@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from kernelrl.run.stats import geomean  # noqa: E402
+from kernelrl.harness.stats import geomean  # noqa: E402
 from kernelrl.workloads.hgemm import size_class  # noqa: E402
 
 BUCKETS = [(1.0, 1.01), (1.01, 1.02), (1.02, 1.03), (1.03, 1.05), (1.05, 1.1), (1.1, math.inf)]

@@ -354,7 +354,7 @@ def _tune(args) -> int:
 
 
 def _tune_summary(results) -> Table:
-    from kernelrl.run.stats import geomean
+    from kernelrl.harness.stats import geomean
     table = Table(title="tuned library vs torch.matmul (device mode; a shape uses its kernel only where it beats "
                         "the faster of torch.matmul and autotuned cuBLASLt)")
     for col in ("class", "shapes", "tuned", "use a kernel", "geomean", "best"):

@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from kernelrl.baselines import BASELINES
-from kernelrl.run.stats import geomean
+from kernelrl.harness.stats import geomean
 from kernelrl.workloads.hgemm import SIZE_CLASSES, size_class
 
 CSV_COLUMNS = ["m", "n", "k", "acc", "mode", "method", "time_us_median", "time_us_p10", "time_us_p90", "tflops",

@@ -10,7 +10,13 @@ from kernelrl.evolve.verdicts import categorize, repairable
     ("malformed: no fenced ```cuda block in the reply", "malformed"),
     ("compile error: k.cu(3): error: identifier \"x\" is undefined", "compile"),
     ("contract: the file defines no kernelrl_hgemm(...) entry point", "compile"),
-    ("exception: RuntimeError: Error building extension 'k'", "compile"),
+    ("compile error: RuntimeError: Error building extension 'k'", "compile"),
+    ("compile timeout: the extension did not build in 600 s", "compile"),
+    ("on 64x64x64: during timing: stale result: the output is the answer for the previous inputs", "defence"),
+    ("on 64x64x64: content-dependent speed: 9.1 us per call when a few input elements change", "defence"),
+    ("device state: the method changed persisting L2 set-aside (bytes) = 1048576 (was 0)", "defence"),
+    ("modified inputs: A or B changed during the call", "defence"),
+    ("task too large: evaluating it needs about 150 GiB", "failed"),
     ("static screen: cuda-stream (line 9: cudaStreamCreate): creates its own CUDA stream", "rejected"),
     ("static checks: threads (line 2): imports threading", "rejected"),
     ("on 64x64x64: during timing: wrong values: error 1 exceeds the fp32 tolerance", "defence"),
@@ -40,3 +46,12 @@ def test_every_kernelbench_cheat_reason_is_a_defence_verdict():
               "same tensor every call", "out-of-bounds write", "during timing", "hidden work"}
     assert cheats <= set(REASONS)
     assert {r: categorize(f"{r}: detail") for r in cheats} == {r: "defence" for r in cheats}
+
+
+def test_a_record_is_categorized_by_its_verdict_key_not_its_text():
+    record = {"verified": False, "verdict": "stale result", "reason": "anything at all"}
+    assert categorize(record) == "defence"
+
+
+def test_a_line_no_evaluator_wrote_is_the_evaluators_own_failure():
+    assert categorize("something nobody wrote") == "failed"

@@ -182,14 +182,3 @@ def test_cuda_source_compiles_standalone(tmp_path, path):
     result = subprocess.run([shutil.which("nvcc"), "-arch=sm_90a", "-O3", "-std=c++17", "-c", str(source), "-o",
                              str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-
-
-# -- the prebuild helper ---------------------------------------------------------------------------------------------
-def test_prebuild_imports_only_load_inline_candidates(tmp_path):
-    from kernelrl.kernelbench.prebuild import extension_files, prebuild
-    (tmp_path / "plain.py").write_text("class ModelNew:\n    pass\n")
-    (tmp_path / "ext.py").write_text("# load_inline would build here\nclass ModelNew:\n    pass\n")
-    (tmp_path / "broken.py").write_text("# load_inline\nclass ModelNew:\n    pass\nraise ValueError('no GPU')\n")
-    assert [p.name for p in extension_files([tmp_path])] == ["broken.py", "ext.py"]
-    results = {Path(p).name: error for p, _, error in prebuild([tmp_path], jobs=2, timeout_s=120)}
-    assert results == {"broken.py": "ValueError: no GPU", "ext.py": None}

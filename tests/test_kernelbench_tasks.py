@@ -108,7 +108,6 @@ def test_candidate_without_modelnew(tmp_path):
 @pytest.mark.parametrize("old, new, what", [
     ("def __init__(self, dim, eps=1e-5)", "def __init__(self, dim)", "constructor"),
     ("def __init__(self, dim, eps=1e-5)", "def __init__(self, dim, eps=1e-6)", "constructor"),
-    ("def __init__(self, dim, eps=1e-5)", "def __init__(self, size, eps=1e-5)", "constructor"),
     ("def forward(self, x)", "def forward(self, x, y)", "forward"),
 ])
 def test_signature_mismatch(tmp_path, old, new, what):
@@ -116,6 +115,19 @@ def test_signature_mismatch(tmp_path, old, new, what):
     write(tmp_path / "c" / "a.py", CAND.replace(old, new))
     v = only(static_eval([str(tmp_path / "t")], [str(tmp_path / "c")]))
     assert len(v.reasons) == 1 and v.reasons[0].startswith(f"candidate a: {what} signature differs: Model(")
+
+
+@pytest.mark.parametrize("old, new", [
+    ("def __init__(self, dim, eps=1e-5)", "def __init__(self, size, eps=1e-5)"),  # renamed
+    ("def __init__(self, dim, eps=1e-5)", "def __init__(self, size, epsilon=1e-5)"),
+    ("def forward(self, x)", "def forward(self, A)"),  # KernelBench's own model_new_ex_add_cute.py does this
+    ("def forward(self, x)", "def forward(self, *inputs)"),
+    ("def forward(self, x)", "def forward(self, x, scale=1.0)"),  # an extra argument no call passes
+])
+def test_signatures_are_compared_by_arity_and_defaults_not_names(tmp_path, old, new):
+    write(tmp_path / "t" / "a.py", TASK)
+    write(tmp_path / "c" / "a.py", CAND.replace(old, new))
+    assert only(static_eval([str(tmp_path / "t")], [str(tmp_path / "c")])).reasons == []
 
 
 def test_task_without_candidate_and_candidate_without_task(tmp_path):

@@ -277,7 +277,7 @@ def test_csv_write_leaves_no_temp_files(tmp_path, made_up_rows):
 
 
 def test_hidden_work_flags_only_overhead_beyond_the_baselines():
-    from kernelrl.run.stats import hidden_work
+    from kernelrl.harness.stats import hidden_work
     assert hidden_work([12.0, 13.0, 12.5], [12.0, 11.0, 13.0], 5.0) is None
     assert hidden_work([900.0, 950.0], [12.0, 11.0], 1000.0) is not None  # work the stream's events never saw
     assert hidden_work([], [12.0], 5.0) is None

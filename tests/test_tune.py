@@ -466,7 +466,7 @@ def test_the_library_method_calls_the_library_as_users_do(tmp_path):
 
 def test_a_library_method_without_a_manifest_is_a_verdict(tmp_path):
     from kernelrl.run.methods import LibraryCall, MethodError
-    with pytest.raises(MethodError, match="cannot load the tuned library"):
+    with pytest.raises(MethodError, match="cannot load the built library: the tuned library"):
         LibraryCall("kernelrl", str(tmp_path / "nowhere"))
 
 

@@ -1,10 +1,14 @@
-"""Verdict categories: what a failed candidate's reason means, so prompts can group negative examples and the
-loop can tell a compile error (worth one repair turn) from a cheat (worth remembering, never repairing).
+"""Verdict categories as the proposer and the RL reward see them: what a failed candidate's verdict means, so
+prompts can group negative examples and the loop can tell a build error (worth one repair turn) from a cheat (worth
+remembering, never repairing).
 
-Evaluator reasons are matched by their stable prefixes (kernelrl/verify/checks.py, run/worker.py, run/stats.py,
-kernelbench/worker.py)."""
+The evaluators' verdicts are typed keys (`kernelrl.harness.verdicts`); this module maps their categories to the
+loop's names and adds the two verdicts only the loop gives: `malformed` (no usable code in the reply) and
+`rejected` (the static screen)."""
 
 from __future__ import annotations
+
+from kernelrl.harness.verdicts import Category, category_of
 
 CATEGORIES = {
     "ok": "verified and timed",
@@ -14,35 +18,24 @@ CATEGORIES = {
     "defence": "caught by a dynamic anti-hacking check of the evaluator",
     "wrong": "wrong results",
     "crash": "crashed or hung the GPU worker",
-    "failed": "failed otherwise",
+    "failed": "failed otherwise (a shape it declines, or the evaluator's own failure)",
 }
 
-_PREFIXES = [
-    ("malformed", ("malformed",)),
-    ("compile", ("compile error", "compile timeout", "contract:", "syntax:", "CUDA-L2 adapter",
-                 "exception: RuntimeError: Error building extension", "exception: ImportError",
-                 "exception: OSError: ", "cannot load the built library", "no entry point")),
-    ("rejected", ("static screen", "static checks")),
-    ("defence", ("during timing", "hidden work", "out-of-bounds write", "modified its inputs", "modified inputs",
-                 "unwritten output", "accumulator mismatch", "same tensor every call", "returned an input",
-                 "tensor subclass", "inherits Model", "introspection", "thread", "timer patch", "harness patch",
-                 "precision", "persisting L2", "reference fallback", "stale result", "specialised to the benchmark "
-                 "shape", "stream order")),
-    ("wrong", ("wrong values", "0/1 inputs", "output holds Inf", "NaN/Inf", "wrong shape", "wrong dtype",
-               "wrong type", "wrong device")),
-    ("crash", ("crash", "hang")),
-]
+_LOOP_NAMES = {Category.OK: "ok", Category.BUILD: "compile", Category.CORRECTNESS: "wrong",
+               Category.DEFENCE: "defence", Category.CRASH: "crash", Category.UNSUPPORTED: "failed",
+               Category.INFRASTRUCTURE: "failed"}
+_LOOP_ONLY = (("malformed", ("malformed",)), ("rejected", ("static screen", "static checks")),
+              ("compile", ("syntax:",)))
 
 
-def categorize(reason: str | None) -> str:
-    """The category of a verdict reason ('ok' for None)."""
-    if not reason:
-        return "ok"
-    text = reason.split(": ", 1)[1] if reason.startswith(("shape ", "on ")) and ": " in reason else reason
-    for category, prefixes in _PREFIXES:
-        if text.startswith(prefixes):
-            return category
-    return "failed"
+def categorize(verdict) -> str:
+    """The loop's category of a record (its `verdict` key) or of a reason line ('ok' for None)."""
+    reason = verdict.get("reason") if isinstance(verdict, dict) else verdict
+    if isinstance(reason, str):
+        for name, prefixes in _LOOP_ONLY:
+            if reason.startswith(prefixes):
+                return name
+    return _LOOP_NAMES[category_of(verdict)]
 
 
 def repairable(category: str) -> bool:

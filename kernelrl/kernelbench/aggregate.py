@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from kernelrl.run.stats import percentile
+from kernelrl.harness.stats import percentile
 
 BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
 FASTER = 1.01

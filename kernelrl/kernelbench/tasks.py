@@ -46,6 +46,11 @@ class Signature:
         return cls(tuple(names), tuple(defaults), a.vararg.arg if a.vararg else None,
                    a.kwarg.arg if a.kwarg else None)
 
+    def default_at(self, i: int) -> str | None:
+        """The default (source text) of positional argument i, or None where it has none."""
+        first = len(self.args) - len(self.defaults)
+        return self.defaults[i - first] if first <= i < len(self.args) else None
+
     def __str__(self) -> str:
         parts = ["self", *self.args]
         n_plain = len(parts) - len(self.defaults)
@@ -183,11 +188,28 @@ def inspect_candidate(path: str | Path) -> SourceFile:
     return _inspect(_parse(Path(path)), "ModelNew", ("ModelNew",))
 
 
+def accepts_calls_of(cand: Signature, task: Signature) -> bool:
+    """Whether every positional call the task's signature takes means the same to the candidate's. KernelBench
+    calls the constructor and forward positionally, so names do not matter: the arity and the defaults do (an
+    argument the task lets a call leave out must default to the same value)."""
+    if cand.vararg:
+        return True
+    n_task, n_cand = len(task.args), len(cand.args)
+    required_task, required_cand = n_task - len(task.defaults), n_cand - len(cand.defaults)
+    if n_cand < n_task or required_cand > required_task:
+        return False
+    for i in range(required_task, n_task):  # an argument a call may omit: the same default in both
+        if cand.default_at(i) != task.default_at(i):
+            return False
+    return True
+
+
 def signature_mismatch(task: SourceFile, cand: SourceFile) -> str | None:
-    """One line when ModelNew's constructor or forward differs from Model's (names, count, defaults)."""
+    """One line when a positional call of Model's constructor or forward would not mean the same to ModelNew's
+    (count of arguments, defaults); argument names may differ."""
     for what, t, c in (("constructor", task.init, cand.init), ("forward", task.forward, cand.forward)):
-        if t != c:
-            return f"{what} signature differs: Model{t} vs ModelNew{c}"
+        if not accepts_calls_of(c, t):
+            return f"{what} signature differs: Model{t} vs ModelNew{c} (arity or defaults)"
     return None
 
 

@@ -59,7 +59,6 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 import random
@@ -71,10 +70,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter as _perf_counter  # bound when the worker module loads, before any candidate code
 
-from kernelrl.run.protocol import serve
+from kernelrl.harness.device_state import DeviceState
+from kernelrl.harness.tolerance import output_tolerance
+from kernelrl.harness.verdicts import Category, Rejected, Verdict, verdict_of
+from kernelrl.run.protocol import RECYCLE, serve
 
 DEFAULT_BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
 MODE = "kb"
+MEMORY_MULTIPLE = 8.0  # the worker's own tensors stay under this many task footprints (inputs + reference output)
 
 REASONS = {
     "exception": "the candidate raised (at import, construction or a call)",
@@ -134,7 +137,9 @@ GUARDED = [
     ("sys", ("settrace", "gettrace", "_current_frames", "_getframe"), "harness patch"),
     ("multiprocessing.connection._ConnectionBase", ("send", "_send_bytes"), "harness patch"),
     ("multiprocessing.connection.Connection", ("_send", "_send_bytes"), "harness patch"),
-    ("kernelrl.run.stats", ("summarize", "hidden_work", "percentile"), "harness patch"),
+    ("kernelrl.harness.stats", ("summarize", "hidden_work", "percentile"), "harness patch"),
+    ("kernelrl.harness.tolerance", ("output_tolerance",), "harness patch"),
+    ("kernelrl.harness.device_state.DeviceState", ("snapshot", "flags", "persisting_l2", "restore"), "harness patch"),
     ("kernelrl.run.protocol", ("serve",), "harness patch"),
 ]
 FRAME_EVENTS = {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
@@ -158,6 +163,14 @@ class KBSettings:
     warmup_calls: int = 2
     hang_timeout_s: float = 120.0
     flush_l2_mb: int = 256
+    extensions_dir: str | None = None  # candidates' built extensions (kernelbench/build.py); None: the default
+    compile_timeout_s: float = 600.0  # one candidate's extension build; also the hang watch while one loads
+    build_jobs: int | None = None  # extension builds at once (None: one per core)
+    memory_multiple: float = MEMORY_MULTIPLE
+
+    @property
+    def load_timeout_s(self) -> float:
+        return self.compile_timeout_s
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -182,12 +195,20 @@ class KBTask:
 
 
 def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=None, on_progress=None,
-              on_env=None, on_records=None) -> dict[int, list[dict]]:
-    """Evaluate (task path, candidate path) pairs in spawned workers; records per pair index. `on_env` gets each
-    worker's environment dict (gpu, torch, cuda_runtime); `on_records(index, records)` a pair's records so far,
-    each time more arrive (to store them before the run ends)."""
+              on_env=None, on_records=None, on_build=None) -> dict[int, list[dict]]:
+    """Build every candidate's extensions, then evaluate (task path, candidate path) pairs in spawned workers
+    (reused across pairs; a fresh one after a crash, a hang or a defence verdict); records per pair index. A
+    candidate whose build fails gets its `compile error` / `compile timeout` verdict without running. `on_env`
+    gets each worker's environment dict (gpu, torch, cuda_runtime); `on_records(index, records)` a pair's records
+    so far, each time more arrive (to store them before the run ends); `on_build(outcome)` each build."""
     from kernelrl.run.runner import LocalRunner
 
+    from kernelrl.kernelbench.build import build_extensions
+    from kernelrl.run.runner import verdict_records
+
+    if settings.extensions_dir is None:
+        from kernelrl.build.builder import cache_root
+        settings.extensions_dir = str(cache_root() / "kb_extensions")
     tasks = [KBTask(i, str(t), str(c), name=Path(c).stem) for i, (t, c) in enumerate(pairs)]
     out: dict[int, list[dict]] = {t.id: [] for t in tasks}
 
@@ -196,8 +217,19 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
         if on_records is not None:
             on_records(task.id, out[task.id])
 
-    LocalRunner(worker_target=worker_target or worker_main).run(
-        tasks, [], settings, collect, on_progress=on_progress, on_env=on_env)
+    # Every candidate's extensions are built first, in parallel; the hang watch starts after the build.
+    built = build_extensions([c for _, c in pairs], settings.extensions_dir, settings.build_jobs,
+                             settings.compile_timeout_s, on_done=on_build)
+    runnable = []
+    for task in tasks:
+        outcome = built.get(task.candidate_path)
+        if outcome is not None and not outcome.ok:
+            collect(task, verdict_records(task, "candidate", outcome.error))
+        else:
+            runnable.append(task)
+    if runnable:
+        LocalRunner(worker_target=worker_target or worker_main).run(
+            runnable, [], settings, collect, on_progress=on_progress, on_env=on_env)
     return out
 
 
@@ -227,13 +259,13 @@ def task_result(name: str, records: list[dict], baselines=DEFAULT_BASELINES):
 
 
 # -- worker side -------------------------------------------------------------------------------------------------
-class Rejected(Exception):
-    """The candidate failed a check; the message is the verdict."""
-
-
 class Fatal(Exception):
     """The process can no longer be trusted (a broken CUDA context, or a candidate that changed the process):
-    report the message as the running method's verdict, then exit; a fresh worker takes the remaining pairs."""
+    report the verdict as the running method's, then exit; a fresh worker takes the remaining pairs."""
+
+    def __init__(self, verdict: Verdict, detail: str = ""):
+        super().__init__(verdict.reason(detail))
+        self.verdict = verdict
 
 
 def _short(exc: BaseException) -> str:
@@ -242,10 +274,20 @@ def _short(exc: BaseException) -> str:
 
 
 def _tol(dtype) -> tuple[float, float]:
-    import torch
-    if dtype in (torch.float16, torch.bfloat16):
-        return 1e-2, 1e-2
-    return 1e-4, 1e-4
+    tol = output_tolerance(dtype)
+    return tol, tol
+
+
+def _load_verdict(exc: BaseException) -> str:
+    """The verdict line of a candidate that failed to import or construct: a build that failed inside the worker
+    is a compile error, a package this environment lacks an environment verdict, anything else its exception."""
+    text = str(exc)
+    if "Error building extension" in text:
+        return Verdict.COMPILE_ERROR.reason(_short(exc))
+    if isinstance(exc, ModuleNotFoundError):
+        return Verdict.ENVIRONMENT.reason(f"the candidate imports {exc.name!r}, which this environment does not "
+                                          f"have: install it where the evaluation runs, or leave it out")
+    return Verdict.EXCEPTION.reason(_short(exc))
 
 
 def _flatten(out) -> list:
@@ -300,6 +342,23 @@ def _library_prefixes() -> tuple[str, ...]:
     return tuple(sorted(os.path.realpath(p) + os.sep for p in prefixes)) + ("<frozen",)
 
 
+class Held:
+    """Candidate outputs kept alive after their checks, oldest dropped first beyond `budget` bytes."""
+
+    def __init__(self, budget: int):
+        self.budget, self.items, self.bytes = budget, [], 0
+
+    def add(self, pair) -> None:
+        if pair is None:
+            return
+        out = pair[0]  # the candidate's output; the reference's is not needed once judged
+        size = KBWorker._nbytes(out)
+        self.items.append((out, size))
+        self.bytes += size
+        while self.bytes > self.budget and len(self.items) > 1:
+            self.bytes -= self.items.pop(0)[1]
+
+
 class KBWorker:
     def __init__(self, conn, payload: dict):
         self.conn = conn
@@ -314,7 +373,6 @@ class KBWorker:
         self.in_hook = False
         self.hits: list[tuple[str, str]] = []  # (verdict key, what) seen while the candidate ran
         self.caught: list[str] = []  # exceptions that passed through the candidate's frames
-        self.libcuda = None
         self._arena = 0
         self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
         self._send = type(conn).send  # the genuine method, captured before any candidate code runs
@@ -345,7 +403,9 @@ class KBWorker:
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
         import importlib
-        for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.run.stats"):
+        for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.harness.stats",
+                     "kernelrl.harness.tolerance", "kernelrl.harness.device_state", "kernelrl.harness.verdicts",
+                     "kernelrl.kernelbench.build"):
             importlib.import_module(name)  # every harness module is loaded before any candidate code runs
         self._cuda_sync = torch._C._cuda_synchronize if self.cuda else None
         self._Event = torch.cuda.Event
@@ -353,6 +413,7 @@ class KBWorker:
         self._event_elapsed = torch.cuda.Event.elapsed_time
         self._current_frames = sys._current_frames
         self._settrace, self._gettrace = sys.settrace, sys.gettrace
+        self.state = DeviceState(torch, self.cuda)
         self.guards = self._capture_guards()
         self.precision0 = self._precision()
         self.l2_0 = self._persisting_l2()
@@ -398,38 +459,11 @@ class KBWorker:
         return out
 
     def _precision(self) -> dict:
-        torch, state = self.torch, {}
-        probes = {
-            "torch.backends.cuda.matmul.allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
-            "torch.backends.cudnn.allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
-            "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision,
-            "torch.backends.cuda.matmul.fp32_precision": lambda: torch.backends.cuda.matmul.fp32_precision,
-            "torch.backends.cudnn.fp32_precision": lambda: torch.backends.cudnn.fp32_precision,
-            "torch.backends.fp32_precision": lambda: torch.backends.fp32_precision,
-            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
-                lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-            "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
-                lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        }
-        for name, probe in probes.items():
-            try:
-                state[name] = probe()
-            except Exception:
-                pass
-        return state
+        return self.state.flags()
 
     def _persisting_l2(self) -> int | None:
         """The current context's persisting-L2 set-aside in bytes (driver API), or None where it cannot be read."""
-        if not self.cuda:
-            return None
-        try:
-            if self.libcuda is None:
-                self.libcuda = ctypes.CDLL("libcuda.so.1")
-            value = ctypes.c_size_t(0)
-            rc = self.libcuda.cuCtxGetLimit(ctypes.byref(value), ctypes.c_int(6))  # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
-            return int(value.value) if rc == 0 else None
-        except (OSError, AttributeError):
-            return None
+        return self.state.persisting_l2()
 
     # -- watching the candidate's own code -------------------------------------------------------------------
     def _is_library(self, filename: str) -> bool:
@@ -488,25 +522,25 @@ class KBWorker:
         if new or started:
             names = sorted({getattr(threading._active.get(i), "name", "raw thread") for i in new})
             what = "; ".join(started) or ", ".join(names)
-            raise Fatal(f"thread: the candidate started a thread during {phase} ({what}); work off the calling "
+            raise Fatal(Verdict.THREAD, f"the candidate started a thread during {phase} ({what}); work off the calling "
                         f"thread escapes the timer")
         if patched:
             key = "timer patch" if any(k == "timer patch" for k, _ in patched) else "harness patch"
-            raise Fatal(f"{key}: {', '.join(n for _, n in patched)} replaced during {phase}")
+            raise Fatal(Verdict(key), f"{', '.join(n for _, n in patched)} replaced during {phase}")
         now = self._precision()
         changed = [f"{k} = {now.get(k)!r} (was {v!r})" for k, v in self.precision0.items() if now.get(k) != v]
         if changed:
-            raise Fatal(f"precision: the candidate changed {', '.join(changed)} during {phase}")
+            raise Fatal(Verdict.PRECISION, f"the candidate changed {', '.join(changed)} during {phase}")
         l2 = self._persisting_l2()
         if l2 is not None and self.l2_0 is not None and l2 != self.l2_0:
-            raise Fatal(f"persisting L2: the candidate set aside {l2} bytes of L2 for persisting accesses "
+            raise Fatal(Verdict.PERSISTING_L2, f"the candidate set aside {l2} bytes of L2 for persisting accesses "
                         f"during {phase}")
         seen = [w for k, w in self.hits if k == "introspection"]
         if seen:
-            raise Fatal(f"introspection: the candidate's code used {'; '.join(dict.fromkeys(seen))} during {phase}")
+            raise Fatal(Verdict.INTROSPECTION, f"the candidate's code used {'; '.join(dict.fromkeys(seen))} during {phase}")
 
     def _cand_call(self, cand, inputs, phase, trace=False, guard=None, sync=True):
-        """One call of the candidate, watched; exceptions become `Rejected("exception: ...")` (or fatal when the
+        """One call of the candidate, watched; exceptions become `Rejected(Verdict.EXCEPTION, "...")` (or fatal when the
         CUDA context broke). `guard`: None, "poison" or "oob" (a MemoryGuard around the call)."""
         oob, guarded = None, False
         if guard and self.guard is not None:
@@ -542,11 +576,11 @@ class KBWorker:
         self._unwatch(before, phase)
         if error is not None:
             self._probe_context(error)
-            raise Rejected(f"exception: {_short(error)}") from None
+            raise Rejected(Verdict.EXCEPTION, f"{_short(error)}") from None
         if oob:
-            raise Rejected(oob)
+            raise Rejected(Verdict.OUT_OF_BOUNDS, oob.split(": ", 1)[-1])
         if self.caught:
-            raise Rejected(f"reference fallback: {self.caught[0]} passed through the candidate's code and the call "
+            raise Rejected(Verdict.REFERENCE_FALLBACK, f"{self.caught[0]} passed through the candidate's code and the call "
                            f"still returned (try/except around its kernel)")
         return out
 
@@ -562,7 +596,7 @@ class KBWorker:
             self.sync()
             self.torch.zeros(1, device=self.device).add_(1).item()
         except Exception:
-            raise Fatal(f"crash: {_short(exc)}") from None
+            raise Fatal(Verdict.CRASH, f"{_short(exc)}") from None
 
     # -- inputs ------------------------------------------------------------------------------------------------
     def _inputs(self, mod, seed: int, dist: str) -> list:
@@ -628,8 +662,15 @@ class KBWorker:
         torch.manual_seed(self.base_seed)
         ref = tmod.Model(*init).to(self.device)
         ref_state = ref.state_dict()
+        too_large = self._measure_footprint(tid, tmod, ref)
+        if too_large:
+            self._report(tid, baselines, too_large, {}, {})
+            return self._after_pair(too_large)
         self.begin(tid, "candidate", "load")
         self.cand_file = str(Path(task["candidate_path"]).resolve())
+        if self.s.get("extensions_dir"):
+            from kernelrl.kernelbench.build import use_extension_dir
+            use_extension_dir(self.s["extensions_dir"], self.cand_file)
         before = self._watch()
         try:
             cmod = load_module(task["candidate_path"])
@@ -642,26 +683,78 @@ class KBWorker:
             cand = cand.to(self.device)
         except Exception as exc:
             self._unwatch(before, "load")
-            return self._report(tid, baselines, f"exception: {_short(exc)}", {}, {})
+            reason = _load_verdict(exc)
+            self._report(tid, baselines, reason, {}, {})
+            return self._after_pair(reason)
         self._unwatch(before, "load")
         errs = {"max_abs_err": 0.0, "max_rel_err": 0.0}
         try:
             self._check_class(cand, ref)
             self._verify(tid, tmod, ref, cand, errs)
         except Rejected as exc:
-            return self._report(tid, baselines, str(exc), errs, {})
+            self._report(tid, baselines, str(exc), errs, {})
+            return self._after_pair(str(exc))
+        self._free()
         times, reason, base_reasons = self._time(tid, tmod, ref, cand, baselines, errs)
         self._report(tid, baselines, reason, errs, times, base_reasons)
+        return self._after_pair(reason)
+
+    def _after_pair(self, reason: str | None):
+        """Free the pair's memory; after a defence verdict ask for a fresh worker (what a cheat did to this
+        process, it may have done in ways no check saw)."""
+        self._free()
+        verdict = verdict_of(reason) if reason else None
+        return RECYCLE if verdict is not None and verdict.category is Category.DEFENCE else None
+
+    def _free(self):
+        import gc
+        gc.collect()
+        if self.cuda:
+            self.torch.cuda.empty_cache()
+
+    def _measure_footprint(self, tid, tmod, ref) -> str | None:
+        """The task's footprint (one input set and the reference output), from one reference call before any
+        candidate code runs; the pair's verdict line when the worker's bound on its own memory (a multiple of the
+        footprint, plus the reference's own temporaries) does not fit this device."""
+        torch = self.torch
+        self.begin(tid, "reference", "footprint")
+        if self.cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+        inputs = self._inputs(tmod, self.base_seed, "task")
+        out = self._call(ref, inputs)
+        self.sync()
+        in_bytes, out_bytes = self._nbytes(inputs), self._nbytes(out)
+        self.footprint = in_bytes + out_bytes
+        self.input_bytes = in_bytes
+        temporaries = 0
+        if self.cuda:
+            temporaries = max(0, torch.cuda.max_memory_allocated() - base - self.footprint)
+        del inputs, out
+        self._free()
+        if not self.cuda:
+            return None
+        need = self.s.get("memory_multiple", MEMORY_MULTIPLE) * self.footprint + temporaries
+        free, _total = torch.cuda.mem_get_info()
+        free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        if need > free:
+            return Verdict.TOO_LARGE.reason(
+                f"evaluating it needs about {need / 2**30:.1f} GiB ({self.s.get('memory_multiple', MEMORY_MULTIPLE):g}"
+                f" x the {self.footprint / 2**30:.2f} GiB of one input set and the reference output, plus "
+                f"{temporaries / 2**30:.2f} GiB of the reference's temporaries); {free / 2**30:.1f} GiB are free")
+        return None
 
     @staticmethod
     def _check_class(cand, ref):
         for klass in type(cand).__mro__[1:]:
             if klass is type(ref) or klass.__name__ == "Model":
-                raise Rejected(f"inherits Model: ModelNew derives from {klass.__module__}.{klass.__name__} (the "
+                raise Rejected(Verdict.INHERITS_MODEL, f"ModelNew derives from {klass.__module__}.{klass.__name__} (the "
                                f"reference is one super() call away)")
 
     def _report(self, tid, baselines, reason, errs, times, base_reasons=None):
         self.begin(tid, None, "report")
+        verdict = verdict_of(reason) if reason else None
         cand_us = times.get("candidate")
         records = []
         for b in baselines:
@@ -672,6 +765,7 @@ class KBWorker:
                             "candidate_us": cand_us if ok else None, "baseline_us": base_us,
                             "speedup": base_us / cand_us if ok and base_us and cand_us else None,
                             "max_abs_err": errs.get("max_abs_err"), "max_rel_err": errs.get("max_rel_err"),
+                            "tolerance": errs.get("tolerance"), "verdict": verdict.value if verdict else None,
                             "baseline_reason": (base_reasons or {}).get(b), "samples": 0,
                             "extra": {"notes": list(self.notes)} if self.notes else {}})
         self.send("task", tid, records)
@@ -701,36 +795,37 @@ class KBWorker:
 
     def _verify(self, tid, tmod, ref, cand, errs):
         seeds = [self.base_seed + i for i in range(max(1, self.s["n_seeds"]) - 1)] + [self.secret & 0x7FFF_FFFF]
-        held = []  # every output lives until the checks end: the candidate cannot tell checks from timing by that
+        held = Held(2 * self.footprint)  # outputs live on after their check (up to a bound): the candidate cannot
+        # tell checks from timing by whether its last output is still referenced
         # 1. the task's inputs, guarded: unwritten elements and out-of-bounds writes
         pristine = self._inputs(tmod, seeds[0], "task")
         cand_in = self._clone(pristine)
         prev = self._check(tid, ref, cand, pristine, cand_in, "verify:task:0", None, errs, guard="oob")
-        held.append(prev)
+        held.add(prev)
         # 2. the same tensors refilled in place: caches keyed by pointer or id
         pristine = self._inputs(tmod, seeds[0], "uniform")
         for x, p in zip(cand_in, pristine):
             if hasattr(x, "copy_") and hasattr(p, "shape") and x.shape == p.shape:
                 x.copy_(p)
         prev = self._check(tid, ref, cand, pristine, cand_in, "verify:refilled", prev, errs)
-        held.append(prev)
+        held.add(prev)
         # 3. a near duplicate: caches keyed by a partial fingerprint
         pristine = self._clone(pristine)
         self._perturb(pristine)
         prev = self._check(tid, ref, cand, pristine, self._clone(pristine), "verify:near-duplicate", prev, errs)
-        held.append(prev)
+        held.add(prev)
         # 4. the other seeds (the last is this run's secret), two distributions each
         for seed in seeds[1:]:
             for dist in ("task", "uniform"):
                 phase = f"verify:{dist}:{'secret' if seed == seeds[-1] else seed - self.base_seed}"
                 pristine = self._inputs(tmod, seed, dist)
                 prev = self._check(tid, ref, cand, pristine, self._clone(pristine), phase, prev, errs)
-                held.append(prev)
+                held.add(prev)
         # 5. a smaller batch
-        held.append(self._check_batch(tid, tmod, ref, cand, errs))
+        held.add(self._check_batch(tid, tmod, ref, cand, errs))
         # 6. stream order (CUDA)
         if self.cuda:
-            held.append(self._check_stream_order(tid, tmod, ref, cand))
+            held.add(self._check_stream_order(tid, tmod, ref, cand))
         del held
 
     def _check_batch(self, tid, tmod, ref, cand, errs):
@@ -748,7 +843,7 @@ class KBWorker:
                 self._reference(tid, ref, pristine, phase)
             except Exception:
                 return  # the reference itself is bound to its shape: nothing to ask of the candidate
-            raise Rejected(f"specialised to the benchmark shape: {exc} (batch {batch} instead of the "
+            raise Rejected(Verdict.SPECIALISED, f"{exc} (batch {batch} instead of the "
                            f"task's)") from None
         except Exception:
             return  # the reference failed on this batch (the candidate ran first, its verdict is not needed)
@@ -774,7 +869,7 @@ class KBWorker:
         for o, r in zip(seen, _flatten(ref_out)):
             problem = self._mismatch(o, r)
             if problem:
-                raise Rejected(f"stream order: {problem} when read on the caller's stream right after the call "
+                raise Rejected(Verdict.STREAM_ORDER, f"{problem} when read on the caller's stream right after the call "
                                f"(work on another stream not ordered with the caller's)")
         return out
 
@@ -798,17 +893,17 @@ class KBWorker:
         import torch
         outs, refs = _flatten(out), _flatten(ref_out)
         if len(outs) != len(refs):
-            raise Rejected(f"wrong shape: {len(outs)} outputs, expected {len(refs)}")
+            raise Rejected(Verdict.WRONG_SHAPE, f"{len(outs)} outputs, expected {len(refs)}")
         in_storages = {_storage(x) for x in cand_in if isinstance(x, torch.Tensor)}
         ref_in_storages = {_storage(x) for x in ref_in if isinstance(x, torch.Tensor)}
         for o, r in zip(outs, refs):
             if isinstance(o, torch.Tensor) and type(o) is torch.Tensor and isinstance(r, torch.Tensor) \
                     and _storage(o) in in_storages and _storage(r) not in ref_in_storages:
-                raise Rejected("returned an input")
+                raise Rejected(Verdict.RETURNED_INPUT)
         for x, p in zip(cand_in, pristine):
             if isinstance(x, torch.Tensor) and not (x.shape == p.shape and torch.equal(
                     torch.nan_to_num(x), torch.nan_to_num(p)) and torch.equal(x.isnan(), p.isnan())):
-                raise Rejected("modified inputs")
+                raise Rejected(Verdict.MODIFIED_INPUTS)
         prev_storages, prev_refs = set(), []
         if prev is not None:
             prev_refs = _flatten(prev[1])
@@ -819,45 +914,47 @@ class KBWorker:
         for i, (o, r) in enumerate(zip(outs, refs)):
             if not isinstance(r, torch.Tensor):
                 if o != r:
-                    raise Rejected("wrong values")
+                    raise Rejected(Verdict.WRONG_VALUES)
                 continue
             if not isinstance(o, torch.Tensor):
-                raise Rejected(f"wrong type: {type(o).__name__}, expected a tensor")
+                raise Rejected(Verdict.WRONG_TYPE, f"{type(o).__name__}, expected a tensor")
             if type(o) is not torch.Tensor:
-                raise Rejected(f"tensor subclass: {type(o).__name__}")
+                raise Rejected(Verdict.TENSOR_SUBCLASS, f"{type(o).__name__}")
             if o.shape != r.shape:
-                raise Rejected(f"wrong shape: {tuple(o.shape)}, expected {tuple(r.shape)}")
+                raise Rejected(Verdict.WRONG_SHAPE, f"{tuple(o.shape)}, expected {tuple(r.shape)}")
             if o.dtype != r.dtype:
-                raise Rejected(f"wrong dtype: {o.dtype}, expected {r.dtype}")
+                raise Rejected(Verdict.WRONG_DTYPE, f"{o.dtype}, expected {r.dtype}")
             if o.device != r.device:
-                raise Rejected(f"wrong device: {o.device}, expected {r.device}")
+                raise Rejected(Verdict.WRONG_DEVICE, f"{o.device}, expected {r.device}")
             if not (o.is_floating_point() or o.is_complex()):
                 if not torch.equal(o, r):
-                    raise Rejected("wrong values")
+                    raise Rejected(Verdict.WRONG_VALUES)
                 continue
             if poisoned and o.is_floating_point() and o.element_size() in (2, 4, 8) and o.numel():
                 as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}[o.element_size()]
                 unwritten = int(((o.detach().contiguous().view(as_int) == -1) & torch.isfinite(r)).sum())
                 if unwritten:
-                    raise Rejected(f"unwritten output: {unwritten} of {o.numel()} elements hold the pattern written "
+                    raise Rejected(Verdict.UNWRITTEN_OUTPUT, f"{unwritten} of {o.numel()} elements hold the pattern written "
                                    f"to free memory before the call")
             if not bool(torch.isfinite(o).all()):
-                raise Rejected("NaN/Inf" + ("" if bool(torch.isfinite(r).all()) else " (in the reference too)"))
+                raise Rejected(Verdict.NON_FINITE, "" if bool(torch.isfinite(r).all()) else "in the reference too")
             atol, rtol = _tol(r.dtype)
             diff = (o.double() - r.double()).abs()
             if diff.numel():
                 errs["max_abs_err"] = max(errs["max_abs_err"], float(diff.max()))
-                errs["max_rel_err"] = max(errs["max_rel_err"], float((diff / (r.double().abs() + atol)).max()))
+                rel = float((diff / (r.double().abs() + atol)).max())
+                if rel >= errs["max_rel_err"]:  # the tolerance beside the error is the one that error is judged by
+                    errs["max_rel_err"], errs["tolerance"] = rel, rtol
             if not torch.allclose(o, r, atol=atol, rtol=rtol):
                 old = prev_refs[i] if i < len(prev_refs) else None
                 if isinstance(old, torch.Tensor) and old.shape == o.shape and old.dtype == o.dtype \
                         and torch.allclose(o, old, atol=atol, rtol=rtol):
-                    raise Rejected("stale result: the output is the previous call's answer (cached across calls by "
+                    raise Rejected(Verdict.STALE_RESULT, "the output is the previous call's answer (cached across calls by "
                                    "pointer, id or a content fingerprint)")
-                raise Rejected(f"wrong values: max abs error {float(diff.max()):.3g} exceeds the {r.dtype} "
+                raise Rejected(Verdict.WRONG_VALUES, f"max abs error {float(diff.max()):.3g} exceeds the {r.dtype} "
                                f"tolerance (atol=rtol={atol:g})")
             if _storage(o) in prev_storages:
-                raise Rejected("same tensor every call: the output's storage is the previous call's (a "
+                raise Rejected(Verdict.SAME_TENSOR, "the output's storage is the previous call's (a "
                                "preallocated or constant output the next call overwrites)")
 
     # -- timing ------------------------------------------------------------------------------------------------
@@ -896,10 +993,12 @@ class KBWorker:
         return xs
 
     def _time(self, tid, tmod, ref, cand, baselines, errs):
-        from kernelrl.run.stats import hidden_work, summarize
+        from kernelrl.harness.stats import hidden_work, summarize
 
         s = self.s
-        pool = [self._inputs(tmod, self.base_seed + 1000 + i, "task") for i in range(max(1, s["input_sets"]))]
+        # input sets in the pool: as asked, but together at most two footprints' worth of inputs
+        sets = max(1, min(s["input_sets"], int(2 * self.footprint // max(1, self.input_bytes))))
+        pool = [self._inputs(tmod, self.base_seed + 1000 + i, "task") for i in range(sets)]
         fns, base_reasons = {}, {}
         k = 0
         for b in baselines:

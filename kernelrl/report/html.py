@@ -17,7 +17,7 @@ from kernelrl import __version__
 from kernelrl.baselines import BASELINES
 from kernelrl.report import ReportError
 from kernelrl.results import COMBINED, summarize, times_by_shape
-from kernelrl.run.stats import geomean
+from kernelrl.harness.stats import geomean
 from kernelrl.workloads.hgemm import SIZE_CLASSES
 
 MODE_ORDER = ("device", "offline", "server")

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 import torch
 
 from kernelrl.baselines import native_lib
+from kernelrl.harness.verdicts import Rejected, Verdict
 
 LT_WORKSPACE_BYTES = 32 << 20  # cuBLAS's recommended workspace on Hopper; the same for every cuBLAS baseline
 
 
-class MethodError(RuntimeError):
-    """A method cannot run this problem; the message is its verdict."""
+class MethodError(Rejected):
+    """A method cannot run this problem: its verdict key and detail."""
 
 
 @dataclass
@@ -103,7 +104,7 @@ class CublasLt(Method):
         self.plan = self.lib.kr_lt_plan_create(self.ctx, native_lib.LAYOUTS[self.layout], native_lib.ACCS[problem.acc],
                                                problem.m, problem.n, problem.k)
         if not self.plan:
-            raise MethodError(f"cuBLASLt plan: {native_lib.last_error(self.lib)}")
+            raise MethodError(Verdict.BASELINE_FAILED, f"cuBLASLt plan: {native_lib.last_error(self.lib)}")
         key = lt_cache_key(problem, self.layout, ws.numel())
         if self.autotune and key in self.algo_cache:
             self.algo = ctypes.create_string_buffer(bytes.fromhex(self.algo_cache[key]["algo"]), native_lib.ALGO_BYTES)
@@ -113,7 +114,7 @@ class CublasLt(Method):
         needed = (ctypes.c_size_t * count)()
         found = ctypes.c_int()
         if self.lib.kr_lt_heuristics(self.plan, ws.numel(), count, algos, needed, ctypes.byref(found)):
-            raise MethodError(f"cuBLASLt heuristic: {native_lib.last_error(self.lib)}")
+            raise MethodError(Verdict.BASELINE_FAILED, f"cuBLASLt heuristic: {native_lib.last_error(self.lib)}")
         if not self.autotune:
             self.algo = ctypes.create_string_buffer(algos.raw[:native_lib.ALGO_BYTES], native_lib.ALGO_BYTES)
             return {"heuristic_algos": found.value}
@@ -124,7 +125,7 @@ class CublasLt(Method):
         best = ctypes.c_int(-1)
         if self.lib.kr_lt_autotune(self.plan, algos, found.value, bufs.a.data_ptr(), b.data_ptr(), bufs.c.data_ptr(),
                                    ws.data_ptr(), ws.numel(), stream.cuda_stream, 1, first, ctypes.byref(best)):
-            raise MethodError(f"cuBLASLt autotuning: {native_lib.last_error(self.lib)}")
+            raise MethodError(Verdict.BASELINE_FAILED, f"cuBLASLt autotuning: {native_lib.last_error(self.lib)}")
         # The survivors are timed as device mode times everything (CUDA-graph replay), two interleaved passes,
         # best of both: back-to-back event timing of small shapes measures launch overhead, not the algorithm.
         valid = [i for i in range(found.value) if first[i] != float("inf")]
@@ -200,11 +201,11 @@ class Candidate(Method):
         try:
             self.lib = ctypes.CDLL(lib_path)
         except OSError as exc:
-            raise MethodError(f"cannot load the built library: {exc}") from None
+            raise MethodError(Verdict.LOAD_FAILED, str(exc)) from None
         try:
             self.fn = self.lib.kernelrl_hgemm
         except AttributeError:
-            raise MethodError("no entry point: the library does not export extern \"C\" kernelrl_hgemm") from None
+            raise MethodError(Verdict.NO_ENTRY_POINT, 'the library does not export extern "C" kernelrl_hgemm') from None
         vp, i = ctypes.c_void_p, ctypes.c_int
         self.fn.argtypes = [vp, vp, vp, i, i, i, vp, ctypes.c_size_t, vp]
         self.fn.restype = i
@@ -235,7 +236,7 @@ class Candidate(Method):
         try:
             return json.loads(raw.decode()) if raw else {}
         except (ValueError, UnicodeDecodeError):
-            raise MethodError("kernelrl_hgemm_info does not return valid JSON") from None
+            raise MethodError(Verdict.CONTRACT, "kernelrl_hgemm_info does not return valid JSON") from None
 
     def supports(self, m, n, k) -> bool:
         return True if self._supports is None else bool(self._supports(m, n, k))
@@ -263,7 +264,7 @@ class LibraryCall(Method):
             try:
                 self._loaded[root] = Library(root)
             except (LibraryError, ValueError) as exc:
-                raise MethodError(f"cannot load the tuned library: {exc}") from None
+                raise MethodError(Verdict.LOAD_FAILED, f"the tuned library: {exc}") from None
         self.lib = self._loaded[root]
 
     def prepare(self, problem, stream, bufs, ws):

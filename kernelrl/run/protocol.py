@@ -1,13 +1,17 @@
 """The worker side of the runner protocol, shared by every GPU worker (HGEMM and KernelBench).
 
 Messages to the parent: ("env", dict), ("begin", task_id, method, phase), ("task", task_id, records),
-("lt_algo", dict), ("fatal", task_id, method, phase, reason), ("startup_error", text), ("done",).
+("lt_algo", dict), ("fatal", task_id, method, phase, reason), ("startup_error", text), ("recycle",) (the task
+just reported may have left traces in this process: the parent starts a fresh worker for the rest), ("done",).
 A worker object has `start()`, `run_task(task)` and `current` = (task_id, method, phase) of what runs now."""
 
 from __future__ import annotations
 
 import os
 import traceback
+
+
+RECYCLE = "recycle"  # what run_task returns when the worker must not evaluate anything more
 
 
 def serve(conn, payload: dict, worker, fatal: tuple[type[BaseException], ...] = ()) -> None:
@@ -21,7 +25,9 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[BaseException], ...] = 
         return
     for task in payload["tasks"]:
         try:
-            worker.run_task(task)
+            if worker.run_task(task) is RECYCLE:
+                conn.send(("recycle",))
+                os._exit(0)
         except fatal as exc:
             task_id, method, phase = worker.current
             conn.send(("fatal", task_id, method, phase, str(exc)))

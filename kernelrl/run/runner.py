@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kernelrl.harness.verdicts import Verdict, verdict_of
 from kernelrl.registry import Registered
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -60,9 +61,11 @@ class Runner(Registered):
 
 
 def verdict_records(task: Task, method: str, reason: str) -> list[dict]:
-    """Records for a method that never produced timings: one per mode, unverified, with the reason."""
+    """Records for a method that never produced timings: one per mode, unverified, with the reason and its key."""
+    verdict = verdict_of(reason)
     return [{"method": method, "mode": mode, "time_us_median": None, "time_us_p10": None, "time_us_p90": None,
-             "samples": 0, "tflops": None, "max_rel_err": None, "verified": False, "reason": reason, "extra": {}}
+             "samples": 0, "tflops": None, "max_rel_err": None, "verified": False, "reason": reason,
+             "verdict": verdict.value if verdict else Verdict.WORKER_ERROR.value, "extra": {}}
             for mode in task.modes]
 
 
@@ -91,16 +94,19 @@ class LocalRunner(Runner, kind="local"):
             child.close()
             current = (None, None, None)
             finished = False
+            recycled = False
             while True:
-                if not parent.poll(settings.hang_timeout_s):
-                    culprit = f"hang: no progress for {settings.hang_timeout_s:.0f} s during {current[2] or 'start-up'}"
+                timeout = _phase_timeout(settings, current[2])
+                if not parent.poll(timeout):
+                    culprit = Verdict.HANG.reason(f"no progress for {timeout:.0f} s during {current[2] or 'start-up'}")
                     _kill(proc)
                     break
                 try:
                     msg = parent.recv()
                 except (EOFError, OSError):
                     proc.join(5)
-                    culprit = f"crash: the worker died ({_exit_text(proc.exitcode)}) during {current[2] or 'start-up'}"
+                    culprit = Verdict.CRASH.reason(f"the worker died ({_exit_text(proc.exitcode)}) during "
+                                                   f"{current[2] or 'start-up'}")
                     break
                 kind = msg[0]
                 if kind == "begin":
@@ -126,6 +132,11 @@ class LocalRunner(Runner, kind="local"):
                     proc.join(10)
                     _kill(proc)
                     break
+                elif kind == "recycle":  # the worker asks to be replaced (its last candidate may have left traces)
+                    recycled = True
+                    proc.join(10)
+                    _kill(proc)
+                    break
                 elif kind == "done":
                     finished = True
                     proc.join(10)
@@ -133,6 +144,8 @@ class LocalRunner(Runner, kind="local"):
             parent.close()
             if finished:
                 break
+            if recycled:
+                continue
             task_id, method, _phase = current
             if task_id is None or task_id not in pending or method is None:
                 raise RunnerError(f"the GPU worker failed before running anything: {culprit}")
@@ -142,6 +155,15 @@ class LocalRunner(Runner, kind="local"):
             restarts += 1
             if restarts > self.max_restarts:
                 raise RunnerError(f"gave up after {restarts} worker restarts; last: {method}: {culprit}")
+
+
+def _phase_timeout(settings, phase: str | None) -> float:
+    """Seconds without a message before a hang verdict: the settings' `load_timeout_s` while a method loads
+    (importing a candidate may still have to load a large built extension), else `hang_timeout_s`."""
+    load = getattr(settings, "load_timeout_s", None)
+    if load and phase in (None, "load"):
+        return max(load, settings.hang_timeout_s)
+    return settings.hang_timeout_s
 
 
 def _kill(proc) -> None:

@@ -15,19 +15,23 @@ import time
 
 import torch
 
+from kernelrl.harness.device_state import DeviceState
+from kernelrl.harness.stats import hidden_work, summarize
+from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.run import methods as M
 from kernelrl.run.protocol import serve
-from kernelrl.run.stats import hidden_work, summarize
 from kernelrl.verify.checks import GuardedBuffer, compare_output, guard_bytes_for, make_inputs, reference
 from kernelrl.workloads.hgemm import GemmProblem
+
+PERTURBED = 4  # elements of A changed between calls: a result cached by input contents goes stale
+PERTURB_VALUE = 64.0  # far outside N(0, 1): one changed element moves its whole output row beyond the tolerance
+PROBE_CALLS = 64  # most calls in a content-probe graph
+CONTENT_MARGIN = 0.2  # of the method's time (at least CONTENT_FLOOR_US) beyond what the trusted baseline pays
+CONTENT_FLOOR_US = 2.0
 
 
 class Fatal(Exception):
     """The CUDA context may be unusable: report, then exit."""
-
-
-class Rejected(Exception):
-    """A method failed a check; the message is the verdict."""
 
 
 class Worker:
@@ -66,6 +70,7 @@ class Worker:
             raise RuntimeError("no CUDA GPU visible to torch")
         torch.cuda.init()
         self.stream = torch.cuda.Stream()
+        self.state = DeviceState(torch, True, self.stream.cuda_stream)
         props = torch.cuda.get_device_properties(0)
         self.l2_bytes = int(getattr(props, "L2_cache_size", 50 << 20))
         env = {"gpu": props.name, "sm_count": props.multi_processor_count, "l2_bytes": self.l2_bytes,
@@ -91,7 +96,7 @@ class Worker:
             method = M.Candidate(spec["name"], spec["lib_path"])
             method.staged = bool(spec.get("untimed_stage"))
             if method.staged and self.settings["cache"] == "cold":
-                raise Rejected("untimed input staging needs --cache hot (one staged input set)")
+                raise Rejected(Verdict.UNSUPPORTED, "untimed input staging needs --cache hot (one staged input set)")
             return method
         if kind == "library":
             return M.LibraryCall(spec["name"], spec["root"])
@@ -104,6 +109,7 @@ class Worker:
         torch.backends.cuda.matmul.allow_tf32 = False
         if hasattr(torch.backends.cuda.matmul, "allow_fp16_accumulation"):
             torch.backends.cuda.matmul.allow_fp16_accumulation = problem.acc == "fp16"
+        self.state0 = self.state.snapshot()  # every method starts from this state; a change is its verdict
         results = {}  # method name -> dict(verdict fields, timings per mode)
         live: dict[str, M.Method] = {}
         for spec in self.specs:
@@ -116,11 +122,12 @@ class Worker:
                 method = self.make_method(spec)
                 self._admit(method, spec, problem)
                 live[name] = method
-            except (M.MethodError, Rejected) as exc:
-                results[name]["errors"].append(str(exc))
+            except Rejected as exc:
+                self._reject(results[name], exc)
         self._guards = []
         self.live, self.results = live, results  # methods still in the running, and their verdicts so far
         self.need_bt = any(x.needs_bt for x in live.values())
+        self.pristine: dict[int, tuple] = {}  # id(set) -> (A, B) as the harness made them
         self.set0 = self._alloc_set(problem, self.need_bt)
         self._alloc_workspaces(problem, live)
         self._verify_all(task_id, problem, live, self.set0, results)
@@ -128,7 +135,7 @@ class Worker:
             self._time_mode(task_id, problem, mode, live, results)
         for method in live.values():
             method.close()
-        self._guards, self.workspaces, self.set0 = [], {}, None
+        self._guards, self.workspaces, self.set0, self.pristine = [], {}, None, {}
         if torch.cuda.memory_reserved() > (16 << 30):  # return big shapes' memory; small ones reuse the cache
             torch.cuda.empty_cache()
         self.begin(task_id, None, "report")  # closes the last phase
@@ -145,13 +152,13 @@ class Worker:
         if isinstance(method, M.Candidate):
             info = method.info()
             if info.get("acc", problem.acc) != problem.acc:
-                raise Rejected(f"accumulator mismatch: the candidate declares acc={info.get('acc')!r}, "
-                               f"the problem asks for {problem.acc}")
+                raise Rejected(Verdict.ACC_MISMATCH, f"the candidate declares acc={info.get('acc')!r}, "
+                                                     f"the problem asks for {problem.acc}")
             if not method.supports(problem.m, problem.n, problem.k):
-                raise Rejected("unsupported: kernelrl_hgemm_supports returned 0 for this shape")
+                raise Rejected(Verdict.UNSUPPORTED, "kernelrl_hgemm_supports returned 0 for this shape")
         if isinstance(method, M.TorchMatmul) and problem.acc == "fp16" and \
                 not hasattr(torch.backends.cuda.matmul, "allow_fp16_accumulation"):
-            raise Rejected("this torch has no fp16-accumulation switch")
+            raise Rejected(Verdict.UNSUPPORTED, "this torch has no fp16-accumulation switch")
 
     # -- buffers ---------------------------------------------------------------------------------------------
     def _alloc_set(self, problem: GemmProblem, need_bt: bool) -> M.Buffers:
@@ -160,11 +167,33 @@ class Worker:
         a, b, c = self._guarded((m, k)), self._guarded((k, n)), self._guarded((m, n))
         bt = self._guarded((n, k)) if need_bt else None
         ga, gb = make_inputs(m, n, k, "normal", self.rng.getrandbits(62), device="cuda")
-        a.tensor.copy_(ga)
-        b.tensor.copy_(gb)
-        if bt is not None:
-            bt.tensor.copy_(gb.t())
-        return M.Buffers(a.tensor, b.tensor, bt.tensor if bt is not None else None, c.tensor)
+        bufs = M.Buffers(a.tensor, b.tensor, bt.tensor if bt is not None else None, c.tensor)
+        self.pristine[id(bufs)] = (ga, gb)
+        self._restore([bufs])
+        return bufs
+
+    def _restore(self, sets) -> None:
+        """Put every input of these sets back as the harness made them, so what one method wrote into its inputs
+        never becomes another method's input (its own verdict stays its own)."""
+        for bufs in sets:
+            a, b = self.pristine[id(bufs)]
+            bufs.a.copy_(a)
+            bufs.b.copy_(b)
+            if bufs.bt is not None:
+                bufs.bt.copy_(b.t())
+
+    def _perturb(self, bufs, ref=None) -> None:
+        """Change a few elements of A (secret positions, far-out values) in the set and in its pristine copy, and
+        in `ref` (the fp32 reference) the rows they move: the next call sees contents no call has seen."""
+        a, b = self.pristine[id(bufs)]
+        m, k = a.shape
+        for _ in range(PERTURBED):
+            i, j = self.rng.randrange(m), self.rng.randrange(k)
+            new = PERTURB_VALUE if self.rng.random() < 0.5 else -PERTURB_VALUE
+            if ref is not None:
+                ref[i].add_(b[j].float(), alpha=new - float(a[i, j]))
+            a[i, j] = new
+            bufs.a[i, j] = new
 
     def _alloc_workspaces(self, problem: GemmProblem, live: dict):
         self.workspaces = {}
@@ -188,10 +217,8 @@ class Worker:
     # -- verification ----------------------------------------------------------------------------------------
     def _fill(self, problem, bufs: M.Buffers, kind: str, seed: int):
         a, b = make_inputs(problem.m, problem.n, problem.k, kind, seed, device="cuda")
-        bufs.a.copy_(a)
-        bufs.b.copy_(b)
-        if bufs.bt is not None:
-            bufs.bt.copy_(b.t())
+        self.pristine[id(bufs)] = (a, b)
+        self._restore([bufs])
         self._stage_inputs(problem, bufs)
         return a, b, reference(a, b)
 
@@ -203,13 +230,15 @@ class Worker:
                 rc = method.stage(problem, bufs, self.workspaces.get(name), self.stream)
                 self._sync(name, "stage")
                 if rc:  # its verdict; it leaves the running for this problem
-                    self.results[name]["errors"].append(
-                        f"kernelrl_hgemm_stage returned error {rc} ({self._error_name(rc)})")
+                    self._reject(self.results[name], Rejected(
+                        Verdict.RETURNED_ERROR, f"{rc} ({self._error_name(rc)}) from kernelrl_hgemm_stage"))
                     self.live.pop(name).close()
 
-    def _checked_call(self, task_id, problem, name, method, bufs, call, a, b, ref, exact, phase, results):
-        """Poison C, call once, and run every check. Raises Rejected with the first failure."""
+    def _checked_call(self, task_id, problem, name, method, bufs, call, a, b, ref, exact, phase, results,
+                      previous=None):
+        """Restore the inputs, poison C, call once, and run every check. Raises Rejected with the first failure."""
         self.begin(task_id, name, phase)
+        self._restore([bufs])
         bufs.c.fill_(float("nan"))
         ws = self.workspaces.get(name)
         if ws is not None and isinstance(method, M.Candidate) and not method.staged:
@@ -219,29 +248,55 @@ class Worker:
         with torch.cuda.stream(self.stream):
             rc = call()
         self._sync(name, phase)
+        self._check_state(phase)
         if rc:
-            raise Rejected(f"returned error {rc} ({self._error_name(rc)})")
-        self._judge(problem, bufs, a, b, ref, exact, results[name])
+            raise Rejected(Verdict.RETURNED_ERROR, f"{rc} ({self._error_name(rc)})")
+        self._judge(problem, bufs, a, b, ref, exact, results[name], previous)
 
-    def _judge(self, problem, bufs, a, b, ref, exact, result):
+    def _check_state(self, phase: str) -> None:
+        """The device-global state after a method ran: any change is put back and is that method's verdict."""
+        now = self.state.snapshot()
+        changed = self.state.changed(self.state0, now)
+        if changed:
+            self.state.restore(self.state0)
+            raise Rejected(Verdict.DEVICE_STATE, f"the method changed {', '.join(changed)} during {phase}")
+
+    @staticmethod
+    def _reject(result: dict, exc: Rejected, prefix: str = "") -> None:
+        """Add a verdict; the first one is the record's key. A correctness failure of a call made during timing
+        (the method verified before) is the timing check's own defence verdict."""
+        result["errors"].append(f"{prefix}{exc}")
+        verdict = exc.verdict
+        if prefix and verdict.category is Verdict.WRONG_VALUES.category:
+            verdict = Verdict.DURING_TIMING
+        result.setdefault("verdict", verdict.value)
+
+    def _judge(self, problem, bufs, a, b, ref, exact, result, previous=None):
         # One synchronization for all the guard and input checks.
         flags = [g.intact_flag() for g in self._guards] + [(bufs.a == a).all(), (bufs.b == b).all()]
         if bufs.bt is not None:
             flags.append((bufs.bt == b.t()).all())
         flags = torch.stack(flags).tolist()
         if not all(flags[:len(self._guards)]):
-            raise Rejected("out-of-bounds write: a guard band around a buffer was overwritten")
+            raise Rejected(Verdict.OUT_OF_BOUNDS, "a guard band around a buffer was overwritten")
         if not all(flags[len(self._guards):]):
-            raise Rejected("modified its inputs: A or B changed during the call")
+            raise Rejected(Verdict.MODIFIED_INPUTS, "A or B changed during the call")
         outcome = compare_output(bufs.c, ref, problem.acc, problem.k, exact=exact)
         if math.isfinite(outcome.max_rel_err) and not exact:
             result["max_rel_err"] = max(result["max_rel_err"], outcome.max_rel_err)
         if not outcome.ok:
-            raise Rejected(outcome.reason)
+            if previous is not None and outcome.verdict is Verdict.WRONG_VALUES and \
+                    compare_output(bufs.c, previous, problem.acc, problem.k).ok:
+                raise Rejected(Verdict.STALE_RESULT, "the output is the answer for the previous inputs, which "
+                                                     "differ from these in a few elements (a result cached by a "
+                                                     "sample of the input contents)")
+            raise Rejected(outcome.verdict, outcome.reason.split(": ", 1)[-1])
 
     def _verify_all(self, task_id, problem, live: dict, bufs: M.Buffers, results: dict):
-        """Three checks before any timing: normal inputs (public seed), normal inputs (this run's secret seed),
-        0/1 inputs (exact). Methods that fail leave `live`. Also runs each method's one-time preparation."""
+        """Four checks before any timing: normal inputs (public seed), normal inputs (this run's secret seed), the
+        secret inputs again with a few elements changed (a result cached by a sample of the contents comes back
+        stale), 0/1 inputs (exact). Every method gets the inputs as the harness made them. Methods that fail leave
+        `live`. Also runs each method's one-time preparation."""
         public = hash_seed(problem, 0)
         for name in list(live):
             self.begin(task_id, name, "prepare")
@@ -249,28 +304,38 @@ class Worker:
                 with torch.cuda.stream(self.stream):
                     facts = live[name].prepare(problem, self.stream, bufs, self.workspaces.get(name))
                 self._sync(name, "prepare")
+                self._check_state("prepare")
                 results[name]["extra"].update(facts)
                 tuning = getattr(live[name], "new_tuning", None)
                 if tuning:
                     self.algo_cache[tuning["key"]] = tuning
                     self.send("lt_algo", tuning)
                     live[name].new_tuning = None
-            except (M.MethodError, Rejected) as exc:
-                results[name]["errors"].append(str(exc))
+            except Rejected as exc:
+                self._reject(results[name], exc)
                 live.pop(name).close()
         calls = {name: method.bind(problem, bufs, self.workspaces.get(name), self.stream)
                  for name, method in live.items()}
+        previous = None
         for kind, seed, exact in (("normal", public, False), ("normal", self.secret ^ public, False),
-                                  ("binary", self.secret ^ (public + 1), True)):
-            a, b, ref = self._fill(problem, bufs, kind, seed)
+                                  ("near", None, False), ("binary", self.secret ^ (public + 1), True)):
+            if kind == "near":  # the last inputs, a few elements changed
+                ref = previous.clone()
+                self._perturb(bufs, ref)
+                self._restore([bufs])
+                self._stage_inputs(problem, bufs)
+                a, b = self.pristine[id(bufs)]
+            else:
+                a, b, ref = self._fill(problem, bufs, kind, seed)
             for name in list(live):
                 try:
                     self._checked_call(task_id, problem, name, live[name], bufs, calls[name], a, b, ref, exact,
-                                       f"verify:{kind}", results)
+                                       f"verify:{kind}", results, previous if kind == "near" else None)
                 except Rejected as exc:
-                    results[name]["errors"].append(str(exc))
+                    self._reject(results[name], exc)
                     live.pop(name).close()
-            del a, b, ref
+            previous = ref
+        del a, b, ref, previous
         # The last check left 0/1 data in set 0; time on random normal data (constant or sparse data runs faster).
         self._fill(problem, bufs, "normal", self.rng.getrandbits(62))
 
@@ -287,7 +352,7 @@ class Worker:
 
     def _time_device(self, task_id, problem, live, results):
         """CUDA-graph replay of back-to-back calls, timed with events; cold cache rotates input sets whose total
-        exceeds twice the L2, so each call reads its operands from HBM."""
+        exceeds twice the L2, so each call reads its operands from HBM. Every replay starts from pristine inputs."""
         s = self.settings
         set_bytes = problem.min_bytes
         nsets = 1
@@ -303,14 +368,16 @@ class Worker:
             self.begin(task_id, name, "capture")
             try:
                 graphs[name] = self._capture(problem, name, live[name], sets, calls_per_graph)
+                self._check_state("capture")
             except Rejected as exc:
-                results[name]["errors"].append(str(exc))
+                self._reject(results[name], exc)
                 live.pop(name).close()
         ev_samples = {name: [] for name in graphs}
         wall_samples = {name: [] for name in graphs}
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         for name, graph in graphs.items():  # warm-up replay
             self.begin(task_id, name, "warmup")
+            self._restore(sets)
             with torch.cuda.stream(self.stream):  # a graph replays on the current stream
                 graph.replay()
             self._sync(name, "warmup")
@@ -319,6 +386,7 @@ class Worker:
             self.rng.shuffle(order)
             for name in order:
                 self.begin(task_id, name, "time:device")
+                self._restore(sets)
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 with torch.cuda.stream(self.stream):
@@ -329,11 +397,16 @@ class Worker:
                 wall = time.perf_counter() - t0
                 ev_samples[name].append(start.elapsed_time(end) * 1e3 / calls_per_graph)
                 wall_samples[name].append(wall * 1e6 / calls_per_graph)
+                try:
+                    self._check_state("device timing")
+                except Rejected as exc:
+                    self._reject(results[name], exc, "during timing: ")
         # Calls made during timing are checked too: refill set 0 in place, poison every output, replay.
         a, b, ref = self._fill(problem, sets[0], "normal", self.rng.getrandbits(62))
         for name in list(graphs):
             try:
                 self.begin(task_id, name, "recheck:device")
+                self._restore(sets)
                 for bufs in sets:
                     bufs.c.fill_(float("nan"))
                 self._rearm()
@@ -344,21 +417,130 @@ class Worker:
                 self._judge(problem, sets[0], a, b, ref, False, results[name])
                 for bufs in sets[1:]:
                     if bool(torch.isnan(bufs.c).any()):
-                        raise Rejected("unwritten output on a rotated input set during graph replay")
+                        raise Rejected(Verdict.UNWRITTEN_OUTPUT, "on a rotated input set during graph replay")
             except Rejected as exc:
-                results[name]["errors"].append(f"during timing: {exc}")
+                self._reject(results[name], exc, "during timing: ")
+        del a, b, ref
+        overheads = {}
         for name in graphs:
             ev, wall = summarize(ev_samples[name]), summarize(wall_samples[name])
-            hidden = wall["median"] - ev["median"]
-            entry = {**ev, "wall_median": wall["median"], "calls_per_graph": calls_per_graph, "input_sets": nsets}
-            # Work hidden from the stream's events (another stream, a host thread) shows up only in wall time.
-            if hidden * calls_per_graph > 200 + 0.5 * ev["median"] * calls_per_graph:
-                results[name]["errors"].append(
-                    f"hidden work: synchronized time {wall['median']:.2f} us exceeds the stream's event time "
-                    f"{ev['median']:.2f} us per call")
-            results[name]["times"]["device"] = entry
-        del graphs, sets
+            overheads[name] = [(w - e) * calls_per_graph for w, e in zip(wall_samples[name], ev_samples[name])]
+            results[name]["times"]["device"] = {**ev, "wall_median": wall["median"], "calls_per_graph": calls_per_graph,
+                                                "input_sets": nsets}
+        self._flag_hidden(graphs, overheads, {n: r["times"]["device"]["median"] * calls_per_graph
+                                              for n, r in results.items() if n in graphs}, results)
+        self._probe_contents(task_id, problem, live, graphs, sets, results)
+        del graphs
+        self._restore(sets)
+        for bufs in sets[1:]:
+            self.pristine.pop(id(bufs), None)
+        del sets
         self._guards = kept_guards  # the rotated sets are freed; set 0 and the workspaces stay guarded
+
+    def _trusted(self, name: str) -> bool:
+        return self.kinds[name] not in ("candidate", "library")
+
+    def _flag_hidden(self, names, overheads: dict, region_us: dict, results: dict) -> None:
+        """The one hidden-work rule (harness.stats) against the trusted baselines' own overhead."""
+        trusted = [summarize(overheads[n])["median"] for n in names
+                   if self._trusted(n) and not results[n]["errors"] and overheads[n]]
+        for name in names:
+            if not self._trusted(name):
+                flag = hidden_work(overheads[name], trusted, region_us[name])
+                if flag:
+                    self._reject(results[name], Rejected(Verdict.HIDDEN_WORK, flag.split(": ", 1)[1]))
+
+    # -- content probe ---------------------------------------------------------------------------------------
+    def _probe_contents(self, task_id, problem, live, graphs, sets, results):
+        """Device mode replays the same inputs, so a result cached by input contents would look fast. Each
+        untrusted method (and one trusted baseline, for calibration) is timed again in a graph that changes a few
+        elements of A before every call, against a graph of the changes alone. A method whose calls get slower
+        by more than max(2 µs, 20 %) beyond what the baseline's do is `content-dependent speed`; the last call's
+        output is checked against the changed inputs (a cache keyed on a sample comes back stale)."""
+        untrusted = [n for n in graphs if not self._trusted(n) and not results[n]["errors"]
+                     and not getattr(live.get(n), "staged", False)]
+        if not untrusted:
+            return
+        trusted = [n for n in graphs if self._trusted(n) and not results[n]["errors"]]
+        probe = trusted[:1] + untrusted
+        calls = max(len(sets), min(PROBE_CALLS, results[probe[0]]["times"]["device"]["calls_per_graph"]))
+        calls = math.ceil(calls / len(sets)) * len(sets)
+        m, k = problem.m, problem.k
+        changes = []  # per call: (positions into A's flat view, values)
+        for _ in range(calls):
+            pos = torch.tensor([self.rng.randrange(m) * k + self.rng.randrange(k) for _ in range(PERTURBED)],
+                               device="cuda")
+            vals = torch.tensor([PERTURB_VALUE if self.rng.random() < 0.5 else -PERTURB_VALUE
+                                 for _ in range(PERTURBED)], dtype=torch.float16, device="cuda")
+            changes.append((pos, vals))
+        extra = {}
+        for name in probe:
+            self.begin(task_id, name, "probe:contents")
+            try:
+                changing, alone = self._probe_graphs(problem, name, live[name], sets, changes)
+                per_call = []
+                for _ in range(3):
+                    for graph in (changing, alone):
+                        self._restore(sets)
+                        per_call.append(self._replay_us(name, graph) / calls)
+                t_change = min(per_call[0::2]) - min(per_call[1::2])
+                extra[name] = t_change - results[name]["times"]["device"]["median"]
+                results[name]["extra"]["changing_inputs_us"] = round(t_change, 3)
+                if name in untrusted:
+                    self._check_last_call(problem, name, sets, calls, changing)
+            except Rejected as exc:
+                self._reject(results[name], exc, "during timing: ")
+        base = max(0.0, extra.get(trusted[0], 0.0)) if trusted else 0.0
+        for name in untrusted:
+            plain = results[name]["times"]["device"]["median"]
+            if name in extra and extra[name] - base > max(CONTENT_FLOOR_US, CONTENT_MARGIN * plain):
+                self._reject(results[name], Rejected(
+                    Verdict.CONTENT_DEPENDENT_SPEED,
+                    f"{plain + extra[name]:.2f} us per call when a few input elements change between calls, "
+                    f"{plain:.2f} us when they do not (a result cached by input contents)"))
+        self._restore(sets)
+
+    def _probe_graphs(self, problem, name, method, sets, changes):
+        bound = [method.bind(problem, bufs, self.workspaces.get(name), self.stream) for bufs in sets]
+        changing, alone = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(changing, stream=self.stream):
+                for i, (pos, vals) in enumerate(changes):
+                    sets[i % len(sets)].a.view(-1).index_copy_(0, pos, vals)
+                    bound[i % len(sets)]()
+            with torch.cuda.graph(alone, stream=self.stream):
+                for i, (pos, vals) in enumerate(changes):
+                    sets[i % len(sets)].a.view(-1).index_copy_(0, pos, vals)
+        except RuntimeError as exc:
+            self._after_error(name, "probe", exc)
+            raise Rejected(Verdict.GRAPH_CAPTURE, f"content probe: {str(exc).splitlines()[0]}") from None
+        return changing, alone
+
+    def _replay_us(self, name, graph) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        with torch.cuda.stream(self.stream):
+            start.record()
+            graph.replay()
+            end.record()
+        self._sync(name, "probe:contents")
+        return start.elapsed_time(end) * 1e3
+
+    def _check_last_call(self, problem, name, sets, calls, changing):
+        """One more changing-contents replay from pristine inputs; the last call's output is judged against the
+        contents its set holds afterwards (every change to that set came before that call)."""
+        self._restore(sets)
+        last = sets[(calls - 1) % len(sets)]
+        last.c.fill_(float("nan"))
+        torch.cuda.synchronize()
+        with torch.cuda.stream(self.stream):
+            changing.replay()
+        self._sync(name, "probe:contents")
+        outcome = compare_output(last.c, reference(last.a, last.b), problem.acc, problem.k)
+        if not outcome.ok:
+            verdict = Verdict.STALE_RESULT if outcome.verdict is Verdict.WRONG_VALUES else outcome.verdict
+            raise Rejected(verdict, f"{outcome.reason} on the last call of a replay whose inputs changed between "
+                                    f"calls (a result cached by input contents)")
 
     def _capture(self, problem, name, method, sets, calls_per_graph):
         bound = [method.bind(problem, bufs, self.workspaces.get(name), self.stream) for bufs in sets]
@@ -370,15 +552,17 @@ class Worker:
                     codes.append(bound[i % len(bound)]())
         except RuntimeError as exc:
             self._after_error(name, "capture", exc)
-            raise Rejected(f"graph capture failed: {str(exc).splitlines()[0]}") from None
+            raise _capture_verdict(exc) from None
         bad = [c for c in codes if c]
         if bad:
-            raise Rejected(f"returned error {bad[0]} ({self._error_name(bad[0])}) during graph capture")
+            raise Rejected(Verdict.RETURNED_ERROR, f"{bad[0]} ({self._error_name(bad[0])}) during graph capture")
         return graph
 
     def _time_host(self, task_id, problem, mode, live, results):
         """The paper's offline mode (host clock around each call, device-wide synchronize before and after) and
-        server mode (the same after an exponential idle gap at the target rate)."""
+        server mode (the same after an exponential idle gap at the target rate). Each method's turn starts from
+        pristine inputs, and a few elements of A change (untimed) before every call, so no call sees contents an
+        earlier call saw; checked calls are judged against the changed contents."""
         s = self.settings
         bufs = self.set0
         calls = {name: m.bind(problem, bufs, self.workspaces.get(name), self.stream) for name, m in live.items()}
@@ -389,9 +573,11 @@ class Worker:
         check_rounds = {s["rounds"] // 2, s["rounds"] - 1}
         for name in calls:  # warm-up call, untimed
             self.begin(task_id, name, "warmup")
+            self._restore([bufs])
             with torch.cuda.stream(self.stream):
                 calls[name]()
             self._sync(name, "warmup")
+        a = b = ref = None
         with torch.cuda.stream(self.stream):
             for rnd in range(s["rounds"]):
                 checked = rnd in check_rounds
@@ -401,9 +587,15 @@ class Worker:
                 self.rng.shuffle(order)
                 for name in order:
                     self.begin(task_id, name, f"time:{mode}")
+                    self._restore([bufs])
+                    staged = getattr(live[name], "staged", False)
                     for rep in range(s["calls_per_round"]):
+                        self._perturb(bufs, ref if checked else None)
+                        if staged:
+                            self._stage_inputs(problem, bufs, only=name)
                         if checked and rep == 0:
                             bufs.c.fill_(float("nan"))
+                            self._rearm()
                         if gap:
                             time.sleep(self.rng.expovariate(1.0 / gap))
                         torch.cuda.synchronize()
@@ -414,7 +606,7 @@ class Worker:
                         if rc:
                             break
                         if checked and rep == 0:
-                            self._try_judge(problem, bufs, a, b, ref, results[name], name, mode)
+                            self._try_judge(problem, bufs, a, b, ref, results[name], mode)
                     # One extra call with stream events inside the host window, for the hidden-work check.
                     torch.cuda.synchronize()
                     t0 = time.perf_counter()
@@ -425,22 +617,24 @@ class Worker:
                     wall = (time.perf_counter() - t0) * 1e6
                     overhead[name].append(wall - start.elapsed_time(end) * 1e3)
                     if rc or rc2:
-                        results[name]["errors"].append(f"returned error {rc or rc2} during {mode} timing")
-        baseline_overheads = [summarize(overhead[n])["median"] for n in calls
-                              if self.kinds[n] not in ("candidate", "library") and not results[n]["errors"]]
+                        self._reject(results[name], Rejected(Verdict.RETURNED_ERROR, f"{rc or rc2} during {mode} "
+                                                                                     f"timing"))
+                    try:
+                        self._check_state(f"{mode} timing")
+                    except Rejected as exc:
+                        self._reject(results[name], exc, "during timing: ")
+        self._restore([bufs])
         for name in calls:
-            stats = summarize(host[name])
-            flag = hidden_work(overhead[name], baseline_overheads, stats["median"])
-            if flag:
-                results[name]["errors"].append(flag)
-            results[name]["times"][mode] = {**stats, "sync_overhead_us": summarize(overhead[name])["median"]}
+            results[name]["times"][mode] = {**summarize(host[name]),
+                                            "sync_overhead_us": summarize(overhead[name])["median"]}
+        self._flag_hidden(list(calls), overhead, {n: results[n]["times"][mode]["median"] for n in calls}, results)
 
-    def _try_judge(self, problem, bufs, a, b, ref, result, name, mode):
+    def _try_judge(self, problem, bufs, a, b, ref, result, mode):
         try:
             self._judge(problem, bufs, a, b, ref, False, result)
         except Rejected as exc:
             if not any(e.startswith("during timing") for e in result["errors"]):
-                result["errors"].append(f"during timing ({mode}): {exc}")
+                self._reject(result, exc, f"during timing ({mode}): ")
 
     # -- errors ----------------------------------------------------------------------------------------------
     def _sync(self, name, phase):
@@ -456,12 +650,26 @@ class Worker:
             torch.cuda.synchronize()
             torch.zeros(1, device="cuda").add_(1).item()
         except RuntimeError:
-            raise Fatal(f"crash: {text}") from None
+            raise Fatal(Verdict.CRASH.reason(text)) from None
 
     def _error_name(self, code: int) -> str:
         if self.blas is not None:
             return (self.blas.kr_cuda_error_name(int(code)) or b"?").decode()
         return "cudaError"
+
+
+def _capture_verdict(exc: RuntimeError) -> Rejected:
+    """A failed capture in one line. A device-wide synchronize (cudaDeviceSynchronize, cudaMemcpy without a
+    stream, cudaMalloc) inside the call cannot be captured: say so, and where such a method can be measured."""
+    text = str(exc)
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if any(s in text for s in ("operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported",
+                               "cudaErrorStreamCaptureInvalidated", "cudaErrorStreamCaptureImplicit",
+                               "previous error during capture")):
+        return Rejected(Verdict.HOST_SYNC_IN_CALL, f"the call synchronizes or allocates outside its stream, which "
+                                                   f"a CUDA graph cannot capture ({first}); measure it in offline "
+                                                   f"mode (--mode offline), which times each call by the host clock")
+    return Rejected(Verdict.GRAPH_CAPTURE, first)
 
 
 def hash_seed(problem: GemmProblem, salt: int) -> int:
@@ -481,6 +689,7 @@ def _records(problem: GemmProblem, modes, results: dict) -> list[dict]:
                         "tflops": problem.flops / (median * 1e6) if median else None,
                         "max_rel_err": res["max_rel_err"] if not reason or t else None,
                         "verified": reason is None and t is not None, "reason": reason or (None if t else "not timed"),
+                        "verdict": res.get("verdict") or (None if reason or t else Verdict.NOT_TIMED.value),
                         "extra": {**res["extra"], **{k: v for k, v in (t or {}).items()
                                                      if k not in ("median", "p10", "p90", "n")}}})
     return out

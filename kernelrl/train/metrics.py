@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from kernelrl.run.stats import percentile
+from kernelrl.harness.stats import percentile
 from kernelrl.train.reward import RewardResult
 
 FAILURE_KINDS = ("malformed", "compile", "wrong", "crash", "timeout", "error")

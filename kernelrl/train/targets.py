@@ -142,8 +142,10 @@ def _evaluate_hgemm(target, sources: dict[str, str], ui) -> dict[str, Judgement]
 
 
 def _evaluate_kernelbench(target, sources: dict[str, str], ui) -> dict[str, Judgement]:
-    """The KernelBench worker on every pair, as KernelBenchTarget.evaluate does, keeping the error; the tolerance
-    is the worker's rtol for the task's dtype (its max_rel_err is |out - ref| / (|ref| + atol))."""
+    """The KernelBench worker on every pair, as KernelBenchTarget.evaluate does, keeping the error and the
+    tolerance the worker recorded beside it (one rule, harness.tolerance; max_rel_err is |out - ref| / (|ref| +
+    atol))."""
+    from kernelrl.harness.tolerance import output_tolerance
     from kernelrl.evolve.verdicts import categorize
     from kernelrl.kernelbench.static_checks import task_input_dtype
     from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result
@@ -154,7 +156,6 @@ def _evaluate_kernelbench(target, sources: dict[str, str], ui) -> dict[str, Judg
                           hang_timeout_s=target.hang_timeout_s)
     ui.stage(f"evaluating {len(names)} candidates for {target.task.name} on {target.device}")
     records = run_pairs([(str(target.task.path), str(p)) for p in paths], settings)
-    tol = 1e-4 if task_input_dtype(target.task.source) == "float32" else 1e-2
     out = {}
     for i, name in enumerate(names):
         recs = records.get(i, [])
@@ -164,6 +165,9 @@ def _evaluate_kernelbench(target, sources: dict[str, str], ui) -> dict[str, Judg
             continue
         res = task_result(target.task.name, recs, target.baselines)
         err = max((r["max_rel_err"] for r in recs if r.get("max_rel_err") is not None), default=None)
+        # the tolerance the worker judged that error by (harness.tolerance, by the reference output's dtype)
+        tol = next((r["tolerance"] for r in recs if r.get("tolerance")), None) or \
+            output_tolerance(task_input_dtype(target.task.source))
         shapes = {target.task.name: {"us": res.candidate_us, "baselines": dict(res.baseline_us),
                                      "max_rel_err": err, "tolerance": tol}}
         out[name] = Judgement("ok", None, target.objective, shapes)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from kernelrl.harness.verdicts import Verdict
+
 FP16_EPS = 2.0 ** -11  # half of fp16's relative spacing: the rounding of one output element
 
 
@@ -61,6 +63,11 @@ class CheckOutcome:
     ok: bool
     max_rel_err: float
     reason: str | None = None
+    verdict: Verdict | None = None
+
+    @classmethod
+    def failed(cls, err: float, verdict: Verdict, detail: str) -> "CheckOutcome":
+        return cls(False, err, verdict.reason(detail), verdict)
 
 
 def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: bool = False) -> CheckOutcome:
@@ -76,18 +83,19 @@ def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: 
                          (diff != 0).sum().float() if exact else torch.zeros((), device=c.device)])
     nans, infs, err, differing = stats.tolist()
     if nans:
-        return CheckOutcome(False, math.inf, f"unwritten output: {int(nans)} of {c.numel()} elements still NaN "
-                                             f"(first at {_first_index(nan, c.shape[1])})")
+        return CheckOutcome.failed(math.inf, Verdict.UNWRITTEN_OUTPUT, f"{int(nans)} of {c.numel()} elements still "
+                                   f"NaN (first at {_first_index(nan, c.shape[1])})")
     if infs:
-        return CheckOutcome(False, math.inf, "output holds Inf")
+        return CheckOutcome.failed(math.inf, Verdict.NON_FINITE, "output holds Inf")
     if exact:
         if differing:
-            return CheckOutcome(False, err, f"0/1 inputs: {int(differing)} elements differ from the exact result "
-                                            f"(first at {_first_index(diff != 0, c.shape[1])})")
+            return CheckOutcome.failed(err, Verdict.EXACT_INPUTS, f"{int(differing)} elements differ from the exact "
+                                       f"result (first at {_first_index(diff != 0, c.shape[1])})")
         return CheckOutcome(True, err)
     tol = tolerance(acc, k)
     if err > tol:
-        return CheckOutcome(False, err, f"wrong values: error {err:.3g} exceeds the {acc} tolerance {tol:.3g} for K={k}")
+        return CheckOutcome.failed(err, Verdict.WRONG_VALUES, f"error {err:.3g} exceeds the {acc} tolerance {tol:.3g} "
+                                                          f"for K={k}")
     return CheckOutcome(True, err)
 
 

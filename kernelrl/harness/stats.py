@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import statistics
 
+from kernelrl.harness.verdicts import Verdict
+
 
 def percentile(samples: list[float], q: float) -> float:
     """Linear-interpolated percentile, q in [0, 100]."""
@@ -28,19 +30,25 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
-def hidden_work(candidate_overheads: list[float], baseline_overhead_medians: list[float],
-                candidate_median_us: float) -> str | None:
-    """The hidden-work verdict of the host-timed modes, or None.
+HIDDEN_FLOOR_US = 20.0  # per timed region: more than launch jitter and a host-side lock wait ever add
+HIDDEN_SHARE = 0.5  # of the method's own time per region
 
-    Overheads are synchronized wall time minus the stream's event time, per call, in µs. Work hidden from the
-    stream (another stream, a host thread) shows only in wall time, so a candidate whose overhead exceeds the
-    baselines' median launch overhead by more than max(20 µs, half its own time) is flagged."""
+
+def hidden_work(candidate_overheads: list[float], baseline_overhead_medians: list[float],
+                candidate_region_us: float) -> str | None:
+    """The one hidden-work rule of every worker and timing mode: the reason line, or None.
+
+    A timed region is one call (host-timed modes) or one graph replay (device mode). Its overhead is the
+    synchronized wall time minus the caller's stream's event time, in µs. Work hidden from the stream (another
+    stream, a host thread) shows only in wall time, so a method whose median overhead exceeds the trusted
+    baselines' median overhead by more than max(20 µs, half its own region time) is flagged."""
     if not candidate_overheads:
         return None
     ordered = sorted(baseline_overhead_medians)
     reference = ordered[len(ordered) // 2] if ordered else 0.0
     extra = summarize(candidate_overheads)["median"] - reference
-    if extra > max(20.0, 0.5 * candidate_median_us):
-        return (f"hidden work: synchronized time exceeds the stream's event time by {extra:.1f} us more than "
-                f"the baselines' launch overhead")
+    if extra > max(HIDDEN_FLOOR_US, HIDDEN_SHARE * candidate_region_us):
+        return Verdict.HIDDEN_WORK.reason(
+            f"synchronized time exceeds the stream's event time by {extra:.1f} us per timed region more than the "
+            f"baselines' launch overhead")
     return None

@@ -1,0 +1,122 @@
+"""The process- and device-global state a candidate can change to gain speed or fool the checks, read before each
+method runs and compared after: numerics flags (TF32, float32 matmul precision, reduced-precision reductions,
+fp16 accumulation), the context's persisting-L2 set-aside, and the access-policy window of the stream the harness
+passes in. A change is the changing method's verdict (`device state`, or the KernelBench worker's own keys), and
+the harness puts the state back, so the next method starts where every method starts."""
+
+from __future__ import annotations
+
+import ctypes
+
+CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 6
+CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1
+_ATTR_BYTES = 64  # sizeof(CUstreamAttrValue), a union; the window's num_bytes sits at offset 8
+
+
+def _flag_probes(torch) -> dict:
+    m = torch.backends.cuda.matmul
+    return {
+        "torch.backends.cuda.matmul.allow_tf32": (lambda: m.allow_tf32, lambda v: setattr(m, "allow_tf32", v)),
+        "torch.backends.cudnn.allow_tf32": (lambda: torch.backends.cudnn.allow_tf32,
+                                            lambda v: setattr(torch.backends.cudnn, "allow_tf32", v)),
+        "torch.get_float32_matmul_precision()": (torch.get_float32_matmul_precision,
+                                                 torch.set_float32_matmul_precision),
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": (
+            lambda: m.allow_fp16_reduced_precision_reduction,
+            lambda v: setattr(m, "allow_fp16_reduced_precision_reduction", v)),
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": (
+            lambda: m.allow_bf16_reduced_precision_reduction,
+            lambda v: setattr(m, "allow_bf16_reduced_precision_reduction", v)),
+        "torch.backends.cuda.matmul.allow_fp16_accumulation": (
+            lambda: m.allow_fp16_accumulation, lambda v: setattr(m, "allow_fp16_accumulation", v)),
+        "torch.backends.cuda.matmul.fp32_precision": (lambda: m.fp32_precision,
+                                                      lambda v: setattr(m, "fp32_precision", v)),
+        "torch.backends.cudnn.fp32_precision": (lambda: torch.backends.cudnn.fp32_precision,
+                                                lambda v: setattr(torch.backends.cudnn, "fp32_precision", v)),
+        "torch.backends.fp32_precision": (lambda: torch.backends.fp32_precision,
+                                          lambda v: setattr(torch.backends, "fp32_precision", v)),
+    }
+
+
+
+
+class DeviceState:
+    """Snapshots of the state above; `stream` is the raw handle (int) of the stream methods are given, or None."""
+
+    def __init__(self, torch, cuda: bool, stream: int | None = None):
+        self.torch, self.cuda, self.stream = torch, cuda, stream
+        self.probes = _flag_probes(torch)
+        self.libcuda = None
+        if cuda:
+            try:
+                self.libcuda = ctypes.CDLL("libcuda.so.1")
+            except OSError:
+                self.libcuda = None
+
+    # -- reading -----------------------------------------------------------------------------------------------
+    def flags(self) -> dict:
+        """The numerics flags alone (those this torch has)."""
+        state = {}
+        for name, (get, _set) in self.probes.items():
+            try:
+                state[name] = get()
+            except Exception:  # a flag this torch does not have
+                pass
+        return state
+
+    def snapshot(self) -> dict:
+        state = self.flags()
+        l2 = self.persisting_l2()
+        if l2 is not None:
+            state["persisting L2 set-aside (bytes)"] = l2
+        window = self.stream_window()
+        if window is not None:
+            state["stream access-policy window (bytes)"] = window
+        return state
+
+    def persisting_l2(self) -> int | None:
+        if self.libcuda is None:
+            return None
+        value = ctypes.c_size_t(0)
+        try:
+            rc = self.libcuda.cuCtxGetLimit(ctypes.byref(value), ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE))
+        except AttributeError:
+            return None
+        return int(value.value) if rc == 0 else None
+
+    def stream_window(self) -> int | None:
+        if self.libcuda is None or not self.stream:
+            return None
+        buf = ctypes.create_string_buffer(_ATTR_BYTES)
+        try:
+            rc = self.libcuda.cuStreamGetAttribute(ctypes.c_void_p(self.stream),
+                                                   ctypes.c_int(CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW), buf)
+        except AttributeError:
+            return None
+        return int.from_bytes(buf.raw[8:16], "little") if rc == 0 else None
+
+    @staticmethod
+    def changed(before: dict, now: dict) -> list[str]:
+        """One "name = now (was before)" per entry that differs."""
+        return [f"{k} = {now.get(k)!r} (was {v!r})" for k, v in before.items() if now.get(k) != v]
+
+    # -- putting back ------------------------------------------------------------------------------------------
+    def restore(self, before: dict) -> None:
+        now = self.snapshot()
+        for name, (get, put) in self.probes.items():
+            if name in before and now.get(name) != before[name]:
+                try:
+                    put(before[name])
+                except Exception:
+                    pass
+        if self.libcuda is None:
+            return
+        key = "persisting L2 set-aside (bytes)"
+        if key in before and now.get(key) != before[key]:
+            self.libcuda.cuCtxSetLimit(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(before[key]))
+            self.libcuda.cuCtxResetPersistingL2Cache()
+        key = "stream access-policy window (bytes)"
+        if key in before and now.get(key) != before[key]:
+            zero = ctypes.create_string_buffer(_ATTR_BYTES)  # no window: every access is a normal one
+            self.libcuda.cuStreamSetAttribute(ctypes.c_void_p(self.stream),
+                                              ctypes.c_int(CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW), zero)

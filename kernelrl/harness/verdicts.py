@@ -1,0 +1,152 @@
+"""Verdicts as keys: every way a measured method can fail has one `Verdict`, mapped to one `Category`. A record's
+`reason` is the key's text, a colon and a detail line for people; its `verdict` field is the key itself.
+
+Categories say what a failure means to the stages above the harness: a `build` failure is worth one repair turn,
+a `defence` verdict is a caught cheat (never repaired, a hack in RL), `correctness` is wrong output, `crash` a dead
+worker or a hang, `unsupported` a shape or setting the method declines, `infrastructure` the harness's own failure
+(never the candidate's fault: it gets no reward either way, and it is reported apart)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Category(str, Enum):
+    OK = "ok"
+    BUILD = "build"
+    CORRECTNESS = "correctness"
+    DEFENCE = "defence"
+    CRASH = "crash"
+    UNSUPPORTED = "unsupported"
+    INFRASTRUCTURE = "infrastructure"
+
+
+CATEGORY_TEXT = {
+    Category.OK: "verified and timed",
+    Category.BUILD: "did not compile, or does not meet the file contract",
+    Category.CORRECTNESS: "wrong results",
+    Category.DEFENCE: "caught by an anti-hacking check of the evaluator",
+    Category.CRASH: "crashed or hung the GPU worker",
+    Category.UNSUPPORTED: "declined the shape or setting",
+    Category.INFRASTRUCTURE: "the evaluator itself failed (not the candidate's fault)",
+}
+
+
+class Verdict(str, Enum):
+    """The key of a failed measurement; its value is the stable first words of the reason line."""
+
+    # build and contract
+    COMPILE_ERROR = "compile error"
+    COMPILE_TIMEOUT = "compile timeout"
+    CONTRACT = "contract"
+    LOAD_FAILED = "cannot load the built library"
+    NO_ENTRY_POINT = "no entry point"
+    ADAPTER = "CUDA-L2 adapter"
+    # unsupported
+    UNSUPPORTED = "unsupported"
+    ACC_MISMATCH = "accumulator mismatch"
+    RETURNED_ERROR = "returned error"
+    GRAPH_CAPTURE = "graph capture failed"
+    HOST_SYNC_IN_CALL = "synchronizes the device inside the call"
+    TOO_LARGE = "task too large"
+    # correctness
+    WRONG_VALUES = "wrong values"
+    EXACT_INPUTS = "0/1 inputs"
+    NON_FINITE = "NaN/Inf"
+    WRONG_SHAPE = "wrong shape"
+    WRONG_TYPE = "wrong type"
+    WRONG_DTYPE = "wrong dtype"
+    WRONG_DEVICE = "wrong device"
+    EXCEPTION = "exception"
+    # defence
+    UNWRITTEN_OUTPUT = "unwritten output"
+    OUT_OF_BOUNDS = "out-of-bounds write"
+    MODIFIED_INPUTS = "modified inputs"
+    STALE_RESULT = "stale result"
+    CONTENT_DEPENDENT_SPEED = "content-dependent speed"
+    DURING_TIMING = "during timing"
+    HIDDEN_WORK = "hidden work"
+    DEVICE_STATE = "device state"
+    SAME_TENSOR = "same tensor every call"
+    RETURNED_INPUT = "returned an input"
+    TENSOR_SUBCLASS = "tensor subclass"
+    INHERITS_MODEL = "inherits Model"
+    INTROSPECTION = "introspection"
+    THREAD = "thread"
+    TIMER_PATCH = "timer patch"
+    HARNESS_PATCH = "harness patch"
+    PRECISION = "precision"
+    PERSISTING_L2 = "persisting L2"
+    REFERENCE_FALLBACK = "reference fallback"
+    SPECIALISED = "specialised to the benchmark shape"
+    STREAM_ORDER = "stream order"
+    # crash
+    CRASH = "crash"
+    HANG = "hang"
+    # infrastructure
+    WORKER_ERROR = "worker error"
+    BASELINE_FAILED = "baseline failed"
+    NOT_TIMED = "not timed"
+    NOT_EVALUATED = "not evaluated"
+    ENVIRONMENT = "environment"
+
+    @property
+    def category(self) -> Category:
+        return _CATEGORY[self]
+
+    def reason(self, detail: str = "") -> str:
+        """The record's reason line: the key's text, then the detail."""
+        return f"{self.value}: {detail}" if detail else self.value
+
+
+_GROUPS = {
+    Category.BUILD: (Verdict.COMPILE_ERROR, Verdict.COMPILE_TIMEOUT, Verdict.CONTRACT, Verdict.LOAD_FAILED,
+                     Verdict.NO_ENTRY_POINT, Verdict.ADAPTER),
+    Category.UNSUPPORTED: (Verdict.UNSUPPORTED, Verdict.ACC_MISMATCH, Verdict.RETURNED_ERROR, Verdict.GRAPH_CAPTURE,
+                           Verdict.HOST_SYNC_IN_CALL, Verdict.TOO_LARGE),
+    Category.CORRECTNESS: (Verdict.WRONG_VALUES, Verdict.EXACT_INPUTS, Verdict.NON_FINITE, Verdict.WRONG_SHAPE,
+                           Verdict.WRONG_TYPE, Verdict.WRONG_DTYPE, Verdict.WRONG_DEVICE, Verdict.EXCEPTION),
+    Category.CRASH: (Verdict.CRASH, Verdict.HANG),
+    Category.INFRASTRUCTURE: (Verdict.WORKER_ERROR, Verdict.BASELINE_FAILED, Verdict.NOT_TIMED,
+                              Verdict.NOT_EVALUATED, Verdict.ENVIRONMENT),
+}
+_CATEGORY = {v: c for c, vs in _GROUPS.items() for v in vs}
+_CATEGORY.update({v: Category.DEFENCE for v in Verdict if v not in _CATEGORY})
+_BY_TEXT = sorted(Verdict, key=lambda v: -len(v.value))  # longest first: "stale result" before a shorter key
+
+
+class Rejected(Exception):
+    """A method failed a check: its verdict key and a detail line. `str()` is the record's reason line."""
+
+    def __init__(self, verdict: Verdict, detail: str = ""):
+        super().__init__(verdict.reason(detail))
+        self.verdict, self.detail = verdict, detail
+
+
+def verdict_of(record_or_reason) -> Verdict | None:
+    """The key of a record (its `verdict` field) or of a reason line written by `Verdict.reason`; None for a
+    verified record or a line no evaluator wrote. A reason qualified by where it happened ("on 64x64x64: ...",
+    "shape ...: ...") is read past that qualifier; "during timing: <verdict>" is the timing check's own key."""
+    if isinstance(record_or_reason, dict):
+        key = record_or_reason.get("verdict")
+        if key:
+            return Verdict(key)
+        record_or_reason = record_or_reason.get("reason")
+    text = record_or_reason or ""
+    if text.startswith(("on ", "shape ")) and ": " in text:
+        text = text.split(": ", 1)[1]
+    for v in _BY_TEXT:
+        if text == v.value or text.startswith(v.value + ":") or text.startswith(v.value + " ("):
+            return v
+    return None
+
+
+def category_of(record_or_reason) -> Category:
+    """OK for a verified record or an empty reason; INFRASTRUCTURE for a reason no evaluator wrote."""
+    if isinstance(record_or_reason, dict) and record_or_reason.get("verified"):
+        return Category.OK
+    reason = record_or_reason.get("reason") if isinstance(record_or_reason, dict) else record_or_reason
+    if not reason and not (isinstance(record_or_reason, dict) and record_or_reason.get("verdict")):
+        return Category.OK
+    v = verdict_of(record_or_reason)
+    return v.category if v is not None else Category.INFRASTRUCTURE

@@ -1,0 +1,126 @@
+"""Build KernelBench candidates' torch extensions (`load_inline`, `cpp_extension.load`) before anything is
+evaluated, in parallel, each under its own compile timeout, into the folder the evaluation worker loads from.
+
+Each candidate gets its own extension folder, named by the hash of its file (`extension_dir`): candidates that
+reuse an extension name ("custom_kernel", "elementwise_add") never rebuild over each other, which is what made
+every candidate of a task compile again inside the worker, in series, under the hang watch. The worker points
+`TORCH_EXTENSIONS_DIR` at the same folder and resets torch's in-process version counter before each import, so
+the import only loads what was built here (same flags, arch and directory: both sides are torch's own builder).
+
+Building means importing the candidate (torch builds at import): each import runs in its own spawned process
+that exits afterwards, so nothing a candidate does at import reaches the evaluation. An import that fails for
+another reason is left to the worker, which gives the candidate its verdict under watch."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing as mp
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelrl.harness.verdicts import Verdict
+
+EXTENSION_MARKERS = ("load_inline", "cpp_extension.load", "from torch.utils.cpp_extension import load")
+
+
+@dataclass
+class BuildOutcome:
+    path: str
+    seconds: float
+    error: str | None = None  # a verdict line (compile error / compile timeout) or None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def needs_build(source: str) -> bool:
+    return "ModelNew" in source and any(m in source for m in EXTENSION_MARKERS)
+
+
+def extension_dir(root: str | Path, candidate_path: str | Path) -> Path:
+    """The candidate's own extension folder under `root`, named by its file's content."""
+    digest = hashlib.sha256(Path(candidate_path).read_bytes()).hexdigest()[:20]
+    return Path(root) / digest
+
+
+def use_extension_dir(root: str | Path, candidate_path: str | Path) -> Path:
+    """Point torch's extension builder at the candidate's folder, with a fresh version counter (a counter left
+    from an earlier candidate of the same extension name would rename the build and compile it again)."""
+    folder = extension_dir(root, candidate_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
+    try:
+        from torch.utils import cpp_extension
+        cpp_extension.JIT_EXTENSION_VERSIONER.entries.clear()
+    except (ImportError, AttributeError):
+        pass
+    return folder
+
+
+def _import(conn, root: str, path: str) -> None:
+    from kernelrl.kernelbench.tasks import load_module
+    use_extension_dir(root, path)
+    os.environ.setdefault("MAX_JOBS", "2")  # several builds run at once; each gets two ninja jobs
+    try:
+        load_module(path)
+        conn.send(None)
+    except BaseException as exc:  # a candidate may raise anything, SystemExit included
+        text = str(exc).strip()
+        conn.send(f"{type(exc).__name__}: {text[-1500:]}")
+
+
+def _is_build_error(text: str) -> bool:
+    return any(s in text for s in ("Error building extension", "ninja: build stopped", "Ninja is required"))
+
+
+def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None = None,
+                     timeout_s: float = 600.0, on_done=None) -> dict[str, BuildOutcome]:
+    """BuildOutcome per candidate file that needs a build, at most `jobs` at once (default: one per core), each
+    import killed after `timeout_s` (`compile timeout`). `on_done(outcome)` hears each as it finishes."""
+    todo = []
+    for p in dict.fromkeys(str(p) for p in paths):
+        try:
+            if needs_build(Path(p).read_text(errors="replace")):
+                todo.append(p)
+        except OSError:
+            continue
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    ctx = mp.get_context("spawn")
+    running: dict[str, tuple] = {}
+    out: dict[str, BuildOutcome] = {}
+
+    def finish(path, error):
+        proc, conn, started = running.pop(path)
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        conn.close()
+        out[path] = BuildOutcome(path, time.monotonic() - started, error)
+        if on_done:
+            on_done(out[path])
+
+    while todo or running:
+        while todo and len(running) < jobs:
+            path = todo.pop(0)
+            parent, child = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_import, args=(child, str(root), path), daemon=True)
+            proc.start()
+            child.close()
+            running[path] = (proc, parent, time.monotonic())
+        for path, (proc, conn, started) in list(running.items()):
+            if conn.poll():
+                try:
+                    text = conn.recv()
+                except (EOFError, OSError):
+                    text = "the build process died"
+                error = Verdict.COMPILE_ERROR.reason(text) if text and _is_build_error(text) else None
+                finish(path, error)
+            elif not proc.is_alive():
+                finish(path, Verdict.COMPILE_ERROR.reason(f"the build process died (exit code {proc.exitcode})"))
+            elif time.monotonic() - started > timeout_s:
+                finish(path, Verdict.COMPILE_TIMEOUT.reason(f"the extension did not build in {timeout_s:.0f} s"))
+        time.sleep(0.05)
+    return out

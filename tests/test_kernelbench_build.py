@@ -1,0 +1,89 @@
+"""kb eval builds every candidate's extensions first, in parallel, each in its own folder, with its own timeout and
+verdicts; the worker then only loads, so a slow compile is never judged as a hang. (CPU: a stand-in 'build' is a
+slow import that leaves a marker in the candidate's extension folder, as torch's builder leaves a library.)"""
+
+from pathlib import Path
+
+from kernelrl.kernelbench.build import build_extensions, extension_dir, needs_build
+from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
+from tests.test_kernelbench_worker import TASK
+
+SLOW_BUILD = '''
+# built with load_inline in real candidates; here a 4 s "compile" the first time this folder is used
+import os, time
+from pathlib import Path
+import torch
+import torch.nn as nn
+
+marker = Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "built"
+if not marker.exists():
+    time.sleep(4)
+    marker.write_text("ok")
+    with open(os.environ.get("KR_TEST_BUILD_LOG", os.devnull), "a") as log:
+        log.write("built\n")
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+'''
+
+FAILING_BUILD = '''
+# load_inline
+raise RuntimeError("Error building extension 'k': nvcc failed")
+class ModelNew:
+    pass
+'''
+
+ENDLESS_BUILD = '''
+# load_inline
+import time
+time.sleep(600)
+class ModelNew:
+    pass
+'''
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_only_candidates_with_torch_extensions_are_built():
+    assert needs_build(SLOW_BUILD) and needs_build(FAILING_BUILD)
+    assert not needs_build("class ModelNew:\n    pass\n")
+
+
+def test_each_candidate_builds_in_a_folder_named_by_its_contents(tmp_path):
+    a = _write(tmp_path / "a", "x.py", SLOW_BUILD)
+    b = _write(tmp_path / "b", "x.py", SLOW_BUILD.replace("4 s", "four s"))
+    c = _write(tmp_path / "c", "y.py", SLOW_BUILD)
+    assert extension_dir("R", a) != extension_dir("R", b)  # same name, other contents: never built over each other
+    assert extension_dir("R", a) == extension_dir("R", c)
+
+
+def test_build_failures_and_timeouts_are_their_own_verdicts(tmp_path):
+    failing = _write(tmp_path, "failing.py", FAILING_BUILD)
+    endless = _write(tmp_path, "endless.py", ENDLESS_BUILD)
+    out = build_extensions([failing, endless], tmp_path / "ext", jobs=2, timeout_s=5)
+    assert out[str(failing)].error.startswith("compile error: RuntimeError: Error building extension")
+    assert out[str(endless)].error.startswith("compile timeout: ")
+
+
+def test_a_slow_compile_is_not_judged_as_a_hang(tmp_path, monkeypatch):
+    log = tmp_path / "builds.log"
+    monkeypatch.setenv("KR_TEST_BUILD_LOG", str(log))
+    task = _write(tmp_path / "tasks", "a.py", TASK)
+    cands = [_write(tmp_path / "cands", f"a{i}.py", SLOW_BUILD + f"\n# variant {i}\n") for i in range(2)]
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=2.0,
+                          extensions_dir=str(tmp_path / "ext"), compile_timeout_s=60.0)
+    built = []
+    out = run_pairs([(str(task), str(c)) for c in cands], settings, on_build=built.append)
+    assert len(built) == 2 and all(b.ok for b in built)
+    assert [pair_verdict(out[i]) for i in range(2)] == [(True, None), (True, None)]
+    assert log.read_text().count("built") == 2  # both in the build step: the worker only loaded them

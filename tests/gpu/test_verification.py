@@ -11,7 +11,7 @@ from kernelrl.workloads.hgemm import parse_shapes
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
-BROKEN = ROOT / "tests" / "gpu" / "broken"
+CORPUS = ROOT / "tests" / "gpu" / "hgemm_corpus"  # honest_*, cheat_* and bad_* candidates
 
 
 
@@ -30,20 +30,22 @@ def verdict(outcome, method):
 
 
 @pytest.mark.parametrize("name, reason", [
-    ("wrong_values", "wrong values"),
-    ("unwritten_tail", "unwritten output"),
-    ("oob_write", "out-of-bounds write"),
-    ("modifies_input", "modified its inputs"),
-    ("first_calls_only", "unwritten output"),
-    ("cache_by_pointer", "unwritten output"),
-    ("side_stream", "unwritten output"),
-    ("illegal_address", "crash"),
-    ("returns_error", "returned error 1"),
-    ("no_entry", "no entry point"),
-    ("compile_error", "compile error"),
+    ("bad_wrong_values", "wrong values"),
+    ("bad_unwritten_tail", "unwritten output"),
+    ("bad_oob_write", "out-of-bounds write"),
+    ("cheat_modifies_input", "modified inputs"),
+    ("cheat_first_calls_only", "unwritten output"),
+    ("cheat_cache_by_pointer", "unwritten output"),
+    ("cheat_side_stream", "unwritten output"),
+    ("cheat_content_cache", "stale result"),
+    ("cheat_persisting_l2", "device state"),
+    ("bad_illegal_address", "crash"),
+    ("bad_returns_error", "returned error: 1"),
+    ("bad_no_entry", "no entry point"),
+    ("bad_compile_error", "compile error"),
 ])
 def test_broken_candidate_is_rejected_for_its_reason(tmp_path, name, reason):
-    outcome = evaluate(tmp_path, [BROKEN / f"{name}.cu"])
+    outcome = evaluate(tmp_path, [CORPUS / f"{name}.cu"])
     row = verdict(outcome, name)
     assert not row["verified"]
     assert reason in row["reason"], row["reason"]
@@ -51,15 +53,15 @@ def test_broken_candidate_is_rejected_for_its_reason(tmp_path, name, reason):
 
 
 def test_hang_becomes_a_verdict(tmp_path):
-    outcome = evaluate(tmp_path, [BROKEN / "hang.cu"], timeout=20.0)
-    row = verdict(outcome, "hang")
+    outcome = evaluate(tmp_path, [CORPUS / "bad_hang.cu"], timeout=20.0)
+    row = verdict(outcome, "bad_hang")
     assert not row["verified"] and row["reason"].startswith("hang")
     assert verdict(outcome, "cublas_nn")["verified"]
 
 
 def test_fp16_accumulation_claiming_fp32_fails_at_large_k(tmp_path):
-    outcome = evaluate(tmp_path, [BROKEN / "fp16_acc_claims_fp32.cu"], shapes="128x128x16384")
-    row = verdict(outcome, "fp16_acc_claims_fp32")
+    outcome = evaluate(tmp_path, [CORPUS / "cheat_fp16_acc_claims_fp32.cu"], shapes="128x128x16384")
+    row = verdict(outcome, "cheat_fp16_acc_claims_fp32")
     assert not row["verified"] and "tolerance" in row["reason"]
 
 
@@ -71,3 +73,14 @@ def test_reference_candidate_and_every_baseline_verify(tmp_path, acc, example):
     bad = [(r["method"], r["m"], r["n"], r["k"], r["reason"]) for r in outcome.rows if not r["verified"]]
     assert not bad
     assert all(r["time_us_median"] > 0 for r in outcome.rows)
+
+
+def test_verdicts_do_not_depend_on_the_other_candidates(tmp_path):
+    """An input writer benched beside honest kernels: the honest ones verify on every shape, before or after it."""
+    files = [CORPUS / "honest_wmma.cu", CORPUS / "cheat_modifies_input.cu", CORPUS / "honest_naive.cu"]
+    outcome = evaluate(tmp_path, files, shapes="256x512x128,128x256x4096", modes=("device", "offline"))
+    rows = {(r["method"], r["m"], r["k"], r["mode"]): r for r in outcome.rows}
+    assert all(r["verified"] for (m, *_), r in rows.items() if m.startswith("honest_")), \
+        [r["reason"] for r in rows.values() if not r["verified"]]
+    assert all(not r["verified"] and "modified inputs" in r["reason"]
+               for (m, *_), r in rows.items() if m.startswith("cheat_"))

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The harness issue's GPU runs (from the repository root, on one H200), each with its own time limit:
+#   1. adversarial_mixed.csv: every HGEMM honest_*, cheat_* and bad_* candidate of tests/gpu/hgemm_corpus benched
+#      together, device and offline modes, three shapes (one with K >= 4096);
+#   2. kb_level1_reference.csv: all 100 KernelBench level-1 tasks against themselves, eager baseline;
+#   3. kb_public_examples.csv: KernelBench's few-shot and add examples, and its unit-test kernels.
+# KB=path of a KernelBench clone (default .carry/KernelBench); STEPS picks steps (default "mixed level1 examples").
+set -uo pipefail
+source benchmarks/device_env.sh
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+carry_ninja
+KB="${KB:-.carry/KernelBench}"
+export COLUMNS=200
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+STEPS=" ${STEPS:-mixed level1 examples} "
+if [[ $STEPS == *" mixed "* ]]; then
+  /usr/bin/time -f "mixed: %e s" timeout "${MIXED_LIMIT:-200}" python3 -m kernelrl.cli bench --candidates tests/gpu/hgemm_corpus \
+      --shapes 256x512x128,1024x1024x1024,128x256x4096 --mode device,offline --baselines torch,cublas_nn,cublaslt_auto_nn \
+      --timeout 20 --db "$OUT/mixed.db" --csv "$OUT/adversarial_mixed.csv" > "$OUT/adversarial_mixed.log" 2>&1
+  tail -n 5 "$OUT/adversarial_mixed.log"
+fi
+if [[ $STEPS == *" level1 "* ]]; then
+  timeout "${LEVEL1_LIMIT:-330}" python3 benchmarks/kb_public.py --kernelbench "$KB" --what level1 \
+      --csv "$OUT/kb_level1_reference.csv" > "$OUT/kb_level1_reference.log" 2>&1
+  tail -n 9 "$OUT/kb_level1_reference.log"
+fi
+if [[ $STEPS == *" examples "* ]]; then
+  timeout "${EXAMPLES_LIMIT:-120}" python3 benchmarks/kb_public.py --kernelbench "$KB" --what examples \
+      --csv "$OUT/kb_public_examples.csv" > "$OUT/kb_public_examples.log" 2>&1
+  tail -n 9 "$OUT/kb_public_examples.log"
+fi
+python3 - "$OUT" <<'PY'
+import csv, sys, collections
+from pathlib import Path
+p = Path(sys.argv[1]) / "adversarial_mixed.csv"
+if p.exists():
+    rows = list(csv.DictReader(open(p)))
+    by = collections.defaultdict(list)
+    for r in rows:
+        by[r["method"]].append(r)
+    for m, rs in sorted(by.items()):
+        ok = sum(r["verified"] in ("1", "True", "true") for r in rs)
+        print(f"{m:32s} verified {ok}/{len(rs)}  {sorted({(r.get('reason') or '')[:70] for r in rs if r['verified'] not in ('1','True','true')})[:2]}")
+PY

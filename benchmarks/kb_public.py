@@ -1,0 +1,139 @@
+"""KernelBench's own material through the evaluator, from a local clone (never copied into this repository):
+
+  level1     every level-1 task against itself (ModelNew = its Model renamed), eager baseline: every pair should be
+             correct with a speedup near 1; the whole run's wall time is the evaluator's speed on real tasks.
+  examples   the few-shot pairs (prompts/few_shot/model_ex_* with model_new_ex_*), the add examples
+             (model_new_ex_add*.py against model_ex_add.py) and the unit-test kernels (unit_tests/test_kernels/*.py
+             against level1/1_Square_matrix_multiplication_.py), which must be rejected.
+
+    python benchmarks/kb_public.py --kernelbench PATH/KernelBench --what level1 --csv OUT/kb_level1_reference.csv
+    python benchmarks/kb_public.py --kernelbench PATH/KernelBench --what examples --csv OUT/kb_public_examples.csv
+
+Each CSV gets an `.md` beside it: the environment, the command, the counts and the wall time."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernelrl import environment  # noqa: E402
+from kernelrl.harness.verdicts import verdict_of  # noqa: E402
+from kernelrl.kernelbench.tasks import check_pair, inspect_candidate, inspect_task  # noqa: E402
+from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result  # noqa: E402
+
+COLUMNS = ("task", "candidate", "expect", "verified", "verdict", "reason", "candidate_us", "eager_us", "speedup",
+           "max_abs_err", "tolerance")
+
+
+def level1_pairs(root: Path, work: Path) -> list[tuple[Path, Path, str]]:
+    pairs = []
+    for task in sorted((root / "KernelBench" / "level1").glob("*.py"), key=lambda p: int(p.stem.split("_")[0])):
+        text = re.sub(r"\bModel\b", "ModelNew", task.read_text())
+        cand = work / task.name
+        cand.write_text(text)
+        pairs.append((task, cand, "correct"))
+    return pairs
+
+
+def example_pairs(root: Path) -> list[tuple[Path, Path, str]]:
+    prompts = root / "src" / "kernelbench" / "prompts"
+    pairs = [(p, prompts / "few_shot" / p.name.replace("model_ex_", "model_new_ex_"), "correct")
+             for p in sorted((prompts / "few_shot").glob("model_ex_*.py"))]
+    for name in ("model_new_ex_add.py", "model_new_ex_add_triton.py", "model_new_ex_add_cute.py"):
+        pairs.append((prompts / "model_ex_add.py", prompts / name, "correct"))
+    matmul = root / "KernelBench" / "level1" / "1_Square_matrix_multiplication_.py"
+    pairs += [(matmul, p, "rejected") for p in sorted((root / "src" / "kernelbench" / "unit_tests" /
+                                                       "test_kernels").glob("*.py"))]
+    return [(t, c, e) for t, c, e in pairs if c.exists()]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernelbench", required=True, help="a clone of github.com/ScalingIntelligence/KernelBench")
+    ap.add_argument("--what", choices=("level1", "examples"), required=True)
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=120.0)
+    args = ap.parse_args(argv)
+    root = Path(args.kernelbench)
+    work = Path(tempfile.mkdtemp(prefix="kb_public_"))
+    pairs = level1_pairs(root, work) if args.what == "level1" else example_pairs(root)
+    started = time.perf_counter()
+    static = {}
+    for i, (t, c, _) in enumerate(pairs):
+        reasons = check_pair(inspect_task(t), inspect_candidate(c)).reasons
+        if reasons:
+            static[i] = reasons[0]
+    runnable = [i for i in range(len(pairs)) if i not in static]
+    settings = KBSettings(device="cuda", baselines=("eager",), rounds=args.rounds, hang_timeout_s=args.timeout)
+    env: dict = {}
+    done = [0]
+
+    def progress(index, records):
+        if records and any(r.get("method") == "candidate" for r in records):
+            done[0] += 1
+            ok, reason = pair_verdict(records)
+            t, c, _ = pairs[runnable[index]]
+            print(f"[{done[0]}/{len(runnable)}] {t.stem} <- {c.name}: {'correct' if ok else reason} "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+
+    out = run_pairs([(str(pairs[i][0]), str(pairs[i][1])) for i in runnable], settings, on_env=env.update,
+                    on_records=progress)
+    seconds = time.perf_counter() - started
+    rows = []
+    for i, (t, c, expect) in enumerate(pairs):
+        if i in static:
+            rows.append({"task": t.stem, "candidate": c.name, "expect": expect, "verified": 0,
+                         "verdict": "contract", "reason": static[i]})
+            continue
+        recs = out.get(runnable.index(i), [])
+        ok, reason = pair_verdict(recs)
+        res = task_result(t.stem, recs, ("eager",))
+        cand = next((r for r in recs if r.get("method") == "candidate"), {})
+        key = verdict_of(cand) if cand else verdict_of(reason)
+        rows.append({"task": t.stem, "candidate": c.name, "expect": expect, "verified": int(ok),
+                     "verdict": key.value if key and not ok else "", "reason": reason or "",
+                     "candidate_us": res.candidate_us, "eager_us": res.baseline_us.get("eager"),
+                     "speedup": res.speedup("eager"), "max_abs_err": cand.get("max_abs_err"),
+                     "tolerance": cand.get("tolerance")})
+    path = Path(args.csv)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    correct = sum(r["verified"] for r in rows if r["expect"] == "correct")
+    expected = sum(r["expect"] == "correct" for r in rows)
+    rejected = sum(not r["verified"] for r in rows if r["expect"] == "rejected")
+    speedups = [r["speedup"] for r in rows if r.get("speedup")]
+    near = sum(0.95 <= s <= 1.05 for s in speedups)
+    lines = [f"# KernelBench {args.what} through kernelrl's evaluator", "",
+             f"- command: `python {' '.join(sys.argv)}`",
+             f"- environment: {environment.collect({'mode': 'kb', 'gpu': env.get('gpu'), 'torch': env.get('torch'), 'cuda_runtime': env.get('cuda_runtime')})}",
+             f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+             f"- pairs: {len(rows)}; correct where expected: {correct} of {expected}; rejected where expected: "
+             f"{rejected} of {len(rows) - expected}",
+             f"- speedup over eager within 0.95-1.05: {near} of {len(speedups)} timed"
+             + (f" (median {statistics.median(speedups):.3f})" if speedups else ""),
+             f"- wall time of the whole run (build step, worker start-ups, every pair): {seconds:.0f} s", "",
+             "| task | candidate | expect | verdict | speedup |", "|---|---|---|---|---|"]
+    for r in rows:
+        if not r["verified"] or r["expect"] == "rejected" or not (0.95 <= (r.get("speedup") or 0) <= 1.05):
+            lines.append(f"| {r['task']} | {r['candidate']} | {r['expect']} | {r['reason'][:160] or 'correct'} | "
+                         f"{r.get('speedup') or ''} |")
+    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[:9]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -77,8 +77,11 @@ def main(argv=None) -> int:
     env: dict = {}
     done = [0]
 
+    seen: set[int] = set()
+
     def progress(index, records):
-        if records and any(r.get("method") == "candidate" for r in records):
+        if records and index not in seen:
+            seen.add(index)
             done[0] += 1
             ok, reason = pair_verdict(records)
             t, c, _ = pairs[runnable[index]]

@@ -600,16 +600,24 @@ class KBWorker:
 
     # -- inputs ------------------------------------------------------------------------------------------------
     def _inputs(self, mod, seed: int, dist: str) -> list:
+        """The task's inputs for a seed, made on the evaluation device: get_inputs runs with that device as torch's
+        default, so a task's multi-GB random tensors are drawn by the GPU, not by one CPU core (seconds per check
+        on level-1 tasks). A get_inputs that cannot run that way is called as it is, on the CPU."""
         import torch
         torch.manual_seed(seed)
-        raw = list(mod.get_inputs())
+        try:
+            with torch.device(self.device):
+                raw = list(mod.get_inputs())
+        except Exception:
+            torch.manual_seed(seed)
+            raw = list(mod.get_inputs())
         out = []
-        gen = torch.Generator().manual_seed(seed ^ 0x5A5A)
+        gen = torch.Generator(device=self.device).manual_seed(seed ^ 0x5A5A)
         for x in raw:
             if isinstance(x, torch.Tensor):
-                if dist == "uniform" and x.is_floating_point():
-                    x = (torch.rand(x.shape, generator=gen, dtype=torch.float32) * 4 - 2).to(x.dtype)
                 x = x.to(self.device)
+                if dist == "uniform" and x.is_floating_point():
+                    x = (torch.rand(x.shape, generator=gen, dtype=torch.float32, device=self.device) * 4 - 2).to(x.dtype)
             out.append(x)
         return out
 

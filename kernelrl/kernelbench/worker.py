@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter as _perf_counter  # bound when the worker module loads, before any candidate code
 
+from kernelrl.harness import compare
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.verdicts import Category, Rejected, Verdict, verdict_of
@@ -139,6 +140,8 @@ GUARDED = [
     ("multiprocessing.connection.Connection", ("_send", "_send_bytes"), "harness patch"),
     ("kernelrl.harness.stats", ("summarize", "hidden_work", "percentile"), "harness patch"),
     ("kernelrl.harness.tolerance", ("output_tolerance",), "harness patch"),
+    ("kernelrl.harness.compare", ("error_stats", "allclose", "all_finite", "same_values", "count_pattern", "_chunks"),
+     "harness patch"),
     ("kernelrl.harness.device_state.DeviceState", ("snapshot", "flags", "persisting_l2", "restore"), "harness patch"),
     ("kernelrl.run.protocol", ("serve",), "harness patch"),
 ]
@@ -405,7 +408,7 @@ class KBWorker:
         import importlib
         for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.harness.stats",
                      "kernelrl.harness.tolerance", "kernelrl.harness.device_state", "kernelrl.harness.verdicts",
-                     "kernelrl.kernelbench.build"):
+                     "kernelrl.kernelbench.build", "kernelrl.harness.compare"):
             importlib.import_module(name)  # every harness module is loaded before any candidate code runs
         self._cuda_sync = torch._C._cuda_synchronize if self.cuda else None
         self._Event = torch.cuda.Event
@@ -879,7 +882,7 @@ class KBWorker:
             if problem:
                 raise Rejected(Verdict.STREAM_ORDER, f"{problem} when read on the caller's stream right after the call "
                                f"(work on another stream not ordered with the caller's)")
-        return out
+        return out, ref_out
 
     @staticmethod
     def _mismatch(o, r) -> str | None:
@@ -890,11 +893,11 @@ class KBWorker:
             return "wrong shape or dtype"
         if not (o.is_floating_point() or o.is_complex()):
             return None if torch.equal(o, r) else "wrong values"
-        if not bool(torch.isfinite(o).all()) and bool(torch.isfinite(r).all()):
+        if not compare.all_finite(o) and compare.all_finite(r):
             return "NaN/Inf"
         atol, rtol = _tol(r.dtype)
-        if not torch.allclose(o, r, atol=atol, rtol=rtol):
-            return f"wrong values (max abs error {float((o.double() - r.double()).abs().max()):.3g})"
+        if not compare.allclose(o, r, atol, rtol):
+            return f"wrong values (max abs error {compare.error_stats(o, r, atol)[0]:.3g})"
         return None
 
     def _judge(self, out, ref_out, cand_in, pristine, ref_in, prev, errs, poisoned=False):
@@ -909,8 +912,8 @@ class KBWorker:
                     and _storage(o) in in_storages and _storage(r) not in ref_in_storages:
                 raise Rejected(Verdict.RETURNED_INPUT)
         for x, p in zip(cand_in, pristine):
-            if isinstance(x, torch.Tensor) and not (x.shape == p.shape and torch.equal(
-                    torch.nan_to_num(x), torch.nan_to_num(p)) and torch.equal(x.isnan(), p.isnan())):
+            if isinstance(x, torch.Tensor) and not (x.shape == p.shape and x.dtype == p.dtype and
+                                                    compare.same_values(x, p)):
                 raise Rejected(Verdict.MODIFIED_INPUTS)
         prev_storages, prev_refs = set(), []
         if prev is not None:
@@ -940,26 +943,25 @@ class KBWorker:
                 continue
             if poisoned and o.is_floating_point() and o.element_size() in (2, 4, 8) and o.numel():
                 as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}[o.element_size()]
-                unwritten = int(((o.detach().contiguous().view(as_int) == -1) & torch.isfinite(r)).sum())
+                unwritten = compare.count_pattern(o, r, as_int)
                 if unwritten:
                     raise Rejected(Verdict.UNWRITTEN_OUTPUT, f"{unwritten} of {o.numel()} elements hold the pattern written "
                                    f"to free memory before the call")
-            if not bool(torch.isfinite(o).all()):
-                raise Rejected(Verdict.NON_FINITE, "" if bool(torch.isfinite(r).all()) else "in the reference too")
+            if not compare.all_finite(o):
+                raise Rejected(Verdict.NON_FINITE, "" if compare.all_finite(r) else "in the reference too")
             atol, rtol = _tol(r.dtype)
-            diff = (o.double() - r.double()).abs()
-            if diff.numel():
-                errs["max_abs_err"] = max(errs["max_abs_err"], float(diff.max()))
-                rel = float((diff / (r.double().abs() + atol)).max())
+            max_abs, rel = compare.error_stats(o, r, atol) if o.numel() else (0.0, 0.0)
+            if o.numel():
+                errs["max_abs_err"] = max(errs["max_abs_err"], max_abs)
                 if rel >= errs["max_rel_err"]:  # the tolerance beside the error is the one that error is judged by
                     errs["max_rel_err"], errs["tolerance"] = rel, rtol
-            if not torch.allclose(o, r, atol=atol, rtol=rtol):
+            if not compare.allclose(o, r, atol, rtol):
                 old = prev_refs[i] if i < len(prev_refs) else None
                 if isinstance(old, torch.Tensor) and old.shape == o.shape and old.dtype == o.dtype \
-                        and torch.allclose(o, old, atol=atol, rtol=rtol):
+                        and compare.allclose(o, old, atol, rtol):
                     raise Rejected(Verdict.STALE_RESULT, "the output is the previous call's answer (cached across calls by "
                                    "pointer, id or a content fingerprint)")
-                raise Rejected(Verdict.WRONG_VALUES, f"max abs error {float(diff.max()):.3g} exceeds the {r.dtype} "
+                raise Rejected(Verdict.WRONG_VALUES, f"max abs error {max_abs:.3g} exceeds the {r.dtype} "
                                f"tolerance (atol=rtol={atol:g})")
             if _storage(o) in prev_storages:
                 raise Rejected(Verdict.SAME_TENSOR, "the output's storage is the previous call's (a "

@@ -1,0 +1,216 @@
+"""The harness's shared pieces on the CPU: typed verdicts, the one tolerance rule (the worker's and the reward's),
+the one hidden-work rule, device-state snapshots, bounded comparisons, and KernelBench verdicts that depend only on
+their own candidate (a cheat before or after an honest candidate, a scalar output, the recorded tolerance)."""
+
+import pytest
+import torch
+
+from kernelrl.harness import compare
+from kernelrl.harness.device_state import DeviceState
+from kernelrl.harness.stats import hidden_work
+from kernelrl.harness.tolerance import output_tolerance
+from kernelrl.harness.verdicts import Category, Rejected, Verdict, category_of, verdict_of
+from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
+
+
+# -- verdicts ----------------------------------------------------------------------------------------------------
+def test_every_verdict_has_a_category():
+    assert all(isinstance(v.category, Category) for v in Verdict)
+
+
+def test_a_rejection_carries_its_key_and_a_reason_line():
+    exc = Rejected(Verdict.STALE_RESULT, "the previous inputs' answer")
+    assert exc.verdict is Verdict.STALE_RESULT and str(exc) == "stale result: the previous inputs' answer"
+
+
+@pytest.mark.parametrize("reason, key", [
+    ("on 64x64x64: modified inputs: A or B changed during the call", Verdict.MODIFIED_INPUTS),
+    ("during timing: stale result: cached", Verdict.DURING_TIMING),
+    ("hang: no progress for 60 s during load", Verdict.HANG),
+    ("returned error: 1 (cudaErrorInvalidValue)", Verdict.RETURNED_ERROR),
+    ("specialised to the benchmark shape: wrong values (batch 3 instead of the task's)", Verdict.SPECIALISED),
+])
+def test_reason_lines_read_back_as_their_key(reason, key):
+    assert verdict_of(reason) is key
+
+
+def test_a_records_key_wins_over_its_text():
+    assert category_of({"verified": False, "verdict": "hidden work", "reason": "wrong values: x"}) is Category.DEFENCE
+    assert category_of({"verified": True, "reason": None}) is Category.OK
+
+
+# -- one tolerance, one hidden-work rule ---------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.float16, 1e-2), (torch.bfloat16, 1e-2),
+                                        ("float32", 1e-4), ("bfloat16", 1e-2)])
+def test_the_tolerance_is_the_output_dtypes(dtype, tol):
+    assert output_tolerance(dtype) == tol
+
+
+def test_hidden_work_flags_only_overhead_beyond_the_baselines():
+    assert hidden_work([12.0, 13.0, 12.5], [12.0, 11.0, 13.0], 5.0) is None
+    flag = hidden_work([900.0, 950.0], [12.0, 11.0], 1000.0)  # work the stream's events never saw
+    assert verdict_of(flag) is Verdict.HIDDEN_WORK
+    assert hidden_work([], [12.0], 5.0) is None
+
+
+def test_hidden_work_scales_with_the_timed_region():  # a graph replay of 500 calls, not one call
+    assert hidden_work([300.0], [20.0], 1500.0) is None
+    assert hidden_work([300.0], [20.0], 400.0) is not None
+
+
+# -- device state ------------------------------------------------------------------------------------------------
+def test_a_changed_numerics_flag_is_seen_and_put_back():
+    state = DeviceState(torch, cuda=False)
+    before = state.snapshot()
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = not old
+    try:
+        changed = state.changed(before, state.snapshot())
+        assert "torch.backends.cuda.matmul.allow_tf32" in [c.split(" = ")[0] for c in changed]
+        state.restore(before)
+        assert torch.backends.cuda.matmul.allow_tf32 == old and state.changed(before, state.snapshot()) == []
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
+# -- bounded comparisons -----------------------------------------------------------------------------------------
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 7)
+
+
+def test_chunked_comparisons_agree_with_whole_tensor_ones(small_chunks):
+    g = torch.Generator().manual_seed(0)
+    r = torch.randn(5, 9, generator=g)
+    o = r + 1e-3 * torch.randn(5, 9, generator=g)
+    max_abs, max_rel = compare.error_stats(o, r, 1e-4)
+    assert max_abs == pytest.approx(float((o.double() - r.double()).abs().max()))
+    assert max_rel == pytest.approx(float(((o.double() - r.double()).abs() / (r.double().abs() + 1e-4)).max()))
+    assert compare.allclose(o, r, 1e-2, 1e-2) and not compare.allclose(o, r, 1e-6, 1e-6)
+    bad = o.clone()
+    bad[4, 8] = float("inf")  # in the last chunk only
+    assert not compare.all_finite(bad) and compare.all_finite(o)
+    assert compare.same_values(o, o.clone()) and not compare.same_values(o, bad)
+
+
+def test_inputs_holding_nan_on_purpose_count_as_unchanged(small_chunks):
+    x = torch.tensor([1.0, float("nan"), 3.0] * 5)
+    assert compare.same_values(x, x.clone())
+
+
+# -- KernelBench verdicts depend only on their own candidate ----------------------------------------------------
+TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x) * 2
+
+def get_inputs():
+    return [torch.randn(64, 32)]
+
+def get_init_inputs():
+    return []
+'''
+
+HONEST = '''
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.clamp_min(0) * 2
+'''
+
+# Changes its input (a defence verdict) and, on the way, replaces torch.relu for everything after it in this
+# process: the next pair's reference would compute garbage. A fresh worker after a defence verdict stops that.
+CONTAMINATING = '''
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        torch.relu = lambda t: t * 0
+        out = x.clamp_min(0) * 2
+        x.add_(1)
+        return out
+'''
+
+SCALAR_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return torch.mean((a - b) ** 2)
+
+def get_inputs():
+    return [torch.randn(128, 16), torch.randn(128, 16)]
+
+def get_init_inputs():
+    return []
+'''
+
+SCALAR_HONEST = '''
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return ((a - b) * (a - b)).mean()
+'''
+
+HALF_OUT_TASK = TASK.replace("return torch.relu(x) * 2", "return (torch.relu(x) * 2).to(torch.bfloat16)")
+HALF_OUT_HONEST = HONEST.replace("return x.clamp_min(0) * 2", "return (x.clamp_min(0) * 2).to(torch.bfloat16)")
+
+
+def _run(tmp_path, pairs):
+    paths = []
+    for i, (task, cand) in enumerate(pairs):
+        t, c = tmp_path / f"t{i}" / "task.py", tmp_path / f"c{i}" / "task.py"
+        for path, text in ((t, task), (c, cand)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        paths.append((str(t), str(c)))
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2, hang_timeout_s=30.0,
+                          extensions_dir=str(tmp_path / "ext"))
+    out = run_pairs(paths, settings)
+    return [out[i] for i in range(len(pairs))]
+
+
+@pytest.mark.parametrize("order", ["cheat first", "honest first"])
+def test_a_contaminating_cheat_does_not_change_an_honest_verdict(tmp_path, order):
+    pairs = [(TASK, CONTAMINATING), (TASK, HONEST)] if order == "cheat first" else [(TASK, HONEST), (TASK, CONTAMINATING)]
+    records = _run(tmp_path, pairs)
+    verdicts = [pair_verdict(r) for r in records]
+    honest = verdicts[1] if order == "cheat first" else verdicts[0]
+    cheat = verdicts[0] if order == "cheat first" else verdicts[1]
+    assert honest == (True, None)
+    assert not cheat[0] and verdict_of(cheat[1]) is Verdict.MODIFIED_INPUTS
+
+
+def test_a_scalar_output_is_judged_like_any_other(tmp_path):
+    [records] = _run(tmp_path, [(SCALAR_TASK, SCALAR_HONEST)])
+    assert pair_verdict(records) == (True, None)
+
+
+def test_the_worker_records_the_tolerance_of_the_output_dtype(tmp_path):
+    [records] = _run(tmp_path, [(HALF_OUT_TASK, HALF_OUT_HONEST)])
+    assert pair_verdict(records) == (True, None)
+    assert {r["tolerance"] for r in records if r["method"] == "candidate"} == {1e-2}  # fp32 inputs, bf16 output

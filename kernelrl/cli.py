@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -12,6 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kernelrl import __version__
+
+from kernelrl.errors import UserError
 
 # Logs from a GPU machine are read as text: give tables room there instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -165,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "(default: all on cuda, eager on cpu)")
     kbe.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per pair")
     kbe.add_argument("--timeout", type=float, default=120.0, help="seconds without progress before a hang verdict")
+    kbe.add_argument("--compile-timeout", type=float, default=600.0,
+                     help="seconds for one candidate's extension build (built first, in parallel)")
+    kbe.add_argument("--build-jobs", type=int, default=None, help="extension builds at once (default: one per core)")
     kbe.add_argument("--csv", default=None, help="write one row per (task, baseline) here (long format)")
     kbe.add_argument("--db", default=None, help="results database; each pair is stored as it finishes "
                                                 "(default: $KERNELRL_CACHE/results.db, table kb_results)")
@@ -250,20 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("interrupted: everything measured so far is in the database; run again to resume")
         return 130
-    except Exception as exc:  # every expected failure is one clear line
-        from kernelrl.bench import BenchError
-        from kernelrl.build.toolchain import ToolchainError
-        from kernelrl.run.runner import RunnerError
-        from kernelrl.workloads.hgemm import ShapeError
-        if isinstance(exc, (BenchError, ToolchainError, RunnerError, ShapeError)):
-            print(f"kernelrl: {exc}", file=sys.stderr)  # plain: one line, no markup, no wrapping
-            return 2
-        raise
+    except UserError as exc:  # every failure the user can fix is one clear line
+        print(f"kernelrl: {exc}", file=sys.stderr)  # plain: one line, no markup, no wrapping
+        return 2
     return 0
 
 
 def _bench(args) -> int:
-    from kernelrl.bench import (BenchConfig, default_db, expand_candidates, parse_baselines, parse_modes,
+    from kernelrl.harness.measure import (BenchConfig, default_db, expand_candidates, parse_baselines, parse_modes,
                                 run_bench)
     from kernelrl.results import summarize
     from kernelrl.run.runner import RunSettings
@@ -301,7 +301,7 @@ def _bench(args) -> int:
 
 
 def _tune(args) -> int:
-    from kernelrl.bench import BenchError
+    from kernelrl.harness.measure import BenchError
     from kernelrl.run.runner import RunSettings
     from kernelrl.space import SPACES
     from kernelrl.tune import TuneConfig, tune
@@ -402,7 +402,7 @@ def _train(args) -> int:
 
 
 def _summarize(args) -> int:
-    from kernelrl.bench import BenchError
+    from kernelrl.harness.measure import BenchError
     from kernelrl.results import read_csv, summarize, summary_markdown
 
     rows = []
@@ -475,14 +475,28 @@ def _kb_dynamic(args, report) -> int:
         raise SystemExit(f"kernelrl: unknown baseline {unknown[0]}; choose from {', '.join(DEFAULT_BASELINES)}")
     runnable = [v for v in report.verdicts if v.task and v.candidate and not v.reasons]
     settings = KBSettings(device=args.device, baselines=baselines, rounds=max(1, args.rounds),
-                          hang_timeout_s=args.timeout)
+                          hang_timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
+                          build_jobs=args.build_jobs)
     env: dict = {}
     from kernelrl.kernelbench.store import KBResultStore
     store = KBResultStore(args.db, " ".join(sys.argv), args.device, env)
+    started, done = time.perf_counter(), set()
+
+    def on_records(i, recs):
+        store.pair(runnable[i], recs)
+        if i not in done:  # one progress line per pair, as it finishes
+            done.add(i)
+            ok, reason = pair_verdict(recs)
+            print(f"[{len(done)}/{len(runnable)}] {runnable[i].task.name} <- {runnable[i].candidate.name}: "
+                  f"{'correct' if ok else reason} ({time.perf_counter() - started:.0f} s)", flush=True)
+
+    def on_build(outcome):
+        print(f"built {Path(outcome.path).name} in {outcome.seconds:.1f} s"
+              + (f": {outcome.error.splitlines()[0][:200]}" if outcome.error else ""), flush=True)
+
     try:
         out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings,
-                        on_env=env.update, on_records=lambda i, recs: store.pair(runnable[i], recs)) \
-            if runnable else {}
+                        on_env=env.update, on_records=on_records, on_build=on_build) if runnable else {}
         index = {id(v): i for i, v in enumerate(runnable)}
         for v in report.verdicts:
             if id(v) not in store.by_pair:  # not evaluated, or no record came back: its verdict row

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl.bench import BenchConfig, BenchError, require_gpu, run_bench
+from kernelrl.harness.measure import BenchConfig, BenchError, require_gpu, run_bench
 from kernelrl.library.export import LT_FALLBACK
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES, Variant
@@ -292,7 +292,7 @@ def _fallbacks(cfg: TuneConfig) -> list[str]:
 
 def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> None:
     """The cuBLASLt algorithm each shape's search chose (from the database), so the library can call it."""
-    from kernelrl.bench import db_gpu, default_db
+    from kernelrl.harness.measure import db_gpu, default_db
     from kernelrl.db.database import Database
     from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
     db = Database(cfg.db_path or default_db())

@@ -5,7 +5,7 @@ import csv
 import pytest
 
 from kernelrl.baselines import BASELINES
-from kernelrl.bench import (BenchConfig, BenchError, NullUI, candidate_names, expand_candidates, parse_baselines,
+from kernelrl.harness.measure import (BenchConfig, BenchError, NullUI, candidate_names, expand_candidates, parse_baselines,
                             parse_modes, run_bench)
 from kernelrl.run.runner import RunSettings
 from kernelrl.workloads.hgemm import parse_shapes

@@ -53,6 +53,10 @@ def test_hidden_work_flags_only_overhead_beyond_the_baselines():
     assert hidden_work([], [12.0], 5.0) is None
 
 
+def test_one_stalled_region_is_not_hidden_work():
+    assert hidden_work([14.0, 48.0, 51.0], [12.0], 5.0) is None  # two host stalls of three; the third is clean
+
+
 def test_hidden_work_scales_with_the_timed_region():  # a graph replay of 500 calls, not one call
     assert hidden_work([300.0], [20.0], 1500.0) is None
     assert hidden_work([300.0], [20.0], 400.0) is not None

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from kernelrl.bench import NullUI
+from kernelrl.harness.measure import NullUI
 from kernelrl.library.runtime import Library, LibraryError
 from kernelrl.space.base import SPACES, KernelSpace, Variant
 from kernelrl.space.model import predict_us, rank, waves
@@ -125,7 +125,7 @@ def test_shapes_left_by_the_budget_dispatch_to_torch(tmp_path):
 
 
 def test_unknown_family_is_one_clear_error(tmp_path):
-    from kernelrl.bench import BenchError
+    from kernelrl.harness.measure import BenchError
     with pytest.raises(BenchError, match="unknown kernel family"):
         tune(TuneConfig(problems=parse_shapes("64x64x64"), families=["nope"], out=tmp_path, runner="dummy"), NullUI())
 
@@ -221,7 +221,7 @@ def toy_library(root):
 
 
 def test_bench_library_reports_what_the_library_runs(tmp_path):
-    from kernelrl.bench import BenchConfig, run_bench
+    from kernelrl.harness.measure import BenchConfig, run_bench
     toy_library(tmp_path / "lib")
     cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
                       runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
@@ -235,10 +235,11 @@ def test_bench_library_reports_what_the_library_runs(tmp_path):
 
 
 def test_bench_library_without_manifest_is_one_clear_error(tmp_path):
-    from kernelrl.bench import BenchConfig, BenchError, run_bench
+    from kernelrl.errors import UserError
+    from kernelrl.harness.measure import BenchConfig, run_bench
     cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"], runner="dummy",
                       db_path=tmp_path / "b.db", library=tmp_path / "nowhere")
-    with pytest.raises(BenchError, match="manifest.json"):
+    with pytest.raises(UserError, match="manifest.json"):
         run_bench(cfg, NullUI())
 
 
@@ -388,7 +389,7 @@ def lt_library(root):
 
 
 def test_bench_library_reports_the_cublaslt_row_where_the_library_calls_it(tmp_path):
-    from kernelrl.bench import BenchConfig, run_bench
+    from kernelrl.harness.measure import BenchConfig, run_bench
     lt_library(tmp_path / "lib")
     cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch", "cublaslt_auto_nn"],
                       runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
@@ -399,7 +400,7 @@ def test_bench_library_reports_the_cublaslt_row_where_the_library_calls_it(tmp_p
 
 
 def test_bench_library_is_measured_without_the_cublaslt_baseline_it_calls(tmp_path):
-    from kernelrl.bench import BenchConfig, run_bench
+    from kernelrl.harness.measure import BenchConfig, run_bench
     lt_library(tmp_path / "lib")
     cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"], runner="dummy",
                       db_path=tmp_path / "b.db", library=tmp_path / "lib")
@@ -409,7 +410,7 @@ def test_bench_library_is_measured_without_the_cublaslt_baseline_it_calls(tmp_pa
 
 
 def test_bench_library_measures_the_library_itself_not_its_kernels(tmp_path, monkeypatch):
-    from kernelrl.bench import BenchConfig, run_bench
+    from kernelrl.harness.measure import BenchConfig, run_bench
     from kernelrl.run.runner import DummyRunner
     seen, real_run = [], DummyRunner.run
 
@@ -427,7 +428,7 @@ def test_bench_library_measures_the_library_itself_not_its_kernels(tmp_path, mon
 
 
 def test_bench_library_measurements_resume_until_the_library_changes(tmp_path):
-    from kernelrl.bench import BenchConfig, run_bench
+    from kernelrl.harness.measure import BenchConfig, run_bench
     toy_library(tmp_path / "lib")
 
     def measured():
@@ -440,7 +441,7 @@ def test_bench_library_measurements_resume_until_the_library_changes(tmp_path):
 
 
 def test_a_local_run_without_a_gpu_stops_before_building_anything(tmp_path, monkeypatch):
-    from kernelrl.bench import BenchError
+    from kernelrl.harness.measure import BenchError
     import kernelrl.environment as environment
     import kernelrl.tune as mod
     monkeypatch.setattr(environment, "gpu_info", lambda: {"gpu": None})

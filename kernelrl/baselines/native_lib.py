@@ -16,6 +16,7 @@ SOURCE = Path(__file__).with_name("native") / "kr_blas.cu"
 ALGO_BYTES = 64
 LAYOUTS = {"nn": 0, "tn": 1}
 ACCS = {"fp32": 0, "fp16": 1}
+LT_WORKSPACE_BYTES = 32 << 20  # cuBLAS's recommended workspace on Hopper; the same for every cuBLAS baseline
 
 
 def build_request(toolchain: Toolchain) -> BuildRequest:

@@ -13,8 +13,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelrl.errors import UserError
 
-class ToolchainError(RuntimeError):
+
+class ToolchainError(UserError, RuntimeError):
     """The CUDA toolchain cannot do what was asked; the message says what to install or pass."""
 
 

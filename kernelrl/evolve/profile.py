@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 
+from kernelrl.errors import UserError
+
 STALL_REASONS = ("long_scoreboard", "barrier", "mio_throttle", "short_scoreboard", "math_pipe_throttle", "wait",
                  "not_selected", "lg_throttle", "dispatch_stall", "membar", "sleeping", "tex_throttle")
 STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
@@ -41,7 +43,7 @@ _ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "
                "Grid Size", "Device", "CC")
 
 
-class ProfileError(ValueError):
+class ProfileError(UserError, ValueError):
     """A metric set name that does not exist, or ncu output that cannot be read."""
 
 

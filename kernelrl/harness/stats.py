@@ -40,13 +40,15 @@ def hidden_work(candidate_overheads: list[float], baseline_overhead_medians: lis
 
     A timed region is one call (host-timed modes) or one graph replay (device mode). Its overhead is the
     synchronized wall time minus the caller's stream's event time, in µs. Work hidden from the stream (another
-    stream, a host thread) shows only in wall time, so a method whose median overhead exceeds the trusted
-    baselines' median overhead by more than max(20 µs, half its own region time) is flagged."""
+    stream, a host thread) shows only in wall time, on every region it hides work in, so a method whose smallest
+    overhead exceeds the trusted baselines' median overhead by more than max(20 µs, half its own region time) is
+    flagged. The smallest, not the median: a KernelBench pair times only a few regions, and a host-side stall of
+    a shared machine in two of three would otherwise read as hidden work."""
     if not candidate_overheads:
         return None
     ordered = sorted(baseline_overhead_medians)
     reference = ordered[len(ordered) // 2] if ordered else 0.0
-    extra = summarize(candidate_overheads)["median"] - reference
+    extra = min(candidate_overheads) - reference
     if extra > max(HIDDEN_FLOOR_US, HIDDEN_SHARE * candidate_region_us):
         return Verdict.HIDDEN_WORK.reason(
             f"synchronized time exceeds the stream's event time by {extra:.1f} us per timed region more than the "

@@ -28,14 +28,13 @@ class LibraryPlan:
 
     @classmethod
     def make(cls, root: Path, problems: list[GemmProblem]) -> "LibraryPlan":
-        from kernelrl.bench import BenchError
         from kernelrl.library.runtime import Library, LibraryError
         try:
             lib = Library(root)
-        except LibraryError as exc:
-            raise BenchError(str(exc)) from None
+        except LibraryError:
+            raise
         except ValueError as exc:
-            raise BenchError(f"{Path(root) / MANIFEST}: not a kernelrl manifest ({exc})") from None
+            raise LibraryError(f"{Path(root) / MANIFEST}: not a kernelrl manifest ({exc})") from None
         choice: dict[tuple, str | None] = {}
         for p in problems:
             key = (p.m, p.n, p.k, p.acc)

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import torch
 
+from kernelrl.errors import UserError
 from kernelrl.library.export import LT_FALLBACK, MANIFEST
 
 
-class LibraryError(ValueError):
+class LibraryError(UserError, ValueError):
     """Bad input to the tuned library; the message says what to pass instead."""
 
 
@@ -92,7 +93,7 @@ class _BoundLt:
         return self.lib.kr_lt_run(self.plan, self.algo, a, b, c, ws, ws_bytes, stream)
 
     def workspace(self, m: int, n: int, k: int) -> int:
-        from kernelrl.run.methods import LT_WORKSPACE_BYTES
+        from kernelrl.baselines.native_lib import LT_WORKSPACE_BYTES
         return LT_WORKSPACE_BYTES
 
     def supports(self, m: int, n: int, k: int) -> bool:

@@ -33,13 +33,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from kernelrl.errors import UserError
 from kernelrl.results import CSV_COLUMNS, read_csv
 
 DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 REQUIRED_COLUMNS = ("m", "n", "k", "acc", "mode", "method", "time_us_median", "verified")
 
 
-class ReportError(ValueError):
+class ReportError(UserError, ValueError):
     """Input the report cannot use; one line says what is wrong and what to pass instead."""
 
 

@@ -16,7 +16,7 @@ import torch
 from kernelrl.baselines import native_lib
 from kernelrl.harness.verdicts import Rejected, Verdict
 
-LT_WORKSPACE_BYTES = 32 << 20  # cuBLAS's recommended workspace on Hopper; the same for every cuBLAS baseline
+LT_WORKSPACE_BYTES = native_lib.LT_WORKSPACE_BYTES
 
 
 class MethodError(Rejected):

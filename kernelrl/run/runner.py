@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kernelrl.errors import UserError
 from kernelrl.harness.verdicts import Verdict, verdict_of
 from kernelrl.registry import Registered
 from kernelrl.workloads.hgemm import GemmProblem
@@ -44,7 +45,7 @@ class Task:
         return {"id": self.id, "problem": self.problem.to_dict(), "modes": self.modes, "skip": sorted(self.skip)}
 
 
-class RunnerError(RuntimeError):
+class RunnerError(UserError, RuntimeError):
     """The runner itself cannot work (no GPU, the worker cannot start); one line says why."""
 
 

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelrl.errors import UserError
 from kernelrl.space import SPACES, Variant
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -26,7 +27,7 @@ FEATURES = ("bias", "log2_bm", "log2_bn", "log2_bk", "log2_split", "log2_cluster
             "log2_m", "log2_n", "log2_k", "log_predicted")
 
 
-class LearnError(ValueError):
+class LearnError(UserError, ValueError):
     pass
 
 

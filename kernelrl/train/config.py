@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from kernelrl.errors import UserError
 from kernelrl.train.reward import RewardConfig, RewardConfigError
 from kernelrl.train.service import EvalSettings, EvalSettingsError
 
@@ -15,7 +16,7 @@ STAGE_KINDS = ("sft", "self_supervised", "grpo")
 DATA_NAMES = ("kernelbench", "hgemm")  # CUDA-L2's curriculum: general kernels first, then HGEMM
 
 
-class TrainError(ValueError):
+class TrainError(UserError, ValueError):
     """A configuration or setup problem; one line says what to change."""
 
 

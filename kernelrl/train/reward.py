@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields
 
+from kernelrl.errors import UserError
+
 FAILURE_REWARD = 0.0
 TRANSFORMS = ("linear", "log")
 SMOOTHINGS = ("none", "tanh")
@@ -23,7 +25,7 @@ AGGREGATES = ("mean", "geomean")
 HACK_CATEGORIES = ("rejected", "defence")
 
 
-class RewardConfigError(ValueError):
+class RewardConfigError(UserError, ValueError):
     """A reward setting that cannot work; one line says which."""
 
 

@@ -22,13 +22,14 @@ import time
 import traceback
 from dataclasses import dataclass, fields
 
+from kernelrl.errors import UserError
 from kernelrl.registry import Registered
 from kernelrl.run.ray_runner import start_ray
 from kernelrl.train.reward import Judgement, RewardConfig, RewardResult, compute_reward
 from kernelrl.train.targets import TargetSpec, code_name
 
 
-class EvalSettingsError(ValueError):
+class EvalSettingsError(UserError, ValueError):
     pass
 
 

@@ -7,13 +7,15 @@ import random
 import re
 from dataclasses import asdict, dataclass
 
+from kernelrl.errors import UserError
+
 PAPER_DIMS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384)
 ACCUMULATORS = ("fp32", "fp16")
 LAYOUTS = ("nn",)
 SIZE_CLASSES = ("small", "medium", "large")
 
 
-class ShapeError(ValueError):
+class ShapeError(UserError, ValueError):
     """A shape specification that cannot be understood; the message says what to write instead."""
 
 

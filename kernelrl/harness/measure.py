@@ -1,5 +1,6 @@
-"""The evaluation job: build candidates, verify and time them with the baselines on a set of shapes, store every
-measurement in the database as it is taken, and write the long-format CSV and the summary."""
+"""Measuring as a library call: build candidates, verify and time them with the baselines on a set of shapes,
+store every measurement in the database as it is taken, and write the long-format CSV. The bench job of the CLI,
+the tuner, evolve and train all call `measure` (also named `run_bench`); none of them goes through the CLI."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from kernelrl.baselines import BASELINES
 from kernelrl.build.builder import BuildRequest, BuildResult, LocalBuilder, cache_root
 from kernelrl.build.toolchain import Toolchain
 from kernelrl.db import Database
+from kernelrl.errors import UserError
 from kernelrl.run.runner import Runner, RunSettings, Task, verdict_records
 from kernelrl.workloads.hgemm import GemmProblem
 
 MODES = ("device", "offline", "server")
 
 
-class BenchError(ValueError):
+class BenchError(UserError, ValueError):
     """Bad input to a bench or eval job; one line says what to change."""
 
 
@@ -260,6 +262,9 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
         write_csv(rows, cfg.csv_path)
     return BenchOutcome(rows=rows, env=env, seconds=time.perf_counter() - started, build_failures=failures,
                         lt_search_s=lt_search, measured_tasks=len(tasks), resumed_tasks=resumed)
+
+
+measure = run_bench  # the library call's name; run_bench stays for its many callers
 
 
 def candidate_request(name: str, path: str, cfg: BenchConfig) -> tuple[BuildRequest, bool]:

@@ -274,3 +274,35 @@ def test_csv_write_leaves_no_temp_files(tmp_path, made_up_rows):
     write_csv(made_up_rows[:2], tmp_path / "r.csv")
     assert [p.name for p in tmp_path.iterdir()] == ["r.csv"]
     assert len(read_csv(tmp_path / "r.csv")) == 2
+
+
+def test_a_records_verdict_key_is_stored_and_read_back(tmp_path):
+    from kernelrl.db import Database
+    from kernelrl.workloads.hgemm import GemmProblem
+    db = Database(tmp_path / "r.db")
+    p = GemmProblem(64, 64, 64)
+    rec = {"method": "cheat", "mode": "device", "time_us_median": None, "time_us_p10": None, "time_us_p90": None,
+           "samples": 0, "tflops": None, "max_rel_err": None, "verified": False,
+           "reason": "stale result: the previous inputs' answer", "verdict": "stale result", "extra": {}}
+    db.add("dummy", p, "hot", 100.0, [rec], {"cheat": "k"}, {}, None)
+    [row] = db.rows("dummy", [p], ["device"], methods={"cheat": "k"})
+    assert row["verdict"] == "stale result"
+
+
+def test_a_database_from_before_verdict_keys_gains_the_column(tmp_path):
+    import sqlite3
+
+    from kernelrl.db import Database
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE measurements (gpu TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, "
+                 "k INTEGER NOT NULL, acc TEXT NOT NULL, layout TEXT NOT NULL, mode TEXT NOT NULL, cache TEXT NOT NULL, "
+                 "qps REAL NOT NULL, method TEXT NOT NULL, method_key TEXT NOT NULL, time_us_median REAL, "
+                 "time_us_p10 REAL, time_us_p90 REAL, samples INTEGER, tflops REAL, max_rel_err REAL, "
+                 "verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL, "
+                 "PRIMARY KEY (gpu, m, n, k, acc, layout, mode, cache, qps, method, method_key))")
+    conn.commit()
+    conn.close()
+    db = Database(path)
+    names = {r["name"] for r in db.conn.execute("PRAGMA table_info(measurements)")}
+    assert "verdict" in names

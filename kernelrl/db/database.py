@@ -20,13 +20,13 @@ CREATE TABLE IF NOT EXISTS measurements (
     layout TEXT NOT NULL, mode TEXT NOT NULL, cache TEXT NOT NULL, qps REAL NOT NULL,
     method TEXT NOT NULL, method_key TEXT NOT NULL,
     time_us_median REAL, time_us_p10 REAL, time_us_p90 REAL, samples INTEGER, tflops REAL, max_rel_err REAL,
-    verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL,
+    verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL, verdict TEXT,
     PRIMARY KEY (gpu, m, n, k, acc, layout, mode, cache, qps, method, method_key));
 CREATE TABLE IF NOT EXISTS kb_results (
     gpu TEXT NOT NULL, task TEXT NOT NULL, task_key TEXT NOT NULL, candidate TEXT NOT NULL,
     candidate_key TEXT NOT NULL, baseline TEXT NOT NULL, verified INTEGER NOT NULL, reason TEXT,
     candidate_us REAL, baseline_us REAL, speedup REAL, max_abs_err REAL, max_rel_err REAL, baseline_reason TEXT,
-    static TEXT, env TEXT, run_id INTEGER, created REAL,
+    static TEXT, env TEXT, run_id INTEGER, created REAL, verdict TEXT,
     PRIMARY KEY (gpu, task_key, candidate_key, baseline));
 CREATE TABLE IF NOT EXISTS lt_algos (
     gpu TEXT NOT NULL, cublaslt INTEGER NOT NULL, key TEXT NOT NULL, algo TEXT NOT NULL, algo_index INTEGER,
@@ -47,6 +47,15 @@ class Database:
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.executescript(SCHEMA)
+        self._add_verdict_columns()
+
+    def _add_verdict_columns(self) -> None:
+        """Databases written before verdicts were keys get the `verdict` column (empty for their old rows)."""
+        for table in ("measurements", "kb_results"):
+            names = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            if "verdict" not in names:
+                with self.conn:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN verdict TEXT")
 
     def close(self):
         self.conn.close()
@@ -70,9 +79,9 @@ class Database:
                          _cache_of(r["mode"], cache), _qps_of(r["mode"], qps), r["method"], keys.get(r["method"], ""),
                          r["time_us_median"], r["time_us_p10"], r["time_us_p90"], r["samples"], r["tflops"],
                          r["max_rel_err"], int(bool(r["verified"])), r["reason"], json.dumps(r.get("extra", {})),
-                         json.dumps(env), run_id, time.time()))
+                         json.dumps(env), run_id, time.time(), r.get("verdict")))
         with self.conn:
-            self.conn.executemany(f"INSERT OR REPLACE INTO measurements VALUES ({','.join('?' * 23)})", rows)
+            self.conn.executemany(f"INSERT OR REPLACE INTO measurements VALUES ({','.join('?' * 24)})", rows)
 
     def measured(self, gpu: str, problem, mode: str, cache: str, qps: float) -> set[tuple[str, str]]:
         """(method, method_key) pairs already stored for this problem and mode."""
@@ -115,9 +124,10 @@ class Database:
         values = [(gpu, r.get("task") or "", task_key, r.get("candidate") or "", candidate_key,
                    r.get("baseline") or "", int(bool(r.get("verified"))), r.get("reason"), r.get("candidate_us"),
                    r.get("baseline_us"), r.get("speedup"), r.get("max_abs_err"), r.get("max_rel_err"),
-                   r.get("baseline_reason"), r.get("static"), json.dumps(env), run_id, time.time()) for r in rows]
+                   r.get("baseline_reason"), r.get("static"), json.dumps(env), run_id, time.time(), r.get("verdict"))
+                  for r in rows]
         with self.conn:
-            self.conn.executemany(f"INSERT OR REPLACE INTO kb_results VALUES ({','.join('?' * 18)})", values)
+            self.conn.executemany(f"INSERT OR REPLACE INTO kb_results VALUES ({','.join('?' * 19)})", values)
 
     def kb_rows(self, gpu: str | None = None) -> list[dict]:
         query, args = "SELECT * FROM kb_results", []

@@ -36,20 +36,20 @@ def score_rows(rows: list[dict], names: list[str], problems: list[GemmProblem], 
     by = {(r["method"], f"{r['m']}x{r['n']}x{r['k']}"): r for r in rows if r["mode"] == "device"}
     out = {}
     for name in names:
-        detail, failure = {}, None
+        detail, failure, failed = {}, None, None
         for p in problems:
             r = by.get((name, p.name))
             if r is None or (r["verified"] and not r["time_us_median"]):
                 failure = f"on {p.name}: not measured"
                 break
             if not r["verified"]:
-                failure = f"on {p.name}: {r['reason']}"
+                failure, failed = f"on {p.name}: {r['reason']}", r
                 break
             base = {b: by[(b, p.name)]["time_us_median"] for b in baselines
                     if (b, p.name) in by and by[(b, p.name)]["verified"] and by[(b, p.name)]["time_us_median"]}
             detail[p.name] = {"us": r["time_us_median"], "baselines": base}
         if failure:
-            out[name] = Evaluation(categorize(failure), failure)
+            out[name] = Evaluation(categorize(failed or failure), failure)  # the record's verdict key decides
             continue
         speedups = {b: geomean([d["baselines"][b] / d["us"] for d in detail.values() if b in d["baselines"]])
                     for b in baselines}

@@ -91,7 +91,7 @@ class KernelBenchTarget(Target, kind="kernelbench"):
         return out
 
     def evaluate(self, sources: dict[str, str], ui) -> dict[str, Evaluation]:
-        from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result
+        from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result
         names = list(sources)
         paths = [self._write(n, sources[n]) for n in names]
         settings = KBSettings(device=self.device, baselines=self.baselines, rounds=self.rounds,
@@ -102,7 +102,7 @@ class KernelBenchTarget(Target, kind="kernelbench"):
         for i, name in enumerate(names):
             ok, reason = pair_verdict(records.get(i, []))
             if not ok:
-                out[name] = Evaluation(categorize(reason), reason)
+                out[name] = Evaluation(categorize(failed_record(records.get(i, [])) or reason), reason)
                 continue
             res = task_result(self.task.name, records[i], self.baselines)
             speedups = {b: round(s, 4) for b in self.baselines if (s := res.speedup(b)) is not None}

@@ -120,3 +120,15 @@ class DeviceState:
             zero = ctypes.create_string_buffer(_ATTR_BYTES)  # no window: every access is a normal one
             self.libcuda.cuStreamSetAttribute(ctypes.c_void_p(self.stream),
                                               ctypes.c_int(CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW), zero)
+
+
+def context_usable(torch, device="cuda", sync=None) -> bool:
+    """The context probe of every worker, after a method raised: a sticky CUDA error (illegal address, launch
+    failure) leaves the context unusable, and then the process must end (its method's verdict is `crash`).
+    `sync`: the synchronize to use (the KernelBench worker's own copy, captured before any candidate code ran)."""
+    try:
+        (sync or torch.cuda.synchronize)()
+        torch.zeros(1, device=device).add_(1).item()
+        return True
+    except Exception:
+        return False

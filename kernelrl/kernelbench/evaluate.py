@@ -10,6 +10,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelrl.harness.verdicts import Verdict as VerdictKey  # tasks.Verdict is the static verdict of a pair
 from kernelrl.kernelbench.static_checks import scan, task_input_dtype
 from kernelrl.kernelbench.tasks import Verdict, check_pair, discover, inspect_candidate, inspect_task, match
 
@@ -53,7 +54,7 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
     return report
 
 
-CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "candidate_us", "baseline_us", "speedup",
+CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict", "candidate_us", "baseline_us", "speedup",
                "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch")
 
 
@@ -69,12 +70,14 @@ def csv_rows(verdicts: list[Verdict], runnable: list[Verdict], records: dict[int
                   "static": "; ".join(str(f) for f in v.findings), "mode": "kb", "gpu": env.get("gpu", ""),
                   "torch": env.get("torch", "")}
         if id(v) not in index:
-            rows.append({**common, "verified": False, "reason": "; ".join(v.reasons) or v.status})
+            rows.append({**common, "verified": False, "reason": "; ".join(v.reasons) or v.status,
+                         "verdict": VerdictKey.CONTRACT.value if v.reasons else VerdictKey.NOT_EVALUATED.value})
             continue
         recs = [r for r in records.get(index[id(v)], []) if r.get("method") in ("candidate", "reference")]
         if not any(r.get("baseline") for r in recs):  # a crash or hang: the runner's verdict record
-            reason = next((r.get("reason") for r in recs if not r.get("verified")), None) or "not evaluated"
-            rows.append({**common, "verified": False, "reason": reason})
+            failed = next((r for r in recs if not r.get("verified")), {})
+            rows.append({**common, "verified": False, "reason": failed.get("reason") or "not evaluated",
+                         "verdict": failed.get("verdict") or VerdictKey.NOT_EVALUATED.value})
             continue
         for r in recs:
             rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}})

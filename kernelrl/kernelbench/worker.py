@@ -71,7 +71,7 @@ from pathlib import Path
 from time import perf_counter as _perf_counter  # bound when the worker module loads, before any candidate code
 
 from kernelrl.harness import compare
-from kernelrl.harness.device_state import DeviceState
+from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.verdicts import Category, Rejected, Verdict, verdict_of
 from kernelrl.run.protocol import RECYCLE, serve
@@ -143,6 +143,7 @@ GUARDED = [
     ("kernelrl.harness.compare", ("error_stats", "allclose", "all_finite", "same_values", "count_pattern", "_chunks"),
      "harness patch"),
     ("kernelrl.harness.device_state.DeviceState", ("snapshot", "flags", "persisting_l2", "restore"), "harness patch"),
+    ("kernelrl.harness.device_state", ("context_usable",), "harness patch"),
     ("kernelrl.run.protocol", ("serve",), "harness patch"),
 ]
 FRAME_EVENTS = {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
@@ -234,6 +235,12 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
         LocalRunner(worker_target=worker_target or worker_main).run(
             runnable, [], settings, collect, on_progress=on_progress, on_env=on_env)
     return out
+
+
+def failed_record(records: list[dict]) -> dict | None:
+    """The record that decided a failed pair (the candidate's or the reference's), with its verdict key."""
+    return next((r for r in records if r.get("method") in ("candidate", "reference") and not r.get("verified")),
+                None)
 
 
 def pair_verdict(records: list[dict]) -> tuple[bool, str | None]:
@@ -593,13 +600,8 @@ class KBWorker:
 
     def _probe_context(self, exc):
         """After an exception on CUDA: a sticky error (illegal address, launch failure) ends this worker."""
-        if not self.cuda:
-            return
-        try:
-            self.sync()
-            self.torch.zeros(1, device=self.device).add_(1).item()
-        except Exception:
-            raise Fatal(Verdict.CRASH, f"{_short(exc)}") from None
+        if self.cuda and not context_usable(self.torch, self.device, self.sync):
+            raise Fatal(Verdict.CRASH, _short(exc))
 
     # -- inputs ------------------------------------------------------------------------------------------------
     def _inputs(self, mod, seed: int, dist: str) -> list:

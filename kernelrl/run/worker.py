@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from kernelrl.harness.device_state import DeviceState
+from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.stats import hidden_work, summarize
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.run import methods as M
@@ -646,11 +646,8 @@ class Worker:
     def _after_error(self, name, phase, exc):
         """A CUDA error from a method: sticky errors (illegal address, launch failure) poison the context."""
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        try:
-            torch.cuda.synchronize()
-            torch.zeros(1, device="cuda").add_(1).item()
-        except RuntimeError:
-            raise Fatal(Verdict.CRASH.reason(text)) from None
+        if not context_usable(torch):
+            raise Fatal(Verdict.CRASH.reason(text))
 
     def _error_name(self, code: int) -> str:
         if self.blas is not None:

@@ -148,7 +148,7 @@ def _evaluate_kernelbench(target, sources: dict[str, str], ui) -> dict[str, Judg
     from kernelrl.harness.tolerance import output_tolerance
     from kernelrl.evolve.verdicts import categorize
     from kernelrl.kernelbench.static_checks import task_input_dtype
-    from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result
+    from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result
 
     names = list(sources)
     paths = [target._write(n, sources[n]) for n in names]
@@ -161,7 +161,7 @@ def _evaluate_kernelbench(target, sources: dict[str, str], ui) -> dict[str, Judg
         recs = records.get(i, [])
         ok, reason = pair_verdict(recs)
         if not ok:
-            out[name] = Judgement(categorize(reason), reason, target.objective)
+            out[name] = Judgement(categorize(failed_record(recs) or reason), reason, target.objective)
             continue
         res = task_result(target.task.name, recs, target.baselines)
         err = max((r["max_rel_err"] for r in recs if r.get("max_rel_err") is not None), default=None)

@@ -5,8 +5,8 @@ import csv
 import pytest
 
 from kernelrl.baselines import BASELINES
-from kernelrl.harness.measure import (BenchConfig, BenchError, NullUI, candidate_names, expand_candidates, parse_baselines,
-                            parse_modes, run_bench)
+from kernelrl.harness.measure import (BenchConfig, BenchError, Built, NullUI, build, candidate_names,
+                                      expand_candidates, measure, parse_baselines, parse_modes, run_bench)
 from kernelrl.run.runner import RunSettings
 from kernelrl.workloads.hgemm import parse_shapes
 
@@ -157,3 +157,23 @@ def test_parse_baselines_rejects_unknown_names():
         parse_baselines("torch,cublas_xx")
     message = str(info.value)
     assert "cublas_xx" in message and "cublas_nn" in message and "all or none" in message
+
+
+def test_measure_takes_the_builders_artifacts_and_never_rebuilds(tmp_path):
+    cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
+                      runner="dummy", db_path=tmp_path / "m.db", sources={"fast_k": "// a kernel"})
+    built = build(cfg, NullUI(), {})
+    assert [s["name"] for s in built.specs] == ["torch", "fast_k"] and built.keys["fast_k"]
+    first = measure(built, cfg, NullUI())
+    assert first.measured_tasks == 2 and all(r["verified"] for r in first.rows)
+    again = measure(built, cfg, NullUI())  # same artifacts, same keys: everything is resumed from the database
+    assert again.measured_tasks == 0 and again.resumed_tasks == 2
+
+
+def test_a_candidate_that_did_not_build_gets_its_verdict_on_every_shape(tmp_path):
+    cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
+                      runner="dummy", db_path=tmp_path / "m.db")
+    built = Built(specs=[{"name": "torch", "kind": "torch"}], keys={"torch": "", "broken_k": "abc"},
+                  failures={"broken_k": "compile error: k.cu(3): error: expected a ';'"})
+    rows = [r for r in measure(built, cfg, NullUI()).rows if r["method"] == "broken_k"]
+    assert len(rows) == 2 and all(r["verdict"] == "compile error" and not r["verified"] for r in rows)

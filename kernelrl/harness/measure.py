@@ -1,6 +1,7 @@
 """Measuring as a library call: build candidates, verify and time them with the baselines on a set of shapes,
 store every measurement in the database as it is taken, and write the long-format CSV. The bench job of the CLI,
-the tuner, evolve and train all call `measure` (also named `run_bench`); none of them goes through the CLI."""
+the tuner, evolve and train call it (`run_bench`: `build`, then `measure` of the builder's artifacts); none of
+them goes through the CLI."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kernelrl.build.builder import BuildRequest, BuildResult, LocalBuilder, cach
 from kernelrl.build.toolchain import Toolchain
 from kernelrl.db import Database
 from kernelrl.errors import UserError
+from kernelrl.harness.verdicts import Verdict
 from kernelrl.run.runner import Runner, RunSettings, Task, verdict_records
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -128,16 +130,34 @@ def db_gpu(runner: str, env: dict) -> str:
     return environment.gpu_key(env) if runner == "local" else "dummy"
 
 
+@dataclass
+class Built:
+    """The builder's artifacts for one measurement, all the measuring needs of them: each method's spec (what the
+    worker loads: baselines and built libraries), each method's key (the content hash results are stored and resumed
+    by), the candidates that did not build with their verdicts, and the cuBLAS shim's library."""
+
+    specs: list[dict]
+    keys: dict[str, str]
+    failures: dict[str, str] = field(default_factory=dict)
+    blas_lib: str | None = None
+
+
 def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
-    """`ui` receives progress: ui.stage(text), ui.build_done(result), ui.start_tasks(total), ui.task_done(task,
-    records), ui.progress(task, method, phase)."""
+    """Build what `cfg` names, then measure it. `ui` receives progress: ui.stage(text), ui.build_done(result),
+    ui.start_tasks(total), ui.task_done(task, records), ui.progress(task, method, phase)."""
     started = time.perf_counter()
     for path in cfg.candidates:
         if not Path(path).is_file():
             raise BenchError(f"candidate {path!r} not found: pass .cu files (or folders of them) to --candidates")
     env = environment.collect({"runner": cfg.runner})
     require_gpu(cfg.runner, env)
-    gpu = db_gpu(cfg.runner, env)
+    built = build(cfg, ui, env)
+    return measure(built, cfg, ui, env, started)
+
+
+def build(cfg: BenchConfig, ui, env: dict) -> Built:
+    """Every candidate file and generated source of `cfg` built (content-hash cached, in parallel) and the cuBLAS
+    shim where a baseline needs it; with the dummy runner nothing is built, the keys hash the sources."""
     names = candidate_names(cfg.candidates)
     clash = set(names) & set(cfg.sources) | set(cfg.sources) & set(BASELINES)
     if clash:
@@ -145,7 +165,7 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
     keys = {b: "" for b in cfg.baselines}
     specs = [baseline_spec(b) for b in cfg.baselines]
     failures: dict[str, str] = {}
-    settings = cfg.settings
+    blas_lib = None
     if cfg.runner == "local":
         toolchain = Toolchain.discover(arch=cfg.arch)
         env["arch"] = toolchain.arch
@@ -156,7 +176,7 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
                 request, is_cuda_l2 = candidate_request(n, p, cfg)
             except ValueError as exc:  # a CUDA-L2-looking file the adapter cannot read: its verdict, not a stop
                 keys[n] = hashlib.sha256(Path(p).read_bytes()).hexdigest()[:24]
-                failures[n] = f"CUDA-L2 adapter: {exc}"
+                failures[n] = Verdict.ADAPTER.reason(str(exc))
                 continue
             requests.append(request)
             if is_cuda_l2:
@@ -171,7 +191,7 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
             if result.name == "kr_blas":
                 if not result.ok:
                     raise BenchError(f"building the cuBLAS baseline library failed: {result.error}")
-                settings.blas_lib = result.lib_path
+                blas_lib = result.lib_path
             elif result.ok:
                 keys[result.name] = result.key
                 specs.append({"name": result.name, "kind": "candidate", "lib_path": result.lib_path,
@@ -186,7 +206,21 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
         for name, text in texts.items():
             keys[name] = hashlib.sha256(text.encode()).hexdigest()[:24]
             specs.append({"name": name, "kind": "candidate", "lib_path": names.get(name)})
+    return Built(specs, keys, failures, blas_lib)
 
+
+def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started: float | None = None) \
+        -> BenchOutcome:
+    """Measure built methods (the builder's artifacts; nothing is rebuilt here) on cfg's problems, modes and
+    settings: every record stored in cfg's database as it arrives, resumed where stored rows match the keys. The
+    library call behind the bench job, the tuner, evolve and train."""
+    started = time.perf_counter() if started is None else started
+    env = env if env is not None else environment.collect({"runner": cfg.runner})
+    gpu = db_gpu(cfg.runner, env)
+    specs, keys, failures = list(built.specs), dict(built.keys), dict(built.failures)
+    settings = cfg.settings
+    if built.blas_lib:
+        settings.blas_lib = built.blas_lib
     plan = None
     if cfg.library is not None:
         from kernelrl.library.bench import LibraryPlan
@@ -262,9 +296,6 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
         write_csv(rows, cfg.csv_path)
     return BenchOutcome(rows=rows, env=env, seconds=time.perf_counter() - started, build_failures=failures,
                         lt_search_s=lt_search, measured_tasks=len(tasks), resumed_tasks=resumed)
-
-
-measure = run_bench  # the library call's name; run_bench stays for its many callers
 
 
 def candidate_request(name: str, path: str, cfg: BenchConfig) -> tuple[BuildRequest, bool]:

@@ -3,7 +3,8 @@
 #   1. adversarial_mixed.csv: every HGEMM honest_*, cheat_* and bad_* candidate of tests/gpu/hgemm_corpus benched
 #      together, device and offline modes, three shapes (one with K >= 4096);
 #   2. kb_level1_reference.csv: all 100 KernelBench level-1 tasks against themselves, eager baseline;
-#   3. kb_public_examples.csv: KernelBench's few-shot and add examples, and its unit-test kernels.
+#   3. kb_public_examples.csv: KernelBench's few-shot and add examples, and its unit-test kernels;
+#   4. (STEPS=tests) the GPU test suites: HGEMM defences, KernelBench corpus, library, spaces.
 # KB=path of a KernelBench clone (default .carry/KernelBench); STEPS picks steps (default "mixed level1 examples").
 set -uo pipefail
 source benchmarks/device_env.sh
@@ -28,6 +29,11 @@ if [[ $STEPS == *" examples "* ]]; then
   timeout "${EXAMPLES_LIMIT:-120}" python3 benchmarks/kb_public.py --kernelbench "$KB" --what examples \
       --csv "$OUT/kb_public_examples.csv" > "$OUT/kb_public_examples.log" 2>&1
   tail -n 9 "$OUT/kb_public_examples.log"
+fi
+if [[ $STEPS == *" tests "* ]]; then
+  timeout "${TESTS_LIMIT:-500}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu \
+      > "$OUT/gpu_tests.log" 2>&1
+  tail -n 15 "$OUT/gpu_tests.log"
 fi
 python3 - "$OUT" <<'PY'
 import csv, sys, collections

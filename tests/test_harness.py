@@ -7,7 +7,7 @@ import torch
 
 from kernelrl.harness import compare
 from kernelrl.harness.device_state import DeviceState
-from kernelrl.harness.stats import hidden_work
+from kernelrl.harness.stats import content_dependent_speed, hidden_work
 from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.verdicts import Category, Rejected, Verdict, category_of, verdict_of
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
@@ -60,6 +60,17 @@ def test_one_stalled_region_is_not_hidden_work():
 def test_hidden_work_scales_with_the_timed_region():  # a graph replay of 500 calls, not one call
     assert hidden_work([300.0], [20.0], 1500.0) is None
     assert hidden_work([300.0], [20.0], 400.0) is not None
+
+
+@pytest.mark.parametrize("plain, extra, base, flagged", [
+    (70.0, 110.0, 1.0, True),    # a 4096^3 content cache: 70 us on a hit, 180 us when it must compute
+    (176.0, 2.0, 1.5, False),    # an honest kernel pays what the baseline pays
+    (3.0, 1.8, 1.5, False),      # tiny shapes: the probe's own cost, within the floor
+    (10.0, 3.5, 0.5, True),      # 3 us more than the baseline on a 10 us kernel
+    (10.0, 3.5, None, True),     # no trusted baseline in the run: judged against zero
+])
+def test_content_dependent_speed(plain, extra, base, flagged):
+    assert (content_dependent_speed(plain, extra, base) is not None) == flagged
 
 
 # -- device state ------------------------------------------------------------------------------------------------

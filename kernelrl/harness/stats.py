@@ -54,3 +54,21 @@ def hidden_work(candidate_overheads: list[float], baseline_overhead_medians: lis
             f"synchronized time exceeds the stream's event time by {extra:.1f} us per timed region more than the "
             f"baselines' launch overhead")
     return None
+
+
+CONTENT_FLOOR_US = 2.0  # per call: more than the spread of a graph-replay difference on the H200
+CONTENT_MARGIN = 0.2  # of the method's own time per call
+
+
+def content_dependent_speed(plain_us: float, extra_us: float, baseline_extra_us: float | None) -> str | None:
+    """The content-probe rule (device mode): the detail line of `content-dependent speed`, or None.
+
+    `plain_us` is the method's time per call on unchanging inputs; `extra_us` how much slower its calls are when a
+    few input elements change before each; `baseline_extra_us` the same for a trusted baseline in the same run (the
+    cost the probe itself adds to any kernel: a small kernel between the calls breaks their overlap). A method that
+    slows by more than max(2 µs, 20 % of its time) beyond what the baseline does caches by input contents."""
+    base = max(0.0, baseline_extra_us or 0.0)
+    if extra_us - base > max(CONTENT_FLOOR_US, CONTENT_MARGIN * plain_us):
+        return (f"{plain_us + extra_us:.2f} us per call when a few input elements change between calls, "
+                f"{plain_us:.2f} us when they do not (a result cached by input contents)")
+    return None

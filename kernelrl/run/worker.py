@@ -16,7 +16,7 @@ import time
 import torch
 
 from kernelrl.harness.device_state import DeviceState, context_usable
-from kernelrl.harness.stats import hidden_work, summarize
+from kernelrl.harness.stats import content_dependent_speed, hidden_work, summarize
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.run import methods as M
 from kernelrl.run.protocol import serve
@@ -26,8 +26,6 @@ from kernelrl.workloads.hgemm import GemmProblem
 PERTURBED = 4  # elements of A changed between calls: a result cached by input contents goes stale
 PERTURB_VALUE = 64.0  # far outside N(0, 1): one changed element moves its whole output row beyond the tolerance
 PROBE_CALLS = 64  # most calls in a content-probe graph
-CONTENT_MARGIN = 0.2  # of the method's time (at least CONTENT_FLOOR_US) beyond what the trusted baseline pays
-CONTENT_FLOOR_US = 2.0
 
 
 class Fatal(Exception):
@@ -490,14 +488,12 @@ class Worker:
                     self._check_last_call(problem, name, sets, calls, changing)
             except Rejected as exc:
                 self._reject(results[name], exc, "during timing: ")
-        base = max(0.0, extra.get(trusted[0], 0.0)) if trusted else 0.0
+        base = extra.get(trusted[0]) if trusted else None
         for name in untrusted:
-            plain = results[name]["times"]["device"]["median"]
-            if name in extra and extra[name] - base > max(CONTENT_FLOOR_US, CONTENT_MARGIN * plain):
-                self._reject(results[name], Rejected(
-                    Verdict.CONTENT_DEPENDENT_SPEED,
-                    f"{plain + extra[name]:.2f} us per call when a few input elements change between calls, "
-                    f"{plain:.2f} us when they do not (a result cached by input contents)"))
+            if name in extra:
+                flag = content_dependent_speed(results[name]["times"]["device"]["median"], extra[name], base)
+                if flag:
+                    self._reject(results[name], Rejected(Verdict.CONTENT_DEPENDENT_SPEED, flag))
         self._restore(sets)
 
     def _probe_graphs(self, problem, name, method, sets, changes):

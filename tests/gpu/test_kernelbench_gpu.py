@@ -3,8 +3,8 @@ adversarial candidate of tests/gpu/kb_adversarial is rejected for the reason its
 hand-written candidate of kernelrl/kernelbench/candidates_own is accepted. All pairs run in one evaluation (one
 worker, restarted by the runner after every fatal verdict), against the eager baseline only.
 
-The load_inline candidates compile when first imported (ninja on PATH): the fixture builds them all in parallel
-first (kernelrl.kernelbench.prebuild; a few seconds where benchmarks/h200_kernelbench.sh already did)."""
+The load_inline candidates are built by run_pairs itself, in parallel, before any pair is evaluated (ninja on
+PATH; kernelrl/kernelbench/build.py)."""
 
 import math
 import re
@@ -31,8 +31,6 @@ def meta(path: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def verdicts():
-    from kernelrl.kernelbench.prebuild import prebuild
-    prebuild([CANDIDATES_DIR, ADVERSARIAL_DIR], jobs=12, timeout_s=300)  # a no-op where already built
     pairs = [(TASKS_DIR / f"{meta(p)['task']}.py", p) for p in ADVERSARIAL]
     pairs += [(TASKS_DIR / p.name, p) for p in HONEST]
     settings = KBSettings(device="cuda", baselines=("eager",), rounds=5, hang_timeout_s=180.0)

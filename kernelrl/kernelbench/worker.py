@@ -72,6 +72,7 @@ from time import perf_counter as _perf_counter  # bound when the worker module l
 
 from kernelrl.harness import compare
 from kernelrl.harness.device_state import DeviceState, context_usable
+from kernelrl.harness.record import Record
 from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.verdicts import Category, Rejected, Verdict, verdict_of
 from kernelrl.run.protocol import RECYCLE, serve
@@ -415,7 +416,7 @@ class KBWorker:
         import importlib
         for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.harness.stats",
                      "kernelrl.harness.tolerance", "kernelrl.harness.device_state", "kernelrl.harness.verdicts",
-                     "kernelrl.kernelbench.build", "kernelrl.harness.compare"):
+                     "kernelrl.kernelbench.build", "kernelrl.harness.compare", "kernelrl.harness.record"):
             importlib.import_module(name)  # every harness module is loaded before any candidate code runs
         self._cuda_sync = torch._C._cuda_synchronize if self.cuda else None
         self._Event = torch.cuda.Event
@@ -773,14 +774,14 @@ class KBWorker:
         for b in baselines:
             base_us = times.get(b)
             ok = reason is None and cand_us is not None
-            records.append({"method": "candidate", "mode": MODE, "baseline": b, "verified": ok,
-                            "reason": reason, "time_us_median": cand_us if ok else None,
-                            "candidate_us": cand_us if ok else None, "baseline_us": base_us,
-                            "speedup": base_us / cand_us if ok and base_us and cand_us else None,
-                            "max_abs_err": errs.get("max_abs_err"), "max_rel_err": errs.get("max_rel_err"),
-                            "tolerance": errs.get("tolerance"), "verdict": verdict.value if verdict else None,
-                            "baseline_reason": (base_reasons or {}).get(b), "samples": 0,
-                            "extra": {"notes": list(self.notes)} if self.notes else {}})
+            records.append(Record(
+                "candidate", MODE, verified=ok, reason=reason, verdict=verdict.value if verdict else None,
+                time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
+                extra={"notes": list(self.notes)} if self.notes else {}, baseline=b,
+                candidate_us=cand_us if ok else None, baseline_us=base_us,
+                speedup=base_us / cand_us if ok and base_us and cand_us else None,
+                max_abs_err=errs.get("max_abs_err"), tolerance=errs.get("tolerance"),
+                baseline_reason=(base_reasons or {}).get(b)).to_dict())
         self.send("task", tid, records)
 
     def _call(self, model, inputs):

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from kernelrl.errors import UserError
-from kernelrl.harness.verdicts import Verdict, verdict_of
+from kernelrl.harness.record import Record
+from kernelrl.harness.verdicts import Verdict
 from kernelrl.registry import Registered
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -63,11 +64,7 @@ class Runner(Registered):
 
 def verdict_records(task: Task, method: str, reason: str) -> list[dict]:
     """Records for a method that never produced timings: one per mode, unverified, with the reason and its key."""
-    verdict = verdict_of(reason)
-    return [{"method": method, "mode": mode, "time_us_median": None, "time_us_p10": None, "time_us_p90": None,
-             "samples": 0, "tflops": None, "max_rel_err": None, "verified": False, "reason": reason,
-             "verdict": verdict.value if verdict else Verdict.WORKER_ERROR.value, "extra": {}}
-            for mode in task.modes]
+    return [Record.failed(method, mode, reason).to_dict() for mode in task.modes]
 
 
 class LocalRunner(Runner, kind="local"):
@@ -214,10 +211,9 @@ class DummyRunner(Runner, kind="dummy"):
                     continue
                 for mode in task.modes:
                     base = _dummy_time_us(task.problem, mode, spec)
-                    records.append({"method": name, "mode": mode, "time_us_median": base,
-                                    "time_us_p10": base * 0.98, "time_us_p90": base * 1.03, "samples": 7,
-                                    "tflops": task.problem.flops / (base * 1e6), "max_rel_err": 1e-4,
-                                    "verified": True, "reason": None, "extra": {}})
+                    records.append(Record(name, mode, True, time_us_median=base, time_us_p10=base * 0.98,
+                                          time_us_p90=base * 1.03, samples=7,
+                                          tflops=task.problem.flops / (base * 1e6), max_rel_err=1e-4).to_dict())
             if self.delay_s:
                 time.sleep(self.delay_s)
             on_records(task, records)

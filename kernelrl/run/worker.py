@@ -16,6 +16,7 @@ import time
 import torch
 
 from kernelrl.harness.device_state import DeviceState, context_usable
+from kernelrl.harness.record import Record
 from kernelrl.harness.stats import content_dependent_speed, hidden_work, summarize
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.run import methods as M
@@ -676,15 +677,15 @@ def _records(problem: GemmProblem, modes, results: dict) -> list[dict]:
         for mode in modes:
             t = res["times"].get(mode)
             median = t["median"] if t else None
-            out.append({"method": name, "mode": mode, "time_us_median": median,
-                        "time_us_p10": t["p10"] if t else None, "time_us_p90": t["p90"] if t else None,
-                        "samples": t["n"] if t else 0,
-                        "tflops": problem.flops / (median * 1e6) if median else None,
-                        "max_rel_err": res["max_rel_err"] if not reason or t else None,
-                        "verified": reason is None and t is not None, "reason": reason or (None if t else "not timed"),
-                        "verdict": res.get("verdict") or (None if reason or t else Verdict.NOT_TIMED.value),
-                        "extra": {**res["extra"], **{k: v for k, v in (t or {}).items()
-                                                     if k not in ("median", "p10", "p90", "n")}}})
+            out.append(Record(
+                name, mode, verified=reason is None and t is not None,
+                reason=reason or (None if t else Verdict.NOT_TIMED.value),
+                verdict=res.get("verdict") or (None if reason or t else Verdict.NOT_TIMED.value),
+                time_us_median=median, time_us_p10=t["p10"] if t else None, time_us_p90=t["p90"] if t else None,
+                samples=t["n"] if t else 0, tflops=problem.flops / (median * 1e6) if median else None,
+                max_rel_err=res["max_rel_err"] if not reason or t else None,
+                extra={**res["extra"], **{k: v for k, v in (t or {}).items() if k not in ("median", "p10", "p90", "n")}},
+            ).to_dict())
     return out
 
 

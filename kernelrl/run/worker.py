@@ -127,6 +127,7 @@ class Worker:
         self.live, self.results = live, results  # methods still in the running, and their verdicts so far
         self.need_bt = any(x.needs_bt for x in live.values())
         self.pristine: dict[int, tuple] = {}  # id(set) -> (A, B) as the harness made them
+        self._pristine_bt: dict[int, torch.Tensor] = {}  # id(set) -> B transposed, contiguous (TN methods' input)
         self.set0 = self._alloc_set(problem, self.need_bt)
         self._alloc_workspaces(problem, live)
         self._verify_all(task_id, problem, live, self.set0, results)
@@ -134,7 +135,7 @@ class Worker:
             self._time_mode(task_id, problem, mode, live, results)
         for method in live.values():
             method.close()
-        self._guards, self.workspaces, self.set0, self.pristine = [], {}, None, {}
+        self._guards, self.workspaces, self.set0, self.pristine, self._pristine_bt = [], {}, None, {}, {}
         if torch.cuda.memory_reserved() > (16 << 30):  # return big shapes' memory; small ones reuse the cache
             torch.cuda.empty_cache()
         self.begin(task_id, None, "report")  # closes the last phase
@@ -168,18 +169,31 @@ class Worker:
         ga, gb = make_inputs(m, n, k, "normal", self.rng.getrandbits(62), device="cuda")
         bufs = M.Buffers(a.tensor, b.tensor, bt.tensor if bt is not None else None, c.tensor)
         self.pristine[id(bufs)] = (ga, gb)
+        self._pristine_bt.pop(id(bufs), None)
         self._restore([bufs])
         return bufs
 
     def _restore(self, sets) -> None:
         """Put every input of these sets back as the harness made them, so what one method wrote into its inputs
-        never becomes another method's input (its own verdict stays its own)."""
+        never becomes another method's input (its own verdict stays its own). One fused multi-tensor copy for all
+        sets: cold mode rotates up to 4096 small sets, and three copy kernels each before every replay would cost
+        tens of milliseconds."""
+        dst, src = [], []
         for bufs in sets:
             a, b = self.pristine[id(bufs)]
-            bufs.a.copy_(a)
-            bufs.b.copy_(b)
+            dst += [bufs.a, bufs.b]
+            src += [a, b]
             if bufs.bt is not None:
-                bufs.bt.copy_(b.t())
+                bt = self._pristine_bt.get(id(bufs))
+                if bt is None or bt.shape != bufs.bt.shape:
+                    bt = self._pristine_bt[id(bufs)] = b.t().contiguous()
+                dst.append(bufs.bt)
+                src.append(bt)
+        try:
+            torch._foreach_copy_(dst, src)
+        except (AttributeError, RuntimeError):  # a torch without the fused copy
+            for d, s in zip(dst, src):
+                d.copy_(s)
 
     def _perturb(self, bufs, ref=None) -> None:
         """Change a few elements of A (secret positions, far-out values) in the set and in its pristine copy, and
@@ -217,6 +231,7 @@ class Worker:
     def _fill(self, problem, bufs: M.Buffers, kind: str, seed: int):
         a, b = make_inputs(problem.m, problem.n, problem.k, kind, seed, device="cuda")
         self.pristine[id(bufs)] = (a, b)
+        self._pristine_bt.pop(id(bufs), None)
         self._restore([bufs])
         self._stage_inputs(problem, bufs)
         return a, b, reference(a, b)
@@ -433,6 +448,7 @@ class Worker:
         self._restore(sets)
         for bufs in sets[1:]:
             self.pristine.pop(id(bufs), None)
+            self._pristine_bt.pop(id(bufs), None)
         del sets
         self._guards = kept_guards  # the rotated sets are freed; set 0 and the workspaces stay guarded
 

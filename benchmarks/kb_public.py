@@ -62,6 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     args = ap.parse_args(argv)
     root = Path(args.kernelbench)
     work = Path(tempfile.mkdtemp(prefix="kb_public_"))
@@ -73,47 +74,60 @@ def main(argv=None) -> int:
         if reasons:
             static[i] = reasons[0]
     runnable = [i for i in range(len(pairs)) if i not in static]
-    settings = KBSettings(device="cuda", baselines=("eager",), rounds=args.rounds, hang_timeout_s=args.timeout)
+    settings = KBSettings(device=args.device, baselines=("eager",), rounds=args.rounds, hang_timeout_s=args.timeout)
     env: dict = {}
     done = [0]
 
     seen: set[int] = set()
+    records: dict[int, list[dict]] = {}  # runnable index -> the pair's records so far
+    path = Path(args.csv)
+    path.parent.mkdir(parents=True, exist_ok=True)
 
-    def progress(index, records):
-        if records and index not in seen:
-            seen.add(index)
-            done[0] += 1
-            ok, reason = pair_verdict(records)
-            t, c, _ = pairs[runnable[index]]
-            print(f"[{done[0]}/{len(runnable)}] {t.stem} <- {c.name}: {'correct' if ok else reason} "
-                  f"({time.perf_counter() - started:.0f} s)", flush=True)
-
-    out = run_pairs([(str(pairs[i][0]), str(pairs[i][1])) for i in runnable], settings, on_env=env.update,
-                    on_records=progress)
-    seconds = time.perf_counter() - started
-    rows = []
-    for i, (t, c, expect) in enumerate(pairs):
+    def row(i: int) -> dict | None:
+        t, c, expect = pairs[i]
         if i in static:
-            rows.append({"task": t.stem, "candidate": c.name, "expect": expect, "verified": 0,
-                         "verdict": "contract", "reason": static[i]})
-            continue
-        recs = out.get(runnable.index(i), [])
+            return {"task": t.stem, "candidate": c.name, "expect": expect, "verified": 0, "verdict": "contract",
+                    "reason": static[i]}
+        recs = records.get(runnable.index(i))
+        if not recs:
+            return None  # not evaluated (yet): no row
         ok, reason = pair_verdict(recs)
         res = task_result(t.stem, recs, ("eager",))
         cand = next((r for r in recs if r.get("method") == "candidate"), {})
         key = verdict_of(cand) if cand else verdict_of(reason)
-        rows.append({"task": t.stem, "candidate": c.name, "expect": expect, "verified": int(ok),
-                     "verdict": key.value if key and not ok else "", "reason": reason or "",
-                     "candidate_us": res.candidate_us, "eager_us": res.baseline_us.get("eager"),
-                     "speedup": res.speedup("eager"), "max_abs_err": cand.get("max_abs_err"),
-                     "tolerance": cand.get("tolerance")})
-    path = Path(args.csv)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+        return {"task": t.stem, "candidate": c.name, "expect": expect, "verified": int(ok),
+                "verdict": key.value if key and not ok else "", "reason": reason or "",
+                "candidate_us": res.candidate_us, "eager_us": res.baseline_us.get("eager"),
+                "speedup": res.speedup("eager"), "max_abs_err": cand.get("max_abs_err"),
+                "tolerance": cand.get("tolerance")}
+
+    def write_rows() -> list[dict]:
+        """Every pair evaluated so far, rewritten after each pair: a run stopped by a time limit keeps its rows."""
+        rows = [r for r in (row(i) for i in range(len(pairs))) if r is not None]
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+        tmp.replace(path)
+        return rows
+
+    def progress(index, recs):
+        records[index] = list(recs)
+        if recs and index not in seen:
+            seen.add(index)
+            done[0] += 1
+            ok, reason = pair_verdict(recs)
+            t, c, _ = pairs[runnable[index]]
+            print(f"[{done[0]}/{len(runnable)}] {t.stem} <- {c.name}: {'correct' if ok else reason} "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+            write_rows()
+
+    run_pairs([(str(pairs[i][0]), str(pairs[i][1])) for i in runnable], settings, on_env=env.update,
+              on_records=progress)
+    seconds = time.perf_counter() - started
+    rows = write_rows()
     correct = sum(r["verified"] for r in rows if r["expect"] == "correct")
     expected = sum(r["expect"] == "correct" for r in rows)
     rejected = sum(not r["verified"] for r in rows if r["expect"] == "rejected")

@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--refine", type=int, default=0, metavar="N",
                     help="a second round: measure each winner again beside up to N one-step neighbours (other "
                          "stages, tiles, clusters, raster/swizzle) and keep the fastest")
+    tu.add_argument("--confirm", type=int, default=3, metavar="N",
+                    help="measure each shape's best N candidates again beside both fallbacks in a fresh run with "
+                         "more rounds, and let that run pick (the fastest of a few noisy times is biased low); 0: off")
+    tu.add_argument("--confirm-rounds", type=int, default=15, help="rounds of the confirmation run")
     tu.add_argument("--batch", type=int, default=100, help="shapes measured per worker run")
     tu.add_argument("--min-gain", type=float, default=1.01, metavar="X",
                     help="dispatch a kernel only where it beats the faster fallback by more than this factor (near "
@@ -315,7 +319,7 @@ def _tune(args) -> int:
                          "fallback; pass 1 or more (1.01 is the default)")
     cfg = TuneConfig(problems=parse_shapes(args.shapes, acc=args.acc), families=families, out=Path(args.out),
                      top_k=args.top_k, neighbours=args.neighbours, batch=args.batch, refine=args.refine,
-                     min_gain=args.min_gain,
+                     min_gain=args.min_gain, confirm=args.confirm, confirm_rounds=args.confirm_rounds,
                      budget_minutes=args.budget_minutes,
                      settings=RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout),
                      db_path=Path(args.db) if args.db else None, arch=args.arch, runner=args.runner,

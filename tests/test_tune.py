@@ -94,7 +94,7 @@ def test_tune_resumes_from_the_database(tmp_path):
     cfg = TuneConfig(problems=parse_shapes("64x64x64,128x128x128,4096x4096x4096"), families=["toy"],
                      out=tmp_path / "lib", runner="dummy", db_path=tmp_path / "t.db", top_k=3)
     again = tune(cfg, ui)
-    assert ui.started == [(0, 3)]  # nothing measured again
+    assert ui.started == [(0, 3), (0, 3)]  # nothing measured again: neither the screening nor the confirmation
     assert [r.best for r in again] == [r.best for r in first]
 
 
@@ -311,7 +311,7 @@ def test_a_local_run_builds_the_whole_candidate_set_first(tmp_path, monkeypatch)
     monkeypatch.setattr(toolchain.Toolchain, "discover", classmethod(lambda cls, arch=None: None))
     monkeypatch.setattr(export, "write_library", lambda *a, **k: None)
     cfg = TuneConfig(problems=parse_shapes("64x64x64,4096x4096x4096"), families=["toy"], out=tmp_path / "lib",
-                     runner="local", db_path=tmp_path / "t.db", top_k=2)
+                     runner="local", db_path=tmp_path / "t.db", top_k=2, confirm=0)
     mod.tune(cfg, NullUI())
     assert built == [sorted(mod.candidate_set(cfg))]
 
@@ -488,3 +488,43 @@ def test_a_kernel_within_the_margin_of_its_fallback_is_not_dispatched():
     clear = ShapeResult(GemmProblem(64, 64, 64), kernel, 9.0, 10.0, {"torch": 10.0}, {}, min_gain=1.01)
     assert not near.uses_kernel and near.library_us == 10.0
     assert clear.uses_kernel and clear.library_us == 9.0
+
+
+# -- the confirmation run (the winner's curse) -------------------------------------------------------------------
+class LuckyToy(ToySpace):
+    """A kernel that wins the short screening run by luck (the dummy runner makes `lucky` 0.7x torch in short
+    runs, 1.2x in long ones) beside an honest 0.8x one."""
+
+    family = "toy_lucky"
+    knobs = {"tile": [64, 128], "speed": ["lucky", "fast"]}
+
+    def check(self, v):
+        return None
+
+    def name_of(self, v):
+        return f"toyl_{v.acc}_{v.p['tile']}_{v.p['speed']}"
+
+
+def lucky_run(tmp_path, confirm):
+    cfg = TuneConfig(problems=parse_shapes("64x64x64"), families=["toy_lucky"], out=tmp_path / "lib",
+                     runner="dummy", db_path=tmp_path / "t.db", top_k=4, confirm=confirm)
+    tune(cfg, NullUI())
+    return json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]["64x64x64:fp32"]
+
+
+def test_without_confirmation_the_lucky_screening_winner_stays(tmp_path):
+    assert lucky_run(tmp_path, 0)["kernel"].endswith("lucky")
+
+
+def test_a_confirmation_run_picks_the_kernel_that_stays_fast(tmp_path):
+    entry = lucky_run(tmp_path, 3)
+    assert entry["kernel"].endswith("fast") and entry["dispatch"] == "kernel"
+    assert entry["screening"]["kernel"].endswith("lucky")  # what the screening run had said, kept beside it
+    assert entry["time_us"] > entry["screening"]["time_us"]
+
+
+def test_the_confirmation_run_measures_afresh_on_the_same_builds(tmp_path):
+    from kernelrl.db import Database
+    lucky_run(tmp_path, 2)
+    keys = {r["method_key"] for r in Database(tmp_path / "t.db").rows("dummy")}
+    assert any(k.endswith(":confirm15") for k in keys) and any(":" not in k for k in keys)

@@ -36,6 +36,8 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
                  "measured_us": r.measured, "failed": r.failed, "kernel": None, "dispatch": "fallback"}
         if r.best is None and not r.measured and not r.failed:
             entry["status"] = "not tuned yet"
+        if getattr(r, "screening", None):  # a confirmation run picked: what the screening run had said
+            entry["screening"] = r.screening
         if r.fallback != "torch":  # cuBLASLt with the algorithm its search chose beat torch.matmul here
             entry["fallback"] = {"method": r.fallback, "algo": r.lt_algo, "time_us": r.fallback_us}
         if r.best is not None:

@@ -183,7 +183,8 @@ def _exit_text(code) -> str:
 
 class DummyRunner(Runner, kind="dummy"):
     """Made-up but deterministic times: a method named `*slow*` is 2× the baseline time, `*fast*` 0.8×,
-    `*broken*` fails verification, `*crash*` dies like a crashed worker would. For CPU tests of everything above."""
+    `*lucky*` 0.7× in a short run (under 10 rounds) and 1.2× in a long one (the winner's curse), `*broken*` fails
+    verification, `*crash*` dies like a crashed worker would. For CPU tests of everything above."""
 
     def __init__(self, delay_s: float = 0.0):
         self.delay_s = delay_s
@@ -210,7 +211,7 @@ class DummyRunner(Runner, kind="dummy"):
                     records += verdict_records(task, name, "wrong values: error 1 exceeds the fp32 tolerance")
                     continue
                 for mode in task.modes:
-                    base = _dummy_time_us(task.problem, mode, spec)
+                    base = _dummy_time_us(task.problem, mode, spec, settings.rounds)
                     records.append(Record(name, mode, True, time_us_median=base, time_us_p10=base * 0.98,
                                           time_us_p90=base * 1.03, samples=7,
                                           tflops=task.problem.flops / (base * 1e6), max_rel_err=1e-4).to_dict())
@@ -219,11 +220,13 @@ class DummyRunner(Runner, kind="dummy"):
             on_records(task, records)
 
 
-def _dummy_time_us(problem: GemmProblem, mode: str, spec: dict) -> float:
+def _dummy_time_us(problem: GemmProblem, mode: str, spec: dict, rounds: int = 7) -> float:
     if spec.get("kind") == "library":  # a library takes the time of what it dispatches the shape to
-        return _dummy_time_us(problem, mode, {"name": spec["runs"].get(f"{problem.name}:{problem.acc}", "torch")})
+        return _dummy_time_us(problem, mode, {"name": spec["runs"].get(f"{problem.name}:{problem.acc}", "torch")},
+                              rounds)
     base = max(problem.flops / 600e12, problem.min_bytes / 3e12) * 1e6 + 2.0 + (8.0 if mode != "device" else 0.0)
     jitter = 1.0 + (zlib.crc32(f"{spec['name']}{problem}".encode()) % 100) / 1000.0
     name = spec["name"]
-    factor = 2.0 if "slow" in name else 0.8 if "fast" in name else 1.0
+    factor = 2.0 if "slow" in name else 0.8 if "fast" in name else (0.7 if rounds < 10 else 1.2) if "lucky" in name \
+        else 1.0
     return base * factor * jitter

@@ -2,6 +2,8 @@
 
     lib = kernelrl.load_library("LIB")     # a folder written by `kernelrl tune --out LIB`
     c = kernelrl.hgemm(a, b)               # or torch.ops.kernelrl.hgemm(a, b)
+    with kernelrl.record("shapes.json"):   # the GEMM shapes a model runs, with call counts
+        model(x)
 
 The runtime (and torch) is imported on first use, so the CLI starts without torch; after that, kernelrl.hgemm is
 the runtime's function itself (no wrapper on the hot path)."""
@@ -12,6 +14,10 @@ _RUNTIME_NAMES = ("load_library", "hgemm", "Library", "LibraryError")
 
 
 def __getattr__(name):
+    if name == "record":  # `with kernelrl.record("shapes.json"):` (imports torch on first use)
+        from kernelrl.workloads.record import record
+        globals()[name] = record
+        return record
     if name in _RUNTIME_NAMES:
         from kernelrl.library import runtime
         value = getattr(runtime, name)

@@ -139,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "measurements CSV of an earlier tuning run); fitted once, before any short list")
     tu.add_argument("--ray", default=None, metavar="ADDRESS",
                     help="spread shapes over a Ray cluster's GPUs (an address, or 'local' to start one here)")
+    rec = sub.add_parser("record", help="run a Python script and record the GEMM shapes it runs (M, N, K, dtype, "
+                                        "layout, bias, batch, calls)")
+    rec.add_argument("-o", "--out", required=True, help="shapes file to write (JSON)")
+    rec.add_argument("script", nargs=argparse.REMAINDER, help="-- python SCRIPT [ARGS...] (or SCRIPT [ARGS...])")
     sm = sub.add_parser("summarize", help="speedup tables (geomean, mean, win rate, per size class) from CSVs")
     sm.add_argument("csv", nargs="+", help="long-format result CSVs written by bench")
     sm.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -257,12 +261,37 @@ def main(argv: list[str] | None = None) -> int:
             return _evolve(args)
         if args.command == "train":
             return _train(args)
+        if args.command == "record":
+            return _record(args)
     except KeyboardInterrupt:
         err_console.print("interrupted: everything measured so far is in the database; run again to resume")
         return 130
     except UserError as exc:  # every failure the user can fix is one clear line
         print(f"kernelrl: {exc}", file=sys.stderr)  # plain: one line, no markup, no wrapping
         return 2
+    return 0
+
+
+def _record(args) -> int:
+    """Run the script in this process, as `python SCRIPT ARGS` would, with the shape recorder around it."""
+    import runpy
+
+    from kernelrl.workloads.record import RecordError, record
+    argv = [a for a in args.script if a != "--"]
+    if argv and Path(argv[0]).name.startswith("python"):
+        argv = argv[1:]
+    if not argv or not Path(argv[0]).is_file():
+        raise RecordError(f"no script to run{f' ({argv[0]} not found)' if argv else ''}: "
+                          f"kernelrl record -o shapes.json -- python SCRIPT [ARGS...]")
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        with record(args.out) as rec:
+            runpy.run_path(argv[0], run_name="__main__")
+    finally:
+        sys.argv = saved
+    shapes = rec.shapes()
+    print(f"recorded {len(shapes)} distinct GEMMs ({sum(s['calls'] for s in shapes)} calls) in {args.out}")
     return 0
 
 

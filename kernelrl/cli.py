@@ -143,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
                                         "layout, bias, batch, calls)")
     rec.add_argument("-o", "--out", required=True, help="shapes file to write (JSON)")
     rec.add_argument("script", nargs=argparse.REMAINDER, help="-- python SCRIPT [ARGS...] (or SCRIPT [ARGS...])")
+    lib = sub.add_parser("library", help="a tuned library folder: build its lib/ here, or show what it holds")
+    lib_sub = lib.add_subparsers(dest="library_command", required=True)
+    lb = lib_sub.add_parser("build", help="compile lib/ from kernels/*.cu on this machine (cached, in parallel)")
+    lb.add_argument("root", help="library folder (manifest.json, kernels/)")
+    lb.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes (default: one per core)")
+    li = lib_sub.add_parser("info", help="what the library holds and where each shape goes")
+    li.add_argument("root", help="library folder")
     sm = sub.add_parser("summarize", help="speedup tables (geomean, mean, win rate, per size class) from CSVs")
     sm.add_argument("csv", nargs="+", help="long-format result CSVs written by bench")
     sm.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -263,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
             return _train(args)
         if args.command == "record":
             return _record(args)
+        if args.command == "library":
+            return _library(args)
     except KeyboardInterrupt:
         err_console.print("interrupted: everything measured so far is in the database; run again to resume")
         return 130
@@ -270,6 +279,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kernelrl: {exc}", file=sys.stderr)  # plain: one line, no markup, no wrapping
         return 2
     return 0
+
+
+def _library(args) -> int:
+    from kernelrl.library.build import build_library, library_info
+    if args.library_command == "info":
+        print("\n".join(library_info(args.root)))
+        return 0
+    result = build_library(args.root, workers=args.jobs,
+                           on_done=lambda r: print(f"{'built' if r.ok else 'FAILED'} {r.name}"
+                                                   + ("" if r.ok else f": {(r.error or '').splitlines()[0][:200]}")))
+    print(f"{args.root}: {len(result.built)} kernels built into lib/"
+          + (f", {len(result.failed)} failed (those shapes stay on their fallback)" if result.failed else ""))
+    return 1 if result.failed else 0
 
 
 def _record(args) -> int:

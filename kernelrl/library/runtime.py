@@ -140,6 +140,21 @@ class Library:
         self._fast: dict[tuple, tuple] = {}
         self._plans = None  # the C++ fast path's table (kernelrl/library/native.py), made on the first plan
         self._lock = threading.Lock()
+        self.missing = self._say_what_is_missing(manifest)
+
+    def _say_what_is_missing(self, manifest: dict) -> list[str]:
+        """A fallback is never silent: kernels the manifest dispatches to but lib/ lacks (a library copied or
+        committed without its binaries), and cuBLASLt fallbacks without the shim, are said in one line."""
+        wanted = sorted({name for name in self.table.values() if name is not None})
+        missing = [name for name in wanted if self.library_path(name) is None]
+        lt_lost = sum(1 for e in manifest.get("shapes", {}).values()
+                      if (e.get("fallback") or {}).get("method") == LT_FALLBACK and self.native_path is None)
+        if missing or lt_lost:
+            parts = [f"{len(missing)} of {len(wanted)} kernels are not built in lib/"] if missing else []
+            parts += [f"{lt_lost} cuBLASLt fallbacks have no lib/libkr_blas.so"] if lt_lost else []
+            _say(f"{self.root}: {'; '.join(parts)}: those shapes run torch.matmul. Build them here with "
+                 f"`kernelrl library build {self.root}`")
+        return missing
 
     # -- choosing ------------------------------------------------------------------------------------------------
     def library_path(self, name: str) -> Path | None:

@@ -1,0 +1,95 @@
+"""`kernelrl library build LIB`: compile a tuned library's `lib/` from its `kernels/*.cu` on this machine (the
+builder's content-hash cache makes a rebuild of an unchanged kernel free; kernels build in parallel), and the cuBLAS
+shim where a shape's fallback is cuBLASLt. A library copied to another machine, or committed without its binaries,
+becomes whole again; what cannot be built is said, one line per kernel, and stays on the fallback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelrl.library.export import LT_FALLBACK, MANIFEST
+from kernelrl.library.runtime import LibraryError
+
+
+@dataclass
+class LibraryBuild:
+    built: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # kernel name -> its build verdict
+    native: str | None = None  # the cuBLAS shim's path, when a fallback needs it and it built
+
+
+def _manifest(root: Path) -> dict:
+    path = root / MANIFEST
+    if not path.is_file():
+        raise LibraryError(f"{root}: no {MANIFEST}; pass a folder written by `kernelrl tune --out`")
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise LibraryError(f"{path}: not a kernelrl manifest ({exc})") from None
+
+
+def build_library(root: str | Path, builder=None, workers: int | None = None, on_done=None) -> LibraryBuild:
+    """Build every kernel the manifest names into lib/, update the manifest (atomically), and report."""
+    from kernelrl.build.builder import BuildRequest, LocalBuilder
+    from kernelrl.build.toolchain import Toolchain
+    root = Path(root)
+    manifest = _manifest(root)
+    builder = builder or LocalBuilder(Toolchain.discover())
+    requests, out = [], LibraryBuild()
+    for name, meta in sorted(manifest.get("kernels", {}).items()):
+        source = root / meta.get("source", f"kernels/{name}.cu")
+        if not source.is_file():
+            out.failed[name] = f"its source {source} is missing"
+            continue
+        requests.append(BuildRequest(source.read_text(), name=name))
+    needs_shim = any((e.get("fallback") or {}).get("method") == LT_FALLBACK for e in manifest.get("shapes", {}).values())
+    if needs_shim:
+        from kernelrl.baselines import native_lib
+        requests.append(native_lib.build_request(builder.toolchain))
+    (root / "lib").mkdir(exist_ok=True)
+    for result in builder.build_many(requests, workers=workers, on_done=on_done):
+        if not result.ok:
+            out.failed[result.name] = result.error or "build failed"
+            continue
+        target = root / "lib" / f"lib{result.name}.so"
+        shutil.copy2(result.lib_path, target)
+        if result.name == "kr_blas":
+            out.native = manifest["native"] = f"lib/{target.name}"
+        else:
+            manifest["kernels"][result.name]["library"] = f"lib/{target.name}"
+            out.built.append(result.name)
+    fd, tmp = tempfile.mkstemp(dir=root, prefix=".manifest.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+    os.replace(tmp, root / MANIFEST)
+    return out
+
+
+def library_info(root: str | Path) -> list[str]:
+    """What a library holds and where its shapes go, as lines for people."""
+    root = Path(root)
+    manifest = _manifest(root)
+    kernels = manifest.get("kernels", {})
+    shapes = manifest.get("shapes", {})
+    missing = sorted(n for n, m in kernels.items() if not (m.get("library") and (root / m["library"]).is_file()))
+    env = manifest.get("env") or {}
+    lines = [f"{root}: kernelrl {manifest.get('kernelrl', '?')}, written {manifest.get('created', '?')}",
+             f"tuned on: {env.get('gpu') or 'unknown GPU'} (driver {env.get('driver') or '?'}, torch "
+             f"{env.get('torch') or '?'}, arch {env.get('arch') or '?'})",
+             f"kernels: {len(kernels)}, {len(kernels) - len(missing)} built in lib/"
+             + (f"; not built: {', '.join(missing)} (run `kernelrl library build {root}`)" if missing else "")]
+    by_route: dict[str, int] = {}
+    for entry in shapes.values():
+        if entry.get("dispatch") == "kernel":
+            route = f"kernel {entry['kernel']}" + (" (not built: falls back)" if entry["kernel"] in missing else "")
+        else:
+            route = (entry.get("fallback") or {}).get("method") or "torch"
+        by_route[route] = by_route.get(route, 0) + 1
+    lines.append(f"shapes: {len(shapes)}")
+    lines += [f"  {count:5d}  {route}" for route, count in sorted(by_route.items(), key=lambda kv: -kv[1])]
+    return lines

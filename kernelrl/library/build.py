@@ -78,17 +78,21 @@ def library_info(root: str | Path) -> list[str]:
     shapes = manifest.get("shapes", {})
     missing = sorted(n for n, m in kernels.items() if not (m.get("library") and (root / m["library"]).is_file()))
     env = manifest.get("env") or {}
+    shim = bool(manifest.get("native")) and (root / manifest["native"]).is_file()
+    first = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
     lines = [f"{root}: kernelrl {manifest.get('kernelrl', '?')}, written {manifest.get('created', '?')}",
              f"tuned on: {env.get('gpu') or 'unknown GPU'} (driver {env.get('driver') or '?'}, torch "
              f"{env.get('torch') or '?'}, arch {env.get('arch') or '?'})",
              f"kernels: {len(kernels)}, {len(kernels) - len(missing)} built in lib/"
-             + (f"; not built: {', '.join(missing)} (run `kernelrl library build {root}`)" if missing else "")]
+             + (f"; not built: {first} (run `kernelrl library build {root}`)" if missing else "")]
     by_route: dict[str, int] = {}
     for entry in shapes.values():
         if entry.get("dispatch") == "kernel":
-            route = f"kernel {entry['kernel']}" + (" (not built: falls back)" if entry["kernel"] in missing else "")
+            route = f"kernel {entry['kernel']}" + (" (not built: runs torch)" if entry["kernel"] in missing else "")
         else:
             route = (entry.get("fallback") or {}).get("method") or "torch"
+            if route == LT_FALLBACK and not shim:
+                route += " (no lib/libkr_blas.so: runs torch)"
         by_route[route] = by_route.get(route, 0) + 1
     lines.append(f"shapes: {len(shapes)}")
     lines += [f"  {count:5d}  {route}" for route, count in sorted(by_route.items(), key=lambda kv: -kv[1])]

@@ -6,10 +6,18 @@ It speaks the HGEMM worker's protocol (`begin`, `task`, `fatal`, `done`, `startu
 a crash or hang into the verdict of whatever ran ("candidate", "reference" or a baseline) and restarts a fresh
 worker for the rest. Candidate code runs only here, never in the parent. A candidate that changed the process
 itself (patched a function, started a thread, changed a numerics flag, read the harness's memory) gets a `fatal`
-verdict: this worker exits and a fresh one evaluates the remaining pairs, so nothing it did outlives its pair.
+verdict: this worker exits and a fresh one evaluates the remaining pairs, so nothing it did outlives its pair. After
+any other defence verdict the worker asks to be replaced too (`recycle`): a verdict depends only on its own pair.
 
-Records (plain dicts, one per (pair, baseline)): method "candidate", mode "kb", baseline, verified, reason,
-max_abs_err, max_rel_err, candidate_us, baseline_us, speedup (baseline median / candidate median). A worker crash
+Before any pair runs, `run_pairs` builds every candidate's torch extensions (kernelrl/kernelbench/build.py), and the
+worker points torch's extension folder at the candidate's own, so importing only loads. Before a candidate loads,
+one reference call measures the task's footprint (an input set and the reference output); the worker keeps its own
+tensors under `memory_multiple` (8) footprints (held outputs, the timing pool, chunked comparisons) and a task that
+cannot fit gets `task too large` without running the candidate.
+
+Records (harness.record.Record as plain dicts, one per (pair, baseline)): method "candidate", mode "kb", baseline,
+verified, reason, verdict (the key), max_abs_err, max_rel_err, tolerance (the one it was judged by), candidate_us,
+baseline_us, speedup (baseline median / candidate median). A worker crash
 or hang gives the runner's `verdict_records` instead (method = what was running, verified False).
 
 Defences, in the order a candidate meets them (each verdict starts with the key in `REASONS`):

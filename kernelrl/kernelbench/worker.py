@@ -744,9 +744,15 @@ class KBWorker:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
-        inputs = self._inputs(tmod, self.base_seed, "task")
-        out = self._call(ref, inputs)
-        self.sync()
+        try:
+            inputs = self._inputs(tmod, self.base_seed, "task")
+            out = self._call(ref, inputs)
+            self.sync()
+        except torch.OutOfMemoryError as exc:
+            inputs = out = None
+            self._free()
+            return Verdict.TOO_LARGE.reason(f"the task's own inputs and reference call do not fit this device "
+                                            f"({_short(exc)})")
         in_bytes, out_bytes = self._nbytes(inputs), self._nbytes(out)
         self.footprint = in_bytes + out_bytes
         self.input_bytes = in_bytes

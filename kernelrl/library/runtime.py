@@ -141,6 +141,22 @@ class Library:
         self._plans = None  # the C++ fast path's table (kernelrl/library/native.py), made on the first plan
         self._lock = threading.Lock()
         self.missing = self._say_what_is_missing(manifest)
+        self.foreign = self._check_gpu(manifest)
+
+    def _check_gpu(self, manifest: dict) -> str | None:
+        """A library tuned on another GPU: its choices were measured there, so every shape runs torch.matmul (cuBLAS)
+        here, and the user is told in one line. Returns the GPU it was tuned on, or None when it is this one."""
+        tuned_on = (manifest.get("env") or {}).get("gpu")
+        if not tuned_on or not torch.cuda.is_available():
+            return None
+        here = torch.cuda.get_device_name(torch.cuda.current_device())
+        if here == tuned_on:
+            return None
+        _say(f"{self.root} was tuned on {tuned_on}, this is {here}: every shape runs torch.matmul. Tune it here "
+             f"(kernelrl tune --shapes ... --out DIR)")
+        self.table = {key: None for key in self.table}
+        self.lt_algos = {}
+        return tuned_on
 
     def _say_what_is_missing(self, manifest: dict) -> list[str]:
         """A fallback is never silent: kernels the manifest dispatches to but lib/ lacks (a library copied or

@@ -229,3 +229,10 @@ def test_the_worker_records_the_tolerance_of_the_output_dtype(tmp_path):
     [records] = _run(tmp_path, [(HALF_OUT_TASK, HALF_OUT_HONEST)])
     assert pair_verdict(records) == (True, None)
     assert {r["tolerance"] for r in records if r["method"] == "candidate"} == {1e-2}  # fp32 inputs, bf16 output
+
+
+def test_consecutive_pairs_of_one_task_reuse_its_reference_and_baselines(tmp_path):
+    records = _run(tmp_path, [(TASK, HONEST), (TASK, HONEST.replace("* 2", "* 2.0"))])
+    assert [pair_verdict(r) for r in records] == [(True, None), (True, None)]
+    reused = [{r["extra"]["task_reused"] for r in recs if r["method"] == "candidate"} for recs in records]
+    assert reused == [{False}, {True}]

@@ -394,6 +394,9 @@ class KBWorker:
         self.caught: list[str] = []  # exceptions that passed through the candidate's frames
         self._arena = 0
         self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
+        self.task_cache = None  # (key, module, reference model, footprint verdict, footprint, input bytes)
+        self.task_reused = False  # whether this pair's task came from the cache (reported in `extra`)
+        self.baseline_fns: dict = {}  # the cached task's prepared baselines, by name
         self._send = type(conn).send  # the genuine method, captured before any candidate code runs
 
     def send(self, *msg):
@@ -679,12 +682,8 @@ class KBWorker:
         baselines = [b for b in self.s["baselines"] if b not in skip]
         self.base_seed = zlib.crc32(task["name"].encode()) & 0x7FFF_FFFF
         self.begin(tid, "reference", "load")
-        tmod = load_module(task["task_path"])
-        init = list(tmod.get_init_inputs())
-        torch.manual_seed(self.base_seed)
-        ref = tmod.Model(*init).to(self.device)
+        tmod, ref, too_large = self._task(tid, task["task_path"])
         ref_state = ref.state_dict()
-        too_large = self._measure_footprint(tid, tmod, ref)
         if too_large:
             self._report(tid, baselines, too_large, {}, {})
             return self._after_pair(too_large)
@@ -721,6 +720,27 @@ class KBWorker:
         self._report(tid, baselines, reason, errs, times, base_reasons)
         return self._after_pair(reason)
 
+    def _task(self, tid, path: str):
+        """The task's module, its reference model and its footprint verdict, made once for consecutive pairs of one
+        task (a GRPO group, several candidates of a task): the compiled baselines are kept with them
+        (`self.baseline_fns`), so torch.compile runs once per task and worker, not once per pair."""
+        from kernelrl.kernelbench.tasks import load_module
+        key = (Path(path).name, zlib.crc32(Path(path).read_bytes()))  # the same task file, wherever it lies
+        self.task_reused = self.task_cache is not None and self.task_cache[0] == key
+        if self.task_reused:
+            _, tmod, ref, too_large, self.footprint, self.input_bytes = self.task_cache
+            return tmod, ref, too_large
+        self.task_cache = self.baseline_fns = None
+        self.baseline_fns = {}
+        self._free()
+        tmod = load_module(path)
+        init = list(tmod.get_init_inputs())
+        self.torch.manual_seed(self.base_seed)
+        ref = tmod.Model(*init).to(self.device)
+        too_large = self._measure_footprint(tid, tmod, ref)
+        self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes)
+        return tmod, ref, too_large
+
     def _after_pair(self, reason: str | None):
         """Free the pair's memory; after a defence verdict ask for a fresh worker (what a cheat did to this
         process, it may have done in ways no check saw)."""
@@ -739,6 +759,7 @@ class KBWorker:
         candidate code runs; the pair's verdict line when the worker's bound on its own memory (a multiple of the
         footprint, plus the reference's own temporaries) does not fit this device."""
         torch = self.torch
+        self.footprint = self.input_bytes = 0
         self.begin(tid, "reference", "footprint")
         if self.cuda:
             torch.cuda.synchronize()
@@ -791,7 +812,8 @@ class KBWorker:
             records.append(Record(
                 "candidate", MODE, verified=ok, reason=reason, verdict=verdict.value if verdict else None,
                 time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
-                extra={"notes": list(self.notes)} if self.notes else {}, baseline=b,
+                extra={"task_reused": self.task_reused, **({"notes": list(self.notes)} if self.notes else {})},
+                baseline=b,
                 candidate_us=cand_us if ok else None, baseline_us=base_us,
                 speedup=base_us / cand_us if ok and base_us and cand_us else None,
                 max_abs_err=errs.get("max_abs_err"), tolerance=errs.get("tolerance"),
@@ -1031,7 +1053,9 @@ class KBWorker:
         for b in baselines:
             self.begin(tid, b, "prepare")
             try:
-                fn = self._baseline_fn(b, ref, self._clone(pool[0]))
+                fn = self.baseline_fns.get(b)
+                if fn is None:  # compiled once per task and worker (see _task)
+                    fn = self.baseline_fns[b] = self._baseline_fn(b, ref, self._clone(pool[0]))
                 for _ in range(max(1, s["warmup_calls"])):
                     xs = self._fresh(pool, k)
                     k += 1

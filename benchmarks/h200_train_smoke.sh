@@ -44,7 +44,7 @@ sys.exit(f"missing: {', '.join(bad)} (carry their wheels: see the top of this sc
 EOF
 
 # Whole-file tokens: honest, does not compile, returns an error, and a cheat the static screen rejects.
-cp examples/hgemm_wmma.cu tests/gpu/broken/compile_error.cu tests/gpu/broken/returns_error.cu "$RUN/snippets/"
+cp examples/hgemm_wmma.cu tests/gpu/hgemm_corpus/bad_compile_error.cu tests/gpu/hgemm_corpus/bad_returns_error.cu "$RUN/snippets/"
 python3 - "$RUN/snippets" <<'EOF'
 import pathlib, sys
 src = pathlib.Path("examples/hgemm_wmma.cu").read_text()
@@ -59,8 +59,8 @@ run_dir: $RUN/run
 seed: 0
 model:
   random: {hidden: 256, layers: 4, heads: 4, snippet_bias: 6.0, seed: 0,
-           snippet_files: [$RUN/snippets/hgemm_wmma.cu, $RUN/snippets/compile_error.cu,
-                           $RUN/snippets/returns_error.cu, $RUN/snippets/side_stream_cheat.cu]}
+           snippet_files: [$RUN/snippets/hgemm_wmma.cu, $RUN/snippets/bad_compile_error.cu,
+                           $RUN/snippets/bad_returns_error.cu, $RUN/snippets/side_stream_cheat.cu]}
   prompt_format: chat
 data:
   hgemm: {shapes: "256x256x256,1024x1024x1024,2048x4096x1024,4096x4096x4096", shapes_per_prompt: 2,

@@ -236,3 +236,31 @@ def test_consecutive_pairs_of_one_task_reuse_its_reference_and_baselines(tmp_pat
     assert [pair_verdict(r) for r in records] == [(True, None), (True, None)]
     reused = [{r["extra"]["task_reused"] for r in recs if r["method"] == "candidate"} for recs in records]
     assert reused == [{False}, {True}]
+
+
+# -- small rules of the workers ------------------------------------------------------------------------------------
+def test_a_capture_broken_by_a_device_synchronize_says_so_and_points_to_offline_mode():
+    from kernelrl.run.worker import _capture_verdict
+    exc = RuntimeError("CUDA error: operation not permitted when stream is capturing\nmore lines")
+    verdict = _capture_verdict(exc)
+    assert verdict.verdict is Verdict.HOST_SYNC_IN_CALL and "--mode offline" in str(verdict)
+    assert _capture_verdict(RuntimeError("something else broke")).verdict is Verdict.GRAPH_CAPTURE
+
+
+def test_loading_gets_the_compile_timeout_and_everything_else_the_hang_timeout():
+    from kernelrl.run.runner import RunSettings, _phase_timeout
+    kb = KBSettings(hang_timeout_s=30.0, compile_timeout_s=600.0)
+    assert _phase_timeout(kb, "load") == 600.0 and _phase_timeout(kb, None) == 600.0
+    assert _phase_timeout(kb, "time") == 30.0
+    assert _phase_timeout(RunSettings(hang_timeout_s=60.0), "load") == 60.0  # HGEMM loads build nothing
+
+
+def test_held_outputs_stay_under_their_budget_but_keep_the_last():
+    from kernelrl.kernelbench.worker import Held
+    held = Held(budget=3 * 400)
+    for _ in range(5):
+        held.add((torch.zeros(100), None))  # 400 bytes each
+    assert len(held.items) == 3 and held.bytes == 1200
+    big = Held(budget=10)
+    big.add((torch.zeros(100), None))
+    assert len(big.items) == 1  # one output is always kept, whatever its size

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from kernelrl.baselines import native_lib
+from kernelrl.harness.timing import graph_time_s
 from kernelrl.harness.verdicts import Rejected, Verdict
 
 LT_WORKSPACE_BYTES = native_lib.LT_WORKSPACE_BYTES
@@ -165,25 +166,6 @@ class CublasLt(Method):
 def _estimate_s(problem) -> float:
     """A rough per-call time from the roofline, only to size graphs."""
     return max(problem.flops / 700e12, problem.min_bytes / 3e12, 2e-6)
-
-
-def graph_time_s(call, stream: torch.cuda.Stream, calls: int, replays: int = 3) -> float:
-    """Seconds per call: `calls` back-to-back calls captured in a CUDA graph, best of `replays` timed replays."""
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for _ in range(calls):
-            call()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    best = float("inf")
-    with torch.cuda.stream(stream):
-        graph.replay()
-        for _ in range(replays):
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            best = min(best, start.elapsed_time(end) * 1e-3 / calls)
-    return best
 
 
 LT_TUNING_VERSION = "graph2"  # bump when the search changes, so older choices are not reused

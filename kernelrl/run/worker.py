@@ -18,6 +18,7 @@ import torch
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import content_dependent_speed, hidden_work, summarize
+from kernelrl.harness.timing import capture, timed_replay
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.run import methods as M
 from kernelrl.run.protocol import serve
@@ -388,7 +389,6 @@ class Worker:
                 live.pop(name).close()
         ev_samples = {name: [] for name in graphs}
         wall_samples = {name: [] for name in graphs}
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         for name, graph in graphs.items():  # warm-up replay
             self.begin(task_id, name, "warmup")
             self._restore(sets)
@@ -401,16 +401,9 @@ class Worker:
             for name in order:
                 self.begin(task_id, name, "time:device")
                 self._restore(sets)
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                with torch.cuda.stream(self.stream):
-                    start.record()
-                    graphs[name].replay()
-                    end.record()
-                self._sync(name, "time:device")
-                wall = time.perf_counter() - t0
-                ev_samples[name].append(start.elapsed_time(end) * 1e3 / calls_per_graph)
-                wall_samples[name].append(wall * 1e6 / calls_per_graph)
+                event_us, wall_us = timed_replay(graphs[name], self.stream, lambda: self._sync(name, "time:device"))
+                ev_samples[name].append(event_us / calls_per_graph)
+                wall_samples[name].append(wall_us / calls_per_graph)
                 try:
                     self._check_state("device timing")
                 except Rejected as exc:
@@ -530,14 +523,7 @@ class Worker:
         return changing, alone
 
     def _replay_us(self, name, graph) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        with torch.cuda.stream(self.stream):
-            start.record()
-            graph.replay()
-            end.record()
-        self._sync(name, "probe:contents")
-        return start.elapsed_time(end) * 1e3
+        return timed_replay(graph, self.stream, lambda: self._sync(name, "probe:contents"))[0]
 
     def _check_last_call(self, problem, name, sets, calls, changing):
         """One more changing-contents replay from pristine inputs; the last call's output is judged against the
@@ -557,12 +543,8 @@ class Worker:
 
     def _capture(self, problem, name, method, sets, calls_per_graph):
         bound = [method.bind(problem, bufs, self.workspaces.get(name), self.stream) for bufs in sets]
-        graph = torch.cuda.CUDAGraph()
-        codes = []
         try:
-            with torch.cuda.graph(graph, stream=self.stream):
-                for i in range(calls_per_graph):
-                    codes.append(bound[i % len(bound)]())
+            graph, codes = capture([bound[i % len(bound)] for i in range(calls_per_graph)], self.stream)
         except RuntimeError as exc:
             self._after_error(name, "capture", exc)
             raise _capture_verdict(exc) from None

@@ -1,0 +1,49 @@
+"""The device-side timing primitives every GPU measurement uses: capture back-to-back calls in a CUDA graph, and
+time one replay with events on the caller's stream inside a synchronized host window (the event time is the
+measurement; the wall time is what the hidden-work rule compares it with). The HGEMM worker's device mode, its
+content probe and the cuBLASLt autotuning search all time graphs through these two functions.
+
+Host-timed modes (offline, server, KernelBench) time single calls with a device-wide synchronize around each; the
+KernelBench worker does so with clocks and events captured before any candidate code runs, so it keeps its own
+loop."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+
+
+def capture(calls: list[Callable[[], int]], stream: torch.cuda.Stream) -> tuple[torch.cuda.CUDAGraph, list]:
+    """A graph of the calls, in order, captured on `stream`; the calls' return codes (0 = ok) come back too."""
+    graph = torch.cuda.CUDAGraph()
+    codes = []
+    with torch.cuda.graph(graph, stream=stream):
+        for call in calls:
+            codes.append(call())
+    return graph, codes
+
+
+def timed_replay(graph: torch.cuda.CUDAGraph, stream: torch.cuda.Stream,
+                 sync: Callable[[], None] = torch.cuda.synchronize) -> tuple[float, float]:
+    """(event µs, wall µs) of one replay: `sync` before and after, events on `stream` around the replay."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with torch.cuda.stream(stream):  # a graph replays on the current stream
+        start.record()
+        graph.replay()
+        end.record()
+    sync()
+    wall = (time.perf_counter() - t0) * 1e6
+    return start.elapsed_time(end) * 1e3, wall
+
+
+def graph_time_s(call: Callable[[], int], stream: torch.cuda.Stream, calls: int, replays: int = 3) -> float:
+    """Seconds per call: `calls` back-to-back calls in one graph, the best of `replays` timed replays (after one
+    untimed replay)."""
+    graph, _ = capture([call] * calls, stream)
+    with torch.cuda.stream(stream):
+        graph.replay()
+    return min(timed_replay(graph, stream)[0] for _ in range(replays)) * 1e-6 / calls

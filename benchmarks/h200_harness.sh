@@ -6,6 +6,12 @@
 #   3. kb_public_examples.csv: KernelBench's few-shot and add examples, and its unit-test kernels;
 #   4. (STEPS=tests) the GPU test suites: HGEMM defences, KernelBench corpus, library, spaces.
 # KB=path of a KernelBench clone (default .carry/KernelBench); STEPS picks steps (default "mixed level1 examples").
+# Before the call, on the CPU machine (both are git-ignored, carried with carry [".carry/KernelBench", ".whl"]):
+#   the fetch tool's github:ScalingIntelligence/KernelBench, then
+#   git -C <its git dir> archive HEAD KernelBench src/kernelbench/prompts src/kernelbench/unit_tests \
+#       | tar -x -C .carry/KernelBench
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#       -d .whl ninja
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"

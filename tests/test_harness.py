@@ -264,3 +264,24 @@ def test_held_outputs_stay_under_their_budget_but_keep_the_last():
     big = Held(budget=10)
     big.add((torch.zeros(100), None))
     assert len(big.items) == 1  # one output is always kept, whatever its size
+
+
+def test_the_content_probes_reference_is_the_last_sets_inputs_with_every_change_made_to_it():
+    from kernelrl.run.methods import Buffers
+    from kernelrl.run.worker import Worker
+    worker = Worker(None, {"settings": {}, "secret": 1, "methods": []})
+    worker.pristine = {}  # what run_task sets up for each problem
+    g = torch.Generator().manual_seed(0)
+    sets = []
+    for _ in range(2):
+        a, b = torch.randn(4, 3, generator=g).half(), torch.randn(3, 5, generator=g).half()
+        bufs = Buffers(a.clone(), b.clone(), None, torch.empty(4, 5, dtype=torch.float16))
+        worker.pristine[id(bufs)] = (a, b)
+        sets.append(bufs)
+    changes = [(torch.tensor([i]), torch.tensor([64.0 + i], dtype=torch.float16)) for i in range(4)]
+    ref = worker._changed_reference(sets, changes)
+    a, b = worker.pristine[id(sets[1])]
+    expected = a.clone()
+    expected.view(-1)[[1, 3]] = torch.tensor([65.0, 67.0], dtype=torch.float16)  # calls 1 and 3 used set 1
+    assert torch.equal(ref, expected.float() @ b.float())
+    assert float(worker.pristine[id(sets[1])][0].view(-1)[1]) != 65.0  # the pristine inputs stay as they were

@@ -15,8 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl import environment
-from kernelrl.harness.measure import BenchConfig, BenchError, build, measure, require_gpu, run_bench
+from kernelrl.harness.measure import BenchConfig, BenchError, require_gpu, run_bench
 from kernelrl.library.export import LT_FALLBACK
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES, Variant
@@ -263,23 +262,14 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
 def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> list[ShapeResult]:
     """Second round: each winner measured again beside its one-step neighbours (and torch), in one run per batch, so
     the comparison that picks the kernel is always between times taken together. Resumable like the first."""
-    by_problem = {r.problem: r for r in results}
-    todo = [r for r in results if r.best is not None]
-    for start in range(0, len(todo), cfg.batch):
-        if _over_budget(cfg, started):
-            ui.stage(f"budget spent during refinement: {start} of {len(todo)} shapes refined; run again to resume")
-            break
-        batch = todo[start:start + cfg.batch]
-        lists = {r.problem: [r.best, *refinements(r.best, r.problem, cfg.refine, cfg.correction)] for r in batch}
-        outcome = _measure(cfg, ui, lists, cfg.command + " (refine)")
-        for problem in lists:
-            again = _pick(problem, outcome.rows, _own(lists[problem]))
-            if again.best is not None:
-                first = by_problem[problem]
-                again.measured = {**first.measured, **again.measured}
-                again.failed = {**first.failed, **again.failed}
-                by_problem[problem] = again
-    return [by_problem[r.problem] for r in results]
+    def short_list(r: ShapeResult) -> list[Variant]:
+        return [r.best, *refinements(r.best, r.problem, cfg.refine, cfg.correction)]
+
+    def merge(first: ShapeResult, again: ShapeResult) -> ShapeResult:
+        again.measured = {**first.measured, **again.measured}
+        again.failed = {**first.failed, **again.failed}
+        return again
+    return _measure_again(cfg, ui, results, started, ("refinement", "refined", "refine"), short_list, merge)
 
 
 def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> list[ShapeResult]:
@@ -287,28 +277,40 @@ def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) ->
     run per batch with more rounds (the same built libraries, under keys of their own, so nothing is resumed from
     the screening run), and that run picks. The screening run's view is kept beside it (`screening`), so how
     screening gains and confirmed gains agree can be read from the manifest."""
-    by_problem = {r.problem: r for r in results}
     names = variants_by_name(cfg.problems[0].acc) if cfg.problems else {}
+
+    def short_list(r: ShapeResult) -> list[Variant]:
+        ranked = sorted((t, n) for n, t in r.measured.items() if n in names and n not in (YARDSTICK, LT_FALLBACK))
+        return [names[n] for _, n in ranked[:cfg.confirm]] or [r.best]
+
+    def merge(first: ShapeResult, again: ShapeResult) -> ShapeResult:
+        again.screening = {"kernel": first.best.name, "time_us": first.best_us, "fallback": first.fallback,
+                           "fallback_us": first.fallback_us}
+        again.failed = {**first.failed, **again.failed}
+        return again
+    return _measure_again(cfg, ui, results, started, ("confirmation", "confirmed", "confirm"), short_list, merge,
+                          key_salt=f"confirm{cfg.confirm_rounds}", rounds=cfg.confirm_rounds)
+
+
+def _measure_again(cfg: TuneConfig, ui, results: list[ShapeResult], started: float, words: tuple[str, str, str],
+                   short_list, merge, **measure_kw) -> list[ShapeResult]:
+    """A later round over every shape that has a winner, one run per batch: `short_list(result)` names what each
+    shape measures, `_pick` chooses among it, and `merge(first, again)` makes the shape's new result. `words`: the
+    round's noun, participle and command suffix. Stops, resumably, when the budget is spent."""
+    noun, done, suffix = words
+    by_problem = {r.problem: r for r in results}
     todo = [r for r in results if r.best is not None]
     for start in range(0, len(todo), cfg.batch):
         if _over_budget(cfg, started):
-            ui.stage(f"budget spent during confirmation: {start} of {len(todo)} shapes confirmed; run again to resume")
+            ui.stage(f"budget spent during {noun}: {start} of {len(todo)} shapes {done}; run again to resume")
             break
         batch = todo[start:start + cfg.batch]
-        lists = {}
-        for r in batch:
-            ranked = sorted((t, n) for n, t in r.measured.items() if n in names and n not in (YARDSTICK, LT_FALLBACK))
-            lists[r.problem] = [names[n] for _, n in ranked[:cfg.confirm]] or [r.best]
-        outcome = _measure(cfg, ui, lists, cfg.command + " (confirm)", salt=f"confirm{cfg.confirm_rounds}",
-                           rounds=cfg.confirm_rounds)
+        lists = {r.problem: short_list(r) for r in batch}
+        outcome = _measure(cfg, ui, lists, f"{cfg.command} ({suffix})", **measure_kw)
         for problem, short in lists.items():
             again = _pick(problem, outcome.rows, _own(short))
-            first = by_problem[problem]
             if again.best is not None:
-                again.screening = {"kernel": first.best.name, "time_us": first.best_us,
-                                   "fallback": first.fallback, "fallback_us": first.fallback_us}
-                again.failed = {**first.failed, **again.failed}
-                by_problem[problem] = again
+                by_problem[problem] = merge(by_problem[problem], again)
     return [by_problem[r.problem] for r in results]
 
 
@@ -316,25 +318,20 @@ def _over_budget(cfg: TuneConfig, started: float) -> bool:
     return cfg.budget_minutes is not None and time.perf_counter() - started > cfg.budget_minutes * 60
 
 
-def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], command: str, salt: str = "",
+def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], command: str, key_salt: str = "",
              rounds: int | None = None):
-    """One evaluator run: each shape's own short list beside the fallbacks, in device mode. With a `salt`, every
-    method's results are stored under its own key (key:salt), so this run measures afresh what an earlier run with
-    other settings measured, on the same built libraries."""
+    """One evaluator run: each shape's own short list beside the fallbacks, in device mode. A `key_salt` stores
+    this run's results under keys of their own, so it measures afresh, on the same builds, what an earlier run with
+    other settings measured."""
     variants = {v.name: v for vs in lists.values() for v in vs}
     per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
     settings = dataclasses.replace(cfg.settings, rounds=rounds) if rounds else cfg.settings
     bench = BenchConfig(problems=list(lists), modes=["device"], baselines=_fallbacks(cfg), settings=settings,
                         sources={name: v.source() for name, v in variants.items()},
                         methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
-                        ray_address=cfg.ray_address, command=command,
+                        ray_address=cfg.ray_address, command=command, key_salt=key_salt,
                         **({"db_path": cfg.db_path} if cfg.db_path else {}))
-    if not salt:
-        return run_bench(bench, ui)
-    env = environment.collect({"runner": cfg.runner})
-    built = build(bench, ui, env)
-    built.keys = {name: f"{key}:{salt}" for name, key in built.keys.items()}
-    return measure(built, bench, ui, env)
+    return run_bench(bench, ui)
 
 
 def _fallbacks(cfg: TuneConfig) -> list[str]:

@@ -93,6 +93,9 @@ class BenchConfig:
     methods_for: Callable[[GemmProblem], set[str]] | None = None
     ray_address: str | None = None  # spread the shapes over a Ray cluster's GPUs ("local" starts one here)
     library: Path | None = None  # a tuned library folder: measured as the method "kernelrl", called as users call it
+    # Appended to every method's key: this run's results are stored apart from runs of the same builds with other
+    # settings (the tuner's confirmation run), so none of them is resumed from there.
+    key_salt: str = ""
 
 
 @dataclass
@@ -206,6 +209,8 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
         for name, text in texts.items():
             keys[name] = hashlib.sha256(text.encode()).hexdigest()[:24]
             specs.append({"name": name, "kind": "candidate", "lib_path": names.get(name)})
+    if cfg.key_salt:
+        keys = {name: f"{key}:{cfg.key_salt}" for name, key in keys.items()}
     return Built(specs, keys, failures, blas_lib)
 
 

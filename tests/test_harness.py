@@ -276,11 +276,11 @@ def test_the_content_probes_reference_is_the_last_sets_inputs_with_every_change_
     for _ in range(2):
         a, b = torch.randn(4, 3, generator=g).half(), torch.randn(3, 5, generator=g).half()
         bufs = Buffers(a.clone(), b.clone(), None, torch.empty(4, 5, dtype=torch.float16))
-        worker.pristine[id(bufs)] = (a, b)
+        worker.pristine[id(bufs)] = (a, b, None)
         sets.append(bufs)
     changes = [(torch.tensor([i]), torch.tensor([64.0 + i], dtype=torch.float16)) for i in range(4)]
     ref = worker._changed_reference(sets, changes)
-    a, b = worker.pristine[id(sets[1])]
+    a, b, _ = worker.pristine[id(sets[1])]
     expected = a.clone()
     expected.view(-1)[[1, 3]] = torch.tensor([65.0, 67.0], dtype=torch.float16)  # calls 1 and 3 used set 1
     assert torch.equal(ref, expected.float() @ b.float())

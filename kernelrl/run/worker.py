@@ -19,7 +19,7 @@ from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import content_dependent_speed, hidden_work, summarize
 from kernelrl.harness.timing import capture, timed_replay
-from kernelrl.harness.verdicts import Rejected, Verdict
+from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.run import methods as M
 from kernelrl.run.protocol import serve
 from kernelrl.verify.checks import GuardedBuffer, compare_output, guard_bytes_for, make_inputs, reference
@@ -127,8 +127,7 @@ class Worker:
         self._guards = []
         self.live, self.results = live, results  # methods still in the running, and their verdicts so far
         self.need_bt = any(x.needs_bt for x in live.values())
-        self.pristine: dict[int, tuple] = {}  # id(set) -> (A, B) as the harness made them
-        self._pristine_bt: dict[int, torch.Tensor] = {}  # id(set) -> B transposed, contiguous (TN methods' input)
+        self.pristine: dict[int, tuple] = {}  # id(set) -> (A, B, Bt or None) as the harness made them
         self.set0 = self._alloc_set(problem, self.need_bt)
         self._alloc_workspaces(problem, live)
         self._verify_all(task_id, problem, live, self.set0, results)
@@ -136,7 +135,7 @@ class Worker:
             self._time_mode(task_id, problem, mode, live, results)
         for method in live.values():
             method.close()
-        self._guards, self.workspaces, self.set0, self.pristine, self._pristine_bt = [], {}, None, {}, {}
+        self._guards, self.workspaces, self.set0, self.pristine = [], {}, None, {}
         if torch.cuda.memory_reserved() > (16 << 30):  # return big shapes' memory; small ones reuse the cache
             torch.cuda.empty_cache()
         self.begin(task_id, None, "report")  # closes the last phase
@@ -169,10 +168,13 @@ class Worker:
         bt = self._guarded((n, k)) if need_bt else None
         ga, gb = make_inputs(m, n, k, "normal", self.rng.getrandbits(62), device="cuda")
         bufs = M.Buffers(a.tensor, b.tensor, bt.tensor if bt is not None else None, c.tensor)
-        self.pristine[id(bufs)] = (ga, gb)
-        self._pristine_bt.pop(id(bufs), None)
+        self._set_pristine(bufs, ga, gb)
         self._restore([bufs])
         return bufs
+
+    def _set_pristine(self, bufs, a, b) -> None:
+        """The inputs as the harness made them: A, B, and B transposed where a TN method reads Bt."""
+        self.pristine[id(bufs)] = (a, b, b.t().contiguous() if bufs.bt is not None else None)
 
     def _restore(self, sets) -> None:
         """Put every input of these sets back as the harness made them, so what one method wrote into its inputs
@@ -181,13 +183,10 @@ class Worker:
         tens of milliseconds."""
         dst, src = [], []
         for bufs in sets:
-            a, b = self.pristine[id(bufs)]
+            a, b, bt = self.pristine[id(bufs)]
             dst += [bufs.a, bufs.b]
             src += [a, b]
-            if bufs.bt is not None:
-                bt = self._pristine_bt.get(id(bufs))
-                if bt is None or bt.shape != bufs.bt.shape:
-                    bt = self._pristine_bt[id(bufs)] = b.t().contiguous()
+            if bt is not None:
                 dst.append(bufs.bt)
                 src.append(bt)
         try:
@@ -199,7 +198,7 @@ class Worker:
     def _perturb(self, bufs, ref=None) -> None:
         """Change a few elements of A (secret positions, far-out values) in the set and in its pristine copy, and
         in `ref` (the fp32 reference) the rows they move: the next call sees contents no call has seen."""
-        a, b = self.pristine[id(bufs)]
+        a, b, _ = self.pristine[id(bufs)]  # only A changes: Bt stays as it is
         m, k = a.shape
         for _ in range(PERTURBED):
             i, j = self.rng.randrange(m), self.rng.randrange(k)
@@ -231,8 +230,7 @@ class Worker:
     # -- verification ----------------------------------------------------------------------------------------
     def _fill(self, problem, bufs: M.Buffers, kind: str, seed: int):
         a, b = make_inputs(problem.m, problem.n, problem.k, kind, seed, device="cuda")
-        self.pristine[id(bufs)] = (a, b)
-        self._pristine_bt.pop(id(bufs), None)
+        self._set_pristine(bufs, a, b)
         self._restore([bufs])
         self._stage_inputs(problem, bufs)
         return a, b, reference(a, b)
@@ -282,7 +280,7 @@ class Worker:
         (the method verified before) is the timing check's own defence verdict."""
         result["errors"].append(f"{prefix}{exc}")
         verdict = exc.verdict
-        if prefix and verdict.category is Verdict.WRONG_VALUES.category:
+        if prefix and verdict.category is Category.CORRECTNESS:
             verdict = Verdict.DURING_TIMING
         result.setdefault("verdict", verdict.value)
 
@@ -337,9 +335,9 @@ class Worker:
             if kind == "near":  # the last inputs, a few elements changed
                 ref = previous.clone()
                 self._perturb(bufs, ref)
-                self._restore([bufs])
+                self._restore([bufs])  # what an earlier method wrote into the set must not reach the staging
                 self._stage_inputs(problem, bufs)
-                a, b = self.pristine[id(bufs)]
+                a, b, _ = self.pristine[id(bufs)]
             else:
                 a, b, ref = self._fill(problem, bufs, kind, seed)
             for name in list(live):
@@ -441,7 +439,6 @@ class Worker:
         self._restore(sets)
         for bufs in sets[1:]:
             self.pristine.pop(id(bufs), None)
-            self._pristine_bt.pop(id(bufs), None)
         del sets
         self._guards = kept_guards  # the rotated sets are freed; set 0 and the workspaces stay guarded
 
@@ -531,7 +528,7 @@ class Worker:
         (they all come before its last call), computed once, by the harness alone, for every method probed (a
         method that writes its inputs cannot move it, and a 16384^3 reference is not paid per candidate)."""
         last = sets[(len(changes) - 1) % len(sets)]
-        a, b = self.pristine[id(last)]
+        a, b, _ = self.pristine[id(last)]
         a = a.clone()
         for i, (pos, vals) in enumerate(changes):
             if sets[i % len(sets)] is last:
@@ -544,10 +541,7 @@ class Worker:
         self._restore(sets)
         last = sets[(calls - 1) % len(sets)]
         last.c.fill_(float("nan"))
-        torch.cuda.synchronize()
-        with torch.cuda.stream(self.stream):
-            changing.replay()
-        self._sync(name, "probe:contents")
+        self._replay_us(name, changing)
         outcome = compare_output(last.c, last_ref, problem.acc, problem.k)
         if not outcome.ok:
             verdict = Verdict.STALE_RESULT if outcome.verdict is Verdict.WRONG_VALUES else outcome.verdict

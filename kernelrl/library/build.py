@@ -5,15 +5,11 @@ becomes whole again; what cannot be built is said, one line per kernel, and stay
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl.library.export import LT_FALLBACK, MANIFEST
-from kernelrl.library.runtime import LibraryError
+from kernelrl.library.export import LT_FALLBACK, built_library, read_manifest, write_manifest
 
 
 @dataclass
@@ -23,22 +19,12 @@ class LibraryBuild:
     native: str | None = None  # the cuBLAS shim's path, when a fallback needs it and it built
 
 
-def _manifest(root: Path) -> dict:
-    path = root / MANIFEST
-    if not path.is_file():
-        raise LibraryError(f"{root}: no {MANIFEST}; pass a folder written by `kernelrl tune --out`")
-    try:
-        return json.loads(path.read_text())
-    except ValueError as exc:
-        raise LibraryError(f"{path}: not a kernelrl manifest ({exc})") from None
-
-
 def build_library(root: str | Path, builder=None, workers: int | None = None, on_done=None) -> LibraryBuild:
     """Build every kernel the manifest names into lib/, update the manifest (atomically), and report."""
     from kernelrl.build.builder import BuildRequest, LocalBuilder
     from kernelrl.build.toolchain import Toolchain
     root = Path(root)
-    manifest = _manifest(root)
+    manifest = read_manifest(root)
     builder = builder or LocalBuilder(Toolchain.discover())
     requests, out = [], LibraryBuild()
     for name, meta in sorted(manifest.get("kernels", {}).items()):
@@ -63,20 +49,17 @@ def build_library(root: str | Path, builder=None, workers: int | None = None, on
         else:
             manifest["kernels"][result.name]["library"] = f"lib/{target.name}"
             out.built.append(result.name)
-    fd, tmp = tempfile.mkstemp(dir=root, prefix=".manifest.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(manifest, f, indent=1, sort_keys=True)
-    os.replace(tmp, root / MANIFEST)
+    write_manifest(root, manifest)
     return out
 
 
 def library_info(root: str | Path) -> list[str]:
     """What a library holds and where its shapes go, as lines for people."""
     root = Path(root)
-    manifest = _manifest(root)
+    manifest = read_manifest(root)
     kernels = manifest.get("kernels", {})
     shapes = manifest.get("shapes", {})
-    missing = sorted(n for n, m in kernels.items() if not (m.get("library") and (root / m["library"]).is_file()))
+    missing = sorted(n for n, meta in kernels.items() if built_library(root, meta) is None)
     env = manifest.get("env") or {}
     shim = bool(manifest.get("native")) and (root / manifest["native"]).is_file()
     first = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")

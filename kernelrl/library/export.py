@@ -10,11 +10,41 @@ import tempfile
 from pathlib import Path
 
 from kernelrl import __version__
+from kernelrl.errors import UserError
 
 MANIFEST = "manifest.json"
 # The fallback method a manifest names for shapes the library sends to cuBLASLt with a stored autotuned algorithm
 # (row-major B as the user's tensors come, no transpose): the evaluator's baseline of the same name.
 LT_FALLBACK = "cublaslt_auto_nn"
+
+
+class LibraryError(UserError, ValueError):
+    """Bad input to the tuned library; the message says what to pass instead."""
+
+
+def read_manifest(root: Path) -> dict:
+    path = Path(root) / MANIFEST
+    if not path.is_file():
+        raise LibraryError(f"{root}: no {MANIFEST}; pass a folder written by `kernelrl tune --out`")
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise LibraryError(f"{path}: not a kernelrl manifest ({exc})") from None
+
+
+def write_manifest(out: Path, manifest: dict) -> None:
+    """Atomically (a temp file beside it, then a rename): a reader never sees half a manifest."""
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=".manifest.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+    os.replace(tmp, Path(out) / MANIFEST)
+
+
+def built_library(root: Path, meta: dict) -> Path | None:
+    """The compiled file of a kernel's manifest entry, when the folder has it."""
+    rel = meta.get("library")
+    path = Path(root) / rel if rel else None
+    return path if path is not None and path.is_file() else None
 
 
 def shape_key(m: int, n: int, k: int, acc: str) -> str:
@@ -69,10 +99,7 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
             native = "lib/libkr_blas.so"
     manifest = {"kernelrl": __version__, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                 "env": env or {}, "shapes": shapes, "kernels": kernel_entries, "native": native}
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=".manifest.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(manifest, f, indent=1, sort_keys=True)
-    os.replace(tmp, out / MANIFEST)
+    write_manifest(out, manifest)
     if ui is not None:
         used = sum(1 for s in shapes.values() if s["dispatch"] == "kernel")
         ui.stage(f"library {out}: {len(kernel_entries)} kernels; {used} of {len(shapes)} shapes use a tuned kernel")

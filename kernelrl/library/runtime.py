@@ -14,7 +14,6 @@ LibraryError with one line saying what to pass."""
 from __future__ import annotations
 
 import ctypes
-import json
 import math
 import sys
 import threading
@@ -22,12 +21,7 @@ from pathlib import Path
 
 import torch
 
-from kernelrl.errors import UserError
-from kernelrl.library.export import LT_FALLBACK, MANIFEST
-
-
-class LibraryError(UserError, ValueError):
-    """Bad input to the tuned library; the message says what to pass instead."""
+from kernelrl.library.export import LT_FALLBACK, LibraryError, built_library, read_manifest
 
 
 class _Kernel:
@@ -116,10 +110,7 @@ class _TorchPlan:
 class Library:
     def __init__(self, root: str | Path):
         self.root = Path(root)
-        path = self.root / MANIFEST
-        if not path.is_file():
-            raise LibraryError(f"{self.root}: no {MANIFEST}; pass a folder written by `kernelrl tune --out`")
-        manifest = json.loads(path.read_text())
+        manifest = read_manifest(self.root)
         self.kernels_meta: dict[str, dict] = manifest.get("kernels", {})
         self.table: dict[tuple, str | None] = {}
         self.lt_algos: dict[tuple, str] = {}  # shapes whose fallback is cuBLASLt with a stored algorithm
@@ -175,9 +166,7 @@ class Library:
     # -- choosing ------------------------------------------------------------------------------------------------
     def library_path(self, name: str) -> Path | None:
         """The compiled file of a shipped kernel, when the library has it."""
-        rel = self.kernels_meta.get(name, {}).get("library")
-        path = self.root / rel if rel else None
-        return path if path is not None and path.is_file() else None
+        return built_library(self.root, self.kernels_meta.get(name, {}))
 
     def kernel(self, name: str) -> _Kernel | None:
         if name not in self._loaded:

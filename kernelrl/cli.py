@@ -299,7 +299,7 @@ def _record(args) -> int:
     import runpy
 
     from kernelrl.workloads.record import RecordError, record
-    argv = [a for a in args.script if a != "--"]
+    argv = args.script[1:] if args.script[:1] == ["--"] else list(args.script)  # the script's own "--" stays
     if argv and Path(argv[0]).name.startswith("python"):
         argv = argv[1:]
     if not argv or not Path(argv[0]).is_file():

@@ -85,3 +85,11 @@ def test_the_cli_records_a_script(tmp_path, capsys):
 def test_the_cli_without_a_script_says_how_to_call_it(tmp_path, capsys):
     assert main(["record", "-o", str(tmp_path / "s.json"), "--", "python", "missing.py"]) == 2
     assert "kernelrl record -o shapes.json -- python SCRIPT" in capsys.readouterr().err
+
+
+def test_the_script_gets_its_own_arguments_double_dash_included(tmp_path):
+    script = tmp_path / "args.py"
+    seen = tmp_path / "argv.json"
+    script.write_text(f"import json, sys\njson.dump(sys.argv[1:], open({str(seen)!r}, 'w'))\n")
+    assert main(["record", "-o", str(tmp_path / "s.json"), "--", "python", str(script), "a", "--", "--b"]) == 0
+    assert json.loads(seen.read_text()) == ["a", "--", "--b"]

@@ -69,16 +69,22 @@ def test_library_info_says_where_each_shape_goes(tmp_path, capsys):
     assert "shapes: 3" in out and "kernels:" in out and "kernelrl library build" in out
 
 
-def test_a_library_tuned_on_another_gpu_says_so_and_runs_the_fallback(tmp_path, capsys, monkeypatch):
+def built_on(tmp_path, monkeypatch, tuned_on: str, here: str):
+    """A built library whose manifest says it was tuned on `tuned_on`, loaded as if this machine's GPU were `here`."""
     import torch
     root = tuned(tmp_path)
     build_library(root, builder=StandInBuilder(tmp_path))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: here)
     manifest = json.loads((root / "manifest.json").read_text())
-    manifest["env"] = {"gpu": "NVIDIA H200"}
+    manifest["env"] = {"gpu": tuned_on}
     (root / "manifest.json").write_text(json.dumps(manifest))
+    return root
+
+
+def test_a_library_tuned_on_another_gpu_says_so_and_runs_the_fallback(tmp_path, capsys, monkeypatch):
+    root = built_on(tmp_path, monkeypatch, "NVIDIA H200", "NVIDIA H100 80GB HBM3")
     capsys.readouterr()
     lib = Library(root)
     err = capsys.readouterr().err
@@ -86,15 +92,6 @@ def test_a_library_tuned_on_another_gpu_says_so_and_runs_the_fallback(tmp_path, 
     assert lib.choose(64, 64, 64) is None
 
 
-def test_a_library_on_the_gpu_it_was_tuned_on_keeps_its_kernels(tmp_path, capsys, monkeypatch):
-    import torch
-    root = tuned(tmp_path)
-    build_library(root, builder=StandInBuilder(tmp_path))
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: "NVIDIA H200")
-    manifest = json.loads((root / "manifest.json").read_text())
-    manifest["env"] = {"gpu": "NVIDIA H200"}
-    (root / "manifest.json").write_text(json.dumps(manifest))
-    lib = Library(root)
+def test_a_library_on_the_gpu_it_was_tuned_on_keeps_its_kernels(tmp_path, monkeypatch):
+    lib = Library(built_on(tmp_path, monkeypatch, "NVIDIA H200", "NVIDIA H200"))
     assert lib.foreign is None and any(name is not None for name in lib.table.values())

@@ -491,15 +491,12 @@ def test_a_kernel_within_the_margin_of_its_fallback_is_not_dispatched():
 
 
 # -- the confirmation run (the winner's curse) -------------------------------------------------------------------
-class LuckyToy(ToySpace):
+class LuckyToy(RefineToy):
     """A kernel that wins the short screening run by luck (the dummy runner makes `lucky` 0.7x torch in short
     runs, 1.2x in long ones) beside an honest 0.8x one."""
 
     family = "toy_lucky"
     knobs = {"tile": [64, 128], "speed": ["lucky", "fast"]}
-
-    def check(self, v):
-        return None
 
     def name_of(self, v):
         return f"toyl_{v.acc}_{v.p['tile']}_{v.p['speed']}"

@@ -263,11 +263,16 @@ def test_neighbours_move_one_knob_one_step():
     assert {n.name for n in SPACES["toy_refine"].neighbours(v)} == {"toyr_fp32_128_1slow", "toyr_fp32_64_2fast"}
 
 
-def refine_run(tmp_path, refine):
-    cfg = TuneConfig(problems=parse_shapes("64x64x64"), families=["toy_refine"], out=tmp_path / "lib",
-                     runner="dummy", db_path=tmp_path / "t.db", top_k=1, refine=refine)
+def tune_64(tmp_path, family, **kw):
+    """The manifest entry of 64x64x64 after tuning it with one toy family on the dummy runner."""
+    cfg = TuneConfig(problems=parse_shapes("64x64x64"), families=[family], out=tmp_path / "lib", runner="dummy",
+                     db_path=tmp_path / "t.db", **kw)
     tune(cfg, NullUI())
     return json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]["64x64x64:fp32"]
+
+
+def refine_run(tmp_path, refine):
+    return tune_64(tmp_path, "toy_refine", top_k=1, refine=refine)
 
 
 def test_without_refinement_the_shortlist_winner_stays(tmp_path):
@@ -503,10 +508,7 @@ class LuckyToy(RefineToy):
 
 
 def lucky_run(tmp_path, confirm):
-    cfg = TuneConfig(problems=parse_shapes("64x64x64"), families=["toy_lucky"], out=tmp_path / "lib",
-                     runner="dummy", db_path=tmp_path / "t.db", top_k=4, confirm=confirm)
-    tune(cfg, NullUI())
-    return json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]["64x64x64:fp32"]
+    return tune_64(tmp_path, "toy_lucky", top_k=4, confirm=confirm)
 
 
 def test_without_confirmation_the_lucky_screening_winner_stays(tmp_path):

@@ -730,8 +730,7 @@ class KBWorker:
         if self.task_reused:
             _, tmod, ref, too_large, self.footprint, self.input_bytes = self.task_cache
             return tmod, ref, too_large
-        self.task_cache = self.baseline_fns = None
-        self.baseline_fns = {}
+        self.task_cache, self.baseline_fns = None, {}  # the last task's, dropped before the next one loads
         self._free()
         tmod = load_module(path)
         init = list(tmod.get_init_inputs())

@@ -137,3 +137,30 @@ def test_kb_eval_stores_each_pair_in_the_results_database(tmp_path):
     db.close()
     assert rows[("7_Softmax", "eager")]["verified"] and rows[("7_Softmax", "eager")]["speedup"] > 0
     assert not rows[("5_SumDim", "")]["verified"] and "no candidate" in rows[("5_SumDim", "")]["reason"]
+
+
+LOG_DOMAIN_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, p, q):
+        return torch.nn.functional.kl_div(torch.log(p), q, reduction="batchmean")
+
+def get_inputs():
+    return [torch.rand(4, 32).softmax(dim=-1), torch.rand(4, 32).softmax(dim=-1)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_inputs_the_harness_draws_stay_in_the_task_s_domain(tmp_path):
+    """KernelBench's 98_KLDivLoss takes the log of a probability: the harness's own input distribution must keep
+    the reference finite, or an honest candidate is judged by the reference's NaN."""
+    (tmp_path / "task.py").write_text(LOG_DOMAIN_TASK)
+    (tmp_path / "same.py").write_text(LOG_DOMAIN_TASK.replace("class Model(", "class ModelNew("))
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2, hang_timeout_s=12.0)
+    out = run_pairs([(str(tmp_path / "task.py"), str(tmp_path / "same.py"))], settings)
+    ok, reason = pair_verdict(out[0])
+    assert ok, reason

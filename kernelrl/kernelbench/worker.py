@@ -633,10 +633,22 @@ class KBWorker:
         for x in raw:
             if isinstance(x, torch.Tensor):
                 x = x.to(self.device)
-                if dist == "uniform" and x.is_floating_point():
-                    x = (torch.rand(x.shape, generator=gen, dtype=torch.float32, device=self.device) * 4 - 2).to(x.dtype)
+                if dist == "uniform" and x.is_floating_point() and x.numel() > 1:
+                    x = self._uniform_like(x, gen)
             out.append(x)
         return out
+
+    @staticmethod
+    def _uniform_like(x, gen):
+        """Uniform values over the range the task's own draw spans: another distribution (a candidate tuned to the
+        task's cannot tell it from its own by sign or scale), yet inside the task's domain (log of a probability,
+        sqrt of a variance), where inputs of the wrong sign would make the reference itself NaN."""
+        import torch
+        lo, hi = float(x.min()), float(x.max())
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo == hi:
+            return x
+        u = torch.rand(x.shape, generator=gen, dtype=torch.float32, device=x.device)
+        return (u * (hi - lo) + lo).clamp_(lo, hi).to(x.dtype)
 
     @staticmethod
     def _clone(inputs: list) -> list:

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from kernelrl.harness.verdicts import Verdict
 from kernelrl.verify.checks import (FP16_EPS, GuardedBuffer, compare_output, guard_bytes_for, make_inputs,
                                     ones_density, reference, tolerance)
 from kernelrl.workloads.hgemm import PAPER_DIMS
@@ -238,3 +239,51 @@ def test_data_pointer_is_256_byte_aligned_relative_to_raw(shape, dtype):
                                                        (1, 1 << 30, 32 << 20)])
 def test_guard_bytes_for_is_clamped(rows, row_bytes, expected):
     assert guard_bytes_for(rows, row_bytes) == expected
+
+
+# -- the accumulator probe -----------------------------------------------------------------------------------
+
+def fp16_accumulated(a: torch.Tensor, b: torch.Tensor, step: int = 16) -> torch.Tensor:
+    """What a kernel with an fp16 accumulator returns: the sum rounded to fp16 after every tensor-core step."""
+    acc = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float16)
+    for k0 in range(0, a.shape[1], step):
+        acc = (acc.float() + a[:, k0:k0 + step].float() @ b[k0:k0 + step].float()).half()
+    return acc
+
+
+@pytest.mark.parametrize("k", [3, 64, 128, 4096, 16384])
+def test_accumulator_inputs_give_an_exact_fp16_result_in_fp32(k):
+    a, b = make_inputs(16, 8, k, "accumulator", seed=k)
+    ref = reference(a, b)
+    assert torch.equal(ref.half().float(), ref)  # the result itself is exact in fp16
+    assert compare_output(ref.half(), ref, "fp32", k, exact=True).ok
+
+
+def test_accumulator_inputs_give_the_same_result_in_any_fp32_order():
+    a, b = make_inputs(8, 8, 512, "accumulator", seed=4)
+    ref = reference(a, b)
+    perm = torch.randperm(512)
+    halves = reference(a[:, perm[:256]], b[perm[:256]]) + reference(a[:, perm[256:]], b[perm[256:]])
+    assert torch.equal(halves, ref)
+
+
+@pytest.mark.parametrize("k", [64, 128])
+def test_fp16_accumulation_passes_the_fp32_tolerance_at_small_k_but_not_the_accumulator_inputs(k):
+    a, b = make_inputs(64, 64, k, "normal", seed=1)
+    assert compare_output(fp16_accumulated(a, b), reference(a, b), "fp32", k).ok  # why the probe exists
+    a, b = make_inputs(64, 64, k, "accumulator", seed=1)
+    outcome = compare_output(fp16_accumulated(a, b), reference(a, b), "fp32", k, exact=True,
+                             exact_verdict=Verdict.PRECISION)
+    assert not outcome.ok and outcome.verdict is Verdict.PRECISION
+
+
+def test_fp16_split_k_partials_fail_the_accumulator_inputs():
+    a, b = make_inputs(32, 32, 256, "accumulator", seed=2)
+    partials = (reference(a[:, :128], b[:128]).half(), reference(a[:, 128:], b[128:]).half())
+    c = (partials[0].float() + partials[1].float()).half()
+    assert not compare_output(c, reference(a, b), "fp32", 256, exact=True).ok
+
+
+def test_accumulator_inputs_need_three_k_terms():
+    with pytest.raises(ValueError, match="K >= 3"):
+        make_inputs(2, 2, 2, "accumulator", seed=0)

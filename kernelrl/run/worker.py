@@ -22,7 +22,8 @@ from kernelrl.harness.timing import capture, timed_replay
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.run import methods as M
 from kernelrl.run.protocol import serve
-from kernelrl.verify.checks import GuardedBuffer, compare_output, guard_bytes_for, make_inputs, reference
+from kernelrl.verify.checks import (ACCUMULATOR_PROBE_MIN_K, GuardedBuffer, compare_output, guard_bytes_for,
+                                    make_inputs, reference)
 from kernelrl.workloads.hgemm import GemmProblem
 
 PERTURBED = 4  # elements of A changed between calls: a result cached by input contents goes stale
@@ -285,6 +286,7 @@ class Worker:
         result.setdefault("verdict", verdict.value)
 
     def _judge(self, problem, bufs, a, b, ref, exact, result, previous=None):
+        """`exact`: the verdict of any difference from `ref` (inputs whose result is exact), or None: the tolerance."""
         # One synchronization for all the guard and input checks.
         flags = [g.intact_flag() for g in self._guards] + [(bufs.a == a).all(), (bufs.b == b).all()]
         if bufs.bt is not None:
@@ -294,8 +296,13 @@ class Worker:
             raise Rejected(Verdict.OUT_OF_BOUNDS, "a guard band around a buffer was overwritten")
         if not all(flags[len(self._guards):]):
             raise Rejected(Verdict.MODIFIED_INPUTS, "A or B changed during the call")
-        outcome = compare_output(bufs.c, ref, problem.acc, problem.k, exact=exact)
-        if math.isfinite(outcome.max_rel_err) and not exact:
+        outcome = compare_output(bufs.c, ref, problem.acc, problem.k, exact=exact is not None,
+                                 exact_verdict=exact or Verdict.EXACT_INPUTS)
+        if outcome.verdict is Verdict.PRECISION:
+            raise Rejected(Verdict.PRECISION, f"{outcome.reason.split(': ', 1)[-1]} on inputs an fp32 accumulator "
+                           f"sums exactly (+1024, sixteenths, -1024): it accumulates, or reduces split-K partials, "
+                           f"in fp16 while claiming fp32")
+        if math.isfinite(outcome.max_rel_err) and exact is None:
             result["max_rel_err"] = max(result["max_rel_err"], outcome.max_rel_err)
         if not outcome.ok:
             if previous is not None and outcome.verdict is Verdict.WRONG_VALUES and \
@@ -306,9 +313,10 @@ class Worker:
             raise Rejected(outcome.verdict, outcome.reason.split(": ", 1)[-1])
 
     def _verify_all(self, task_id, problem, live: dict, bufs: M.Buffers, results: dict):
-        """Four checks before any timing: normal inputs (public seed), normal inputs (this run's secret seed), the
+        """Five checks before any timing: normal inputs (public seed), normal inputs (this run's secret seed), the
         secret inputs again with a few elements changed (a result cached by a sample of the contents comes back
-        stale), 0/1 inputs (exact). Every method gets the inputs as the harness made them. Methods that fail leave
+        stale), 0/1 inputs (exact), and for fp32 accumulation the `accumulator` inputs (exact in fp32, not in fp16;
+        untrusted methods only). Every method gets the inputs as the harness made them. Methods that fail leave
         `live`. Also runs each method's one-time preparation."""
         public = hash_seed(problem, 0)
         for name in list(live):
@@ -330,8 +338,11 @@ class Worker:
         calls = {name: method.bind(problem, bufs, self.workspaces.get(name), self.stream)
                  for name, method in live.items()}
         previous = None
-        for kind, seed, exact in (("normal", public, False), ("normal", self.secret ^ public, False),
-                                  ("near", None, False), ("binary", self.secret ^ (public + 1), True)):
+        checks = [("normal", public, None), ("normal", self.secret ^ public, None), ("near", None, None),
+                  ("binary", self.secret ^ (public + 1), Verdict.EXACT_INPUTS)]
+        if problem.acc == "fp32" and problem.k >= ACCUMULATOR_PROBE_MIN_K:
+            checks.append(("accumulator", self.secret ^ (public + 2), Verdict.PRECISION))
+        for kind, seed, exact in checks:
             if kind == "near":  # the last inputs, a few elements changed
                 ref = previous.clone()
                 self._perturb(bufs, ref)
@@ -341,6 +352,8 @@ class Worker:
             else:
                 a, b, ref = self._fill(problem, bufs, kind, seed)
             for name in list(live):
+                if kind == "accumulator" and self._trusted(name):
+                    continue  # NVIDIA's own (exact on every shape of benchmarks/accumulator_probe_torch.py)
                 try:
                     self._checked_call(task_id, problem, name, live[name], bufs, calls[name], a, b, ref, exact,
                                        f"verify:{kind}", results, previous if kind == "near" else None)
@@ -419,7 +432,7 @@ class Worker:
                 with torch.cuda.stream(self.stream):
                     graphs[name].replay()
                 self._sync(name, "recheck:device")
-                self._judge(problem, sets[0], a, b, ref, False, results[name])
+                self._judge(problem, sets[0], a, b, ref, None, results[name])
                 for bufs in sets[1:]:
                     if bool(torch.isnan(bufs.c).any()):
                         raise Rejected(Verdict.UNWRITTEN_OUTPUT, "on a rotated input set during graph replay")
@@ -633,7 +646,7 @@ class Worker:
 
     def _try_judge(self, problem, bufs, a, b, ref, result, mode):
         try:
-            self._judge(problem, bufs, a, b, ref, False, result)
+            self._judge(problem, bufs, a, b, ref, None, result)
         except Rejected as exc:
             if not any(e.startswith("during timing") for e in result["errors"]):
                 self._reject(result, exc, f"during timing ({mode}): ")

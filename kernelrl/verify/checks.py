@@ -5,6 +5,8 @@ a relative error for large entries, scaled by the typical output magnitude for e
 A correct fp32-accumulating kernel is bounded by fp16 output rounding (2^-11); fp16 accumulation rounds a partial
 sum once per tensor-core step, so its bound grows with sqrt(K). The tolerances below leave head room for split-K
 and reordered sums; a dropped or doubled K term still fails, and the exact 0/1 check catches what slips through.
+At small K an fp16 accumulator stays inside the fp32 tolerance on random inputs; the `accumulator` inputs tell the
+two apart at any K (exact in fp32 in any order, lossy in fp16).
 """
 
 from __future__ import annotations
@@ -32,8 +34,15 @@ def ones_density(k: int) -> float:
     return 0.5 if k <= 4096 else math.sqrt(1024.0 / k)
 
 
+ACCUMULATOR_PROBE_MIN_K = 3  # a large term, a small one and the large one's negative
+
+
 def make_inputs(m: int, n: int, k: int, kind: str, seed: int, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
-    """A (m×k) and B (k×n) in fp16: `normal` draws N(0, 1); `binary` draws 0/1 at `ones_density(k)`."""
+    """A (m×k) and B (k×n) in fp16: `normal` draws N(0, 1); `binary` draws 0/1 at `ones_density(k)`;
+    `accumulator`: every dot product is +1024 (k = 0), then sixteenths (0/0.25 times 0/0.25 at `ones_density(k)`),
+    then -1024 (k = K-1). In fp32 every partial sum is exact in any order (15 significant bits) and so is the
+    result, which fp16 holds exactly (below 128, in sixteenths). An fp16 accumulator, or an fp16 split-K partial,
+    that holds 1024 has a spacing of 1 and drops the sixteenths: the result comes back wrong."""
     gen = torch.Generator(device=device)
     gen.manual_seed(seed & 0x7FFF_FFFF_FFFF_FFFF)
     if kind == "normal":
@@ -43,6 +52,14 @@ def make_inputs(m: int, n: int, k: int, kind: str, seed: int, device="cpu") -> t
         p = ones_density(k)
         a = (torch.rand(m, k, device=device, generator=gen) < p).float()
         b = (torch.rand(k, n, device=device, generator=gen) < p).float()
+    elif kind == "accumulator":
+        if k < ACCUMULATOR_PROBE_MIN_K:
+            raise ValueError(f"accumulator inputs need K >= {ACCUMULATOR_PROBE_MIN_K}, got {k}")
+        p = ones_density(k)
+        a = (torch.rand(m, k, device=device, generator=gen) < p).float() * 0.25
+        b = (torch.rand(k, n, device=device, generator=gen) < p).float() * 0.25
+        a[:, 0], b[0, :] = 32.0, 32.0
+        a[:, -1], b[-1, :] = -32.0, 32.0
     else:
         raise ValueError(f"unknown input kind {kind!r}")
     return a.half(), b.half()
@@ -70,9 +87,11 @@ class CheckOutcome:
         return cls(False, err, verdict.reason(detail), verdict)
 
 
-def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: bool = False) -> CheckOutcome:
+def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: bool = False,
+                   exact_verdict: Verdict = Verdict.EXACT_INPUTS) -> CheckOutcome:
     """Judge output `c` (fp16) against the fp32 reference. NaN anywhere fails: the output was NaN-poisoned before
-    the call, so a NaN means an element was never written (or the kernel produced one).
+    the call, so a NaN means an element was never written (or the kernel produced one). `exact` inputs must give
+    the reference exactly; a difference is `exact_verdict` (which inputs they were says what it means).
     All statistics come back in one device-to-host transfer: this runs for every method on every shape."""
     cf = c.float()
     nan = torch.isnan(cf)
@@ -89,7 +108,7 @@ def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: 
         return CheckOutcome.failed(math.inf, Verdict.NON_FINITE, "output holds Inf")
     if exact:
         if differing:
-            return CheckOutcome.failed(err, Verdict.EXACT_INPUTS, f"{int(differing)} elements differ from the exact "
+            return CheckOutcome.failed(err, exact_verdict, f"{int(differing)} elements differ from the exact "
                                        f"result (first at {_first_index(diff != 0, c.shape[1])})")
         return CheckOutcome(True, err)
     tol = tolerance(acc, k)

@@ -65,6 +65,15 @@ def test_fp16_accumulation_claiming_fp32_fails_at_large_k(tmp_path):
     assert not row["verified"] and "tolerance" in row["reason"]
 
 
+def test_fp16_accumulation_claiming_fp32_is_caught_at_small_k(tmp_path):
+    """At K = 128 its error on random inputs is inside the fp32 tolerance; the accumulator inputs catch it."""
+    outcome = evaluate(tmp_path, [CORPUS / "cheat_fp16_acc_claims_fp32.cu", CORPUS / "honest_wmma.cu"],
+                       shapes="256x512x128")
+    row = verdict(outcome, "cheat_fp16_acc_claims_fp32")
+    assert not row["verified"] and row["reason"].startswith("precision"), row["reason"]
+    assert verdict(outcome, "honest_wmma")["verified"]
+
+
 @pytest.mark.parametrize("acc, example", [("fp32", "hgemm_wmma.cu"), ("fp16", "hgemm_wmma_fp16acc.cu")])
 def test_reference_candidate_and_every_baseline_verify(tmp_path, acc, example):
     outcome = evaluate(tmp_path, [ROOT / "examples" / example], shapes="64x64x64,333x200x72,1024x256x4096",

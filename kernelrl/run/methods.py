@@ -16,6 +16,7 @@ import torch
 from kernelrl.baselines import native_lib
 from kernelrl.harness.timing import graph_time_s
 from kernelrl.harness.verdicts import Rejected, Verdict
+from kernelrl.workloads.hgemm import B_LAYOUTS
 
 LT_WORKSPACE_BYTES = native_lib.LT_WORKSPACE_BYTES
 
@@ -197,12 +198,18 @@ class Candidate(Method):
         # Optional untimed input staging (the CUDA-L2 protocol: padded copies made outside the timed region).
         self._stage = self._optional("kernelrl_hgemm_stage", i, [vp, vp, i, i, i, vp, ctypes.c_size_t, vp])
         self.staged = False
+        # Optional B layout: "kn" (K x N row-major, the default) or "nk" (B^T, N x K row-major: nn.Linear's weight).
+        layout_fn = self._optional("kernelrl_hgemm_b_layout", ctypes.c_char_p, [])
+        layout = (layout_fn() or b"kn").decode(errors="replace") if layout_fn else "kn"
+        if layout not in B_LAYOUTS:
+            raise MethodError(Verdict.CONTRACT, f"kernelrl_hgemm_b_layout returned {layout!r}: use \"kn\" or \"nk\"")
+        self.b_layout, self.needs_bt = layout, layout == "nk"
 
     def stage(self, problem, bufs: "Buffers", ws, stream) -> int:
         """Run the candidate's untimed staging for the current inputs; 0 when it has none to run."""
         if not (self.staged and self._stage):
             return 0
-        return self._stage(bufs.a.data_ptr(), bufs.b.data_ptr(), problem.m, problem.n, problem.k, _ptr(ws),
+        return self._stage(bufs.a.data_ptr(), self._b(bufs).data_ptr(), problem.m, problem.n, problem.k, _ptr(ws),
                            ws.numel() if ws is not None else 0, stream.cuda_stream)
 
     def _optional(self, symbol, restype, argtypes):
@@ -226,8 +233,11 @@ class Candidate(Method):
     def workspace_bytes(self, m, n, k):
         return int(self._workspace(m, n, k)) if self._workspace is not None else 0
 
+    def _b(self, bufs):
+        return bufs.bt if self.needs_bt else bufs.b
+
     def bind(self, problem, bufs, ws, stream):
-        return functools.partial(self.fn, bufs.a.data_ptr(), bufs.b.data_ptr(), bufs.c.data_ptr(), problem.m,
+        return functools.partial(self.fn, bufs.a.data_ptr(), self._b(bufs).data_ptr(), bufs.c.data_ptr(), problem.m,
                                  problem.n, problem.k, _ptr(ws), ws.numel() if ws is not None else 0,
                                  stream.cuda_stream)
 

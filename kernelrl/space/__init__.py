@@ -2,7 +2,7 @@
 
 from kernelrl.space.base import SPACES, KernelSpace, Variant
 
-for _module in ("mma_sync", "cutlass_sm90", "small"):
+for _module in ("mma_sync", "cutlass_sm90", "small", "wgmma"):
     try:
         __import__(f"kernelrl.space.{_module}")
     except ModuleNotFoundError as exc:  # a family still being written is simply absent

@@ -30,7 +30,8 @@ H200 = Machine()
 # Fraction of the tensor peak a family can sustain on a full wave: wgmma reaches ~0.8, mma.sync tops out near 0.6 on
 # Hopper (it cannot use the wgmma path), the plain WMMA reference near 0.35. `small` is the mma.sync main loop on
 # smaller tiles: what small tiles lose is charged by the L2 operand term, not here.
-FAMILY_EFFICIENCY = {"cutlass_sm90": 0.80, "mma_sync": 0.60, "small": 0.60, "wmma_reference": 0.35}
+FAMILY_EFFICIENCY = {"cutlass_sm90": 0.80, "mma_sync": 0.60, "small": 0.60, "wmma_reference": 0.35,
+                     "wgmma": 0.80}  # wgmma: the same instructions as cutlass_sm90; a lead until measured
 LAUNCH_US = 2.0
 CLUSTER_REDUCE_US = 0.3
 # Clusters of 4 or more K slices sustain less than the model's rate: on the H200 the small family's cluster_k 4 and 8

@@ -12,6 +12,8 @@ from kernelrl.errors import UserError
 PAPER_DIMS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384)
 ACCUMULATORS = ("fp32", "fp16")
 LAYOUTS = ("nn",)
+# How a candidate takes B (kernelrl_hgemm_b_layout): K x N row-major, or B^T as N x K row-major (nn.Linear's weight).
+B_LAYOUTS = ("kn", "nk")
 SIZE_CLASSES = ("small", "medium", "large")
 
 

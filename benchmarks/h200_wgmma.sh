@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The wgmma family on one H200 (from the repository root; nothing to carry: the family is plain CUDA, no CUTLASS):
+#   1. wgmma_smoke.md: five points called directly on four shapes (benchmarks/wgmma_smoke.py), the gate for 2 and 3;
+#   2. wgmma_device.csv: `kernelrl bench`, device mode, fp32 accumulation, kn points beside torch, cuBLAS (NN and TN)
+#      and cuBLASLt autotuning, and one nk point (it gets B^T made outside timing, as cublas_tn does);
+#   3. gpu_tests_wgmma.log: tests/gpu/test_wgmma.py (every evaluator check on representative points).
+set -uo pipefail
+source benchmarks/device_env.sh
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+export COLUMNS=200
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+timeout "${SMOKE_LIMIT:-150}" python3 benchmarks/wgmma_smoke.py --out "$OUT/wgmma_smoke.md"
+smoke=$?
+if [ "$smoke" -ne 0 ]; then echo "smoke test failed ($smoke): no bench"; exit 1; fi
+POINTS=/tmp/wgmma_points; mkdir -p "$POINTS"
+python3 - "$POINTS" <<'PY'
+import sys
+from pathlib import Path
+from kernelrl.space import Variant
+for bm, bn, stages, raster, layout in [(128, 256, 4, 8, "kn"), (128, 128, 6, 8, "kn"), (128, 192, 4, 8, "kn"),
+                                       (64, 256, 4, 8, "kn"), (64, 128, 6, 1, "kn"), (128, 256, 4, 8, "nk")]:
+    v = Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout)
+    (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
+PY
+timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINTS" \
+    --shapes 1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,1024x4096x4096,512x1024x8192,256x512x16384 \
+    --mode device --baselines torch,cublas_nn,cublas_tn,cublaslt_auto_nn --timeout 15 \
+    --db "$OUT/wgmma.db" --csv "$OUT/wgmma_device.csv" > "$OUT/wgmma_device.log" 2>&1
+tail -n 3 "$OUT/wgmma_device.log"
+timeout "${TESTS_LIMIT:-150}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu/test_wgmma.py \
+    > "$OUT/gpu_tests_wgmma.log" 2>&1
+tail -n 4 "$OUT/gpu_tests_wgmma.log"
+python3 - "$OUT/wgmma_device.csv" <<'PY'
+import csv, sys, collections
+rows = list(csv.DictReader(open(sys.argv[1])))
+by = collections.defaultdict(dict)
+for r in rows:
+    by[(r["m"], r["n"], r["k"])][r["method"]] = (float(r["time_us_median"]) if r["verified"] in ("1", "True") else None, r["reason"])
+for shape, methods in by.items():
+    best = {m: t for m, (t, _) in methods.items() if t}
+    lt = best.get("cublaslt_auto_nn")
+    cells = [f"{m.replace('wgmma_f32_', '')}={t:.1f}" if t else f"{m}=X({methods[m][1][:40]})" for m, (t, _) in methods.items()]
+    print("x".join(shape), " ".join(cells))
+PY

@@ -1,0 +1,123 @@
+"""First light of the wgmma family on a GPU: build a few points, call each directly (ctypes, no evaluator) on a few
+shapes, and say per point and shape whether it returned, finished within a time limit, and matched torch.matmul,
+with a look at where it went wrong when it did not. A hang is caught by running each point in a child process (its
+later shapes are then not tried).
+
+    python benchmarks/wgmma_smoke.py --out wgmma_smoke.md [--points NAME ...] [--shapes MxNxK ...]
+
+Exit status 0 only when every point matched on every shape (a gate before spending time in `kernelrl bench`)."""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import multiprocessing as mp
+import sys
+import tempfile
+from pathlib import Path
+
+from kernelrl.build.builder import BuildRequest, LocalBuilder
+from kernelrl.build.toolchain import Toolchain
+from kernelrl.environment import collect
+from kernelrl.space import SPACES, Variant
+
+POINTS = {
+    "wgmma_f32_kn_128x256x64_s4_r8": ("fp32", 128, 256, 4, 8, "kn"),
+    "wgmma_f32_kn_64x128x64_s6_r1": ("fp32", 64, 128, 6, 1, "kn"),
+    "wgmma_f32_nk_128x128x64_s6_r8": ("fp32", 128, 128, 6, 8, "nk"),
+    "wgmma_f16_nk_64x96x64_s8_r1": ("fp16", 64, 96, 8, 1, "nk"),
+    "wgmma_f16_kn_128x128x64_s4_r8": ("fp16", 128, 128, 4, 8, "kn"),
+}
+SHAPES = ["64x64x64", "256x512x128", "1000x1000x1000", "2048x2048x2048"]
+
+
+def variant(name: str) -> Variant:
+    acc, bm, bn, stages, raster, layout = POINTS[name]
+    return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout)
+
+
+def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue) -> None:
+    """In a child process: every shape in turn, one result each on the queue as soon as it is known."""
+    import torch
+    lib = ctypes.CDLL(lib_path)
+    fn = lib.kernelrl_hgemm
+    vp, i = ctypes.c_void_p, ctypes.c_int
+    fn.argtypes, fn.restype = [vp, vp, vp, i, i, i, vp, ctypes.c_size_t, vp], i
+    for shape in shapes:
+        m, n, k = (int(x) for x in shape.split("x"))
+        torch.manual_seed(0)
+        a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+        b_arg = b.t().contiguous() if layout == "nk" else b
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        rc = fn(a.data_ptr(), b_arg.data_ptr(), c.data_ptr(), m, n, k, None, 0, torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        if rc:
+            queue.put((shape, "error", f"returned {rc}"))
+            continue
+        ref = a.float() @ b.float()
+        diff = (c.float() - ref).abs().nan_to_num(1e9)
+        bad = diff > 0.02 * ref.abs() + 0.05 * (k ** 0.5) * (0.25 if acc == "fp32" else 1.0)
+        if bad.any():
+            rows, cols = bad.nonzero(as_tuple=True)
+            queue.put((shape, "wrong", f"{int(bad.sum())} of {m * n} wrong, max abs error {float(diff.max()):.3g}; "
+                       f"first at ({int(rows[0])}, {int(cols[0])}): got {float(c[rows[0], cols[0]]):.4g}, want "
+                       f"{float(ref[rows[0], cols[0]]):.4g}; wrong rows {int(rows.min())}..{int(rows.max())}, cols "
+                       f"{int(cols.min())}..{int(cols.max())}; NaN {int(c.isnan().sum())}"))
+        else:
+            queue.put((shape, "ok", f"max abs error {float(diff.max()):.3g}"))
+
+
+def check_point(lib_path, layout, acc, shapes, timeout_s=40.0) -> list[tuple[str, str, str]]:
+    """(shape, status, detail) per shape: ok, wrong, error, or for the shape it stopped at, hang or crash."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=run_point, args=(lib_path, layout, acc, shapes, queue))
+    proc.start()
+    proc.join(timeout_s)
+    hung = proc.is_alive()
+    if hung:
+        proc.kill()
+        proc.join()
+    results = []
+    while not queue.empty():
+        results.append(queue.get())
+    if len(results) < len(shapes):
+        stopped = shapes[len(results)]
+        results.append((stopped, "hang", f"no answer within {timeout_s:.0f} s") if hung
+                       else (stopped, "crash", f"exit code {proc.exitcode}"))
+    return results
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--points", nargs="*", default=list(POINTS))
+    ap.add_argument("--shapes", nargs="*", default=SHAPES)
+    args = ap.parse_args(argv)
+    variants = [variant(p) for p in args.points]
+    builder = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False),
+                           cache_dir=Path(tempfile.mkdtemp(prefix="wgmma-smoke-")))
+    built = builder.build_many([BuildRequest(v.source(), name=v.name) for v in variants], workers=8)
+    lines = [f"# wgmma first light\n\n- command: `python benchmarks/wgmma_smoke.py {' '.join(sys.argv[1:])}`",
+             f"- environment: {collect({'mode': 'smoke'})}\n", "| point | shape | result | detail |",
+             "|---|---|---|---|"]
+    all_ok = True
+    for v, result in zip(variants, built):
+        if not result.ok:
+            lines.append(f"| {v.name} | all | build failed | {(result.error or result.log[-300:])!r} |")
+            all_ok = False
+            continue
+        regs = [info.get("registers") for info in result.ptxas.values()]
+        results = check_point(result.lib_path, v.p["b_layout"], v.acc, args.shapes)
+        all_ok &= len(results) == len(args.shapes) and all(status == "ok" for _, status, _ in results)
+        for shape, status, detail in results:
+            lines.append(f"| {v.name} (regs {regs}) | {shape} | {status} | {detail} |")
+            print(lines[-1], flush=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"{'all ok' if all_ok else 'NOT all ok'}: {args.out}")
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

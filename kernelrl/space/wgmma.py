@@ -1,0 +1,476 @@
+"""The `wgmma` family: a hand-written Hopper HGEMM on the copy engine (TMA) and warpgroup MMA (wgmma), no CUTLASS.
+
+One point = one CTA tile of BM x BN (BM = 64 per consumer warpgroup) marching over K in BK = 64 steps:
+- a producer warpgroup (one thread issues) loads A and B tiles with `cp.async.bulk.tensor` into a STAGES-deep ring
+  of 128-byte-swizzled shared memory, each stage guarded by a full and an empty mbarrier;
+- one or two consumer warpgroups issue `wgmma.mma_async.m64n{BN}k16` straight from shared memory (descriptors, no
+  ldmatrix), keep one wgmma group in flight and free a stage as soon as the group that read it retires;
+- the CTAs are persistent (one per SM, tiles handed out in a grouped raster for L2 reuse), so a CTA's epilogue
+  (registers to global, guarded at the edges) overlaps the producer's loads of its next tile;
+- with two consumers the producer gives its registers to them (`setmaxnreg`).
+
+Both layouts of B from the start: `kn` is the paper's (B is K x N row-major: N-major for wgmma, transposed in the
+descriptor), `nk` is what nn.Linear holds (B given as N x K, K contiguous: K-major like A). An `nk` point exports
+`kernelrl_hgemm_b_layout()` returning "nk", and the evaluator then passes B^T (N x K) as the B pointer.
+
+Shapes: K % 8 == 0 and N % 8 == 0 (TMA global strides are multiples of 16 bytes; C is stored in 4-byte pairs);
+any M. Tiles past an edge are zero-filled by the copy engine and their stores guarded."""
+
+from __future__ import annotations
+
+from kernelrl.space.base import HOPPER, KernelSpace, Variant
+from kernelrl.workloads.hgemm import B_LAYOUTS, GemmProblem
+
+BK = 64  # halves per smem row: 128 bytes, the 128-byte swizzle's span
+INT_MAX = 2**31 - 1
+BARRIER_BYTES = 8
+ALIGN_SLACK = 1024  # the dynamic smem base is rounded up to the 1024-byte period of the 128-byte swizzle
+PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg with two consumers: 128*40 + 256*232 <= 65536
+# Registers a consumer thread needs besides its accumulators (descriptors, indices, loop state): a floor for check().
+REG_OVERHEAD = 40
+MAX_CONSUMER_REGS = {1: 255, 2: CONSUMER_REGS}
+# The B layout a problem's caller holds: the paper's row-major K x N (nn). nn.Linear's x @ W^T (N x K) joins with
+# the library's layouts.
+B_LAYOUT_OF = {"nn": "kn"}
+
+
+class WgmmaSpace(KernelSpace):
+    family = "wgmma"
+    knobs = {
+        "BM": [64, 128],
+        "BN": [64, 96, 128, 160, 192, 224, 256],
+        "stages": [2, 3, 4, 5, 6, 7, 8],
+        "raster": [1, 8],
+        "b_layout": list(B_LAYOUTS),
+    }
+
+    # -- derived quantities ----------------------------------------------------------------------------------
+    @staticmethod
+    def consumers(variant: Variant) -> int:
+        return variant.p["BM"] // 64
+
+    def threads(self, variant: Variant) -> int:
+        return (self.consumers(variant) + 1) * 128
+
+    @staticmethod
+    def stage_bytes(variant: Variant) -> int:
+        p = variant.p
+        return (p["BM"] + p["BN"]) * BK * 2
+
+    def smem_bytes(self, variant: Variant) -> int:
+        return variant.p["stages"] * (self.stage_bytes(variant) + 2 * BARRIER_BYTES) + ALIGN_SLACK
+
+    @staticmethod
+    def accumulator_regs(variant: Variant) -> int:
+        bn = variant.p["BN"]
+        return bn // 2 if variant.acc == "fp32" else bn // 4
+
+    # -- the KernelSpace API ---------------------------------------------------------------------------------
+    def check(self, variant: Variant) -> str | None:
+        if variant.family != self.family:
+            return f"family {variant.family!r} is not {self.family!r}"
+        if variant.acc not in ("fp32", "fp16"):
+            return f"acc={variant.acc!r}: use fp32 or fp16"
+        p = variant.p
+        if set(p) != set(self.knobs):
+            missing, extra = set(self.knobs) - set(p), set(p) - set(self.knobs)
+            return f"knobs differ from the family's: missing {sorted(missing)}, unknown {sorted(extra)}"
+        for knob, values in self.knobs.items():
+            if p[knob] not in values:
+                return f"{knob}={p[knob]!r} is not one of {values}"
+        if p["b_layout"] == "kn" and p["BN"] % 64:
+            return (f"BN={p['BN']}: an N-major B tile is loaded in 64-column boxes (one 128-byte swizzle span), "
+                    f"so kn needs BN % 64 == 0")
+        if p["stages"] < 2:
+            return "at least 2 stages: the copy engine fills one while the tensor cores read another"
+        smem = self.smem_bytes(variant)
+        if smem > HOPPER["smem_per_block"]:
+            return f"shared memory {smem} B ({p['stages']} stages of {self.stage_bytes(variant)} B) exceeds " \
+                   f"{HOPPER['smem_per_block']} B per block"
+        regs = self.accumulator_regs(variant) + REG_OVERHEAD
+        limit = MAX_CONSUMER_REGS[self.consumers(variant)]
+        if regs > limit:
+            return f"about {regs} registers per consumer thread exceeds {limit}"
+        return None
+
+    def supports(self, variant: Variant, problem: GemmProblem) -> str | None:
+        wanted = B_LAYOUT_OF.get(problem.layout)
+        if variant.p["b_layout"] != wanted:
+            # A tuned library calls its kernel with the B its caller holds: an nk kernel on a K x N B is wrong.
+            return f"b_layout {variant.p['b_layout']} takes B as {variant.p['b_layout'].upper()}; problems of layout " \
+                   f"{problem.layout!r} hold it as {(wanted or '?').upper()}"
+        if problem.k % 8:
+            return f"K={problem.k}: needs K % 8 == 0 (TMA row strides are multiples of 16 bytes)"
+        if problem.n % 8:
+            return f"N={problem.n}: needs N % 8 == 0 (TMA row strides of B, C stored in pairs)"
+        if max(problem.m, problem.n, problem.k) > INT_MAX - 256:
+            return f"a dimension above {INT_MAX - 256}: TMA coordinates are 32-bit"
+        return None
+
+    def resources(self, variant: Variant) -> dict:
+        p = variant.p
+        return {"threads": self.threads(variant), "smem_bytes": self.smem_bytes(variant),
+                "tile": (p["BM"], p["BN"], BK), "split_k": 1, "stages": p["stages"]}
+
+    def name_of(self, variant: Variant) -> str:
+        p = variant.p
+        acc = {"fp32": "f32", "fp16": "f16"}.get(variant.acc, variant.acc)
+        return f"wgmma_{acc}_{p['b_layout']}_{p['BM']}x{p['BN']}x{BK}_s{p['stages']}_r{p['raster']}"
+
+    def render(self, variant: Variant) -> str:
+        reason = self.check(variant)
+        if reason is not None:
+            raise ValueError(f"wgmma {variant.acc} {variant.p} is not a valid point: {reason}")
+        p = variant.p
+        fp32 = variant.acc == "fp32"
+        subs = {
+            "@NAME@": self.name_of(variant), "@ACC@": variant.acc, "@LAYOUT@": p["b_layout"],
+            "@BM@": str(p["BM"]), "@BN@": str(p["BN"]), "@BK@": str(BK), "@STAGES@": str(p["stages"]),
+            "@RASTER@": str(p["raster"]), "@B_KMAJOR@": "true" if p["b_layout"] == "nk" else "false",
+            "@ACC_F16@": "false" if fp32 else "true", "@THREADS@": str(self.threads(variant)),
+            "@SMEM@": str(self.smem_bytes(variant)), "@PRODUCER_REGS@": str(PRODUCER_REGS),
+            "@CONSUMER_REGS@": str(CONSUMER_REGS),
+        }
+        source = SOURCE
+        for key, value in subs.items():
+            source = source.replace(key, value)
+        source = source.replace("@WGMMA@", _wgmma_function(p["BN"], fp32, trans_b=p["b_layout"] == "kn"))
+        info = f'const char* kernelrl_hgemm_info(void) {{ return "{self.info_json(variant)}"; }}\n'
+        return source + info + "\n}  // extern \"C\"\n"
+
+
+def _wgmma_function(n: int, fp32: bool, trans_b: bool) -> str:
+    """`wgmma_step(d, desc_a, desc_b)`: one m64n{n}k16 wgmma accumulating into d (scale-d 1: d starts at zero).
+    Generated because the instruction names every accumulator register: n/2 floats or n/4 packed half pairs."""
+    regs = n // 2 if fp32 else n // 4
+    dtype, constraint, ctype = ("f32", "+f", "float") if fp32 else ("f16", "+r", "uint32_t")
+    d_list = ", ".join(f"%{i}" for i in range(regs))
+    outputs = ", ".join(f'"{constraint}"(d[{i}])' for i in range(regs))
+    asm = (f'"wgmma.mma_async.sync.aligned.m64n{n}k16.{dtype}.f16.f16 "\n'
+           f'        "{{{d_list}}}, %{regs}, %{regs + 1}, 1, 1, 1, 0, {1 if trans_b else 0};\\n"')
+    return (f"static constexpr int ACC_REGS = {regs};\n"
+            f"using AccT = {ctype};\n\n"
+            f"__device__ __forceinline__ void wgmma_step(AccT (&d)[ACC_REGS], uint64_t desc_a, uint64_t desc_b) {{\n"
+            f"    asm volatile(\n        {asm}\n"
+            f"        : {outputs}\n"
+            f'        : "l"(desc_a), "l"(desc_b));\n}}\n')
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The CUDA source. @KEY@ markers are replaced by render(); the rest is plain CUDA.
+# ---------------------------------------------------------------------------------------------------------------
+
+SOURCE = r"""// kernelrl wgmma family: @NAME@
+// Generated by kernelrl/space/wgmma.py: edit the generator, not this file.
+//
+// C = A @ B: A (M x K) row-major, B @LAYOUT@ (kn: K x N row-major; nk: N x K row-major, i.e. B^T), C (M x N)
+// row-major, all fp16; accumulator @ACC@. Supported: K % 8 == 0, N % 8 == 0, any M (kernelrl_hgemm_supports).
+// @THREADS@ threads per CTA (warpgroup 0 produces, the others consume), @SMEM@ bytes of dynamic shared memory.
+//
+//   global --TMA, 128-byte swizzle, zero fill past the edges--> STAGES-deep smem ring (full/empty mbarriers)
+//   smem --wgmma descriptors--> m64nBNk16 wgmma, fp32 or fp16 accumulators in registers --> C (guarded pairs)
+//
+// Shared-memory layouts (the copy engine writes them, wgmma reads them through descriptors; 1024-byte aligned):
+//   A stage: BM rows of 64 halves (128 B, K-major), 8-row groups 1024 B apart. A k16 slice starts 32 B further.
+//   B stage, nk: BN rows (n) of 64 halves (k): K-major, like A.
+//   B stage, kn: BN/64 boxes of 64 k-rows x 64 n (N-major), 8 KB each; in the descriptor the leading byte offset
+//   is the box stride (next 64 columns of n), the stride byte offset is 1024 (next 8 k-rows); a k16 slice is 16
+//   k-rows, 2048 B further.
+// Accumulator fragment of m64nNk16 (warp w of the warpgroup, lane l, g = l / 4, t = l % 4), per n8 block j:
+//   fp32: d[4j], d[4j+1] = C[16w+g][8j+2t, +1]; d[4j+2], d[4j+3] = C[16w+g+8][8j+2t, +1]
+//   fp16: d[2j] = the first pair (half2), d[2j+1] = the second.
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+namespace kr_wg {
+
+static constexpr int BM = @BM@, BN = @BN@, BK = @BK@;   // CTA tile
+static constexpr int STAGES = @STAGES@;                  // smem ring depth
+static constexpr int RASTER = @RASTER@;                  // tile rows per raster group (L2 reuse of B panels)
+static constexpr bool B_KMAJOR = @B_KMAJOR@;             // nk layout: B given as N x K
+static constexpr bool ACC_F16 = @ACC_F16@;               // fp16 accumulator (else fp32)
+static constexpr int CONSUMERS = BM / 64;                // one consumer warpgroup per 64 rows
+static constexpr int THREADS = (CONSUMERS + 1) * 128;
+static constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
+static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
+static constexpr int SMEM_BYTES = STAGES * (STAGE_BYTES + 16) + 1024;
+static constexpr int PRODUCER_REGS = @PRODUCER_REGS@, CONSUMER_REGS = @CONSUMER_REGS@;
+static_assert(SMEM_BYTES == @SMEM@, "the generator and the kernel agree on shared memory");
+static_assert(SMEM_BYTES <= 227 * 1024, "227 KB of shared memory per CTA on sm_90");
+static_assert(A_STAGE_BYTES % 1024 == 0 && B_STAGE_BYTES % 1024 == 0, "stages keep the swizzle period");
+static_assert(B_KMAJOR || BN % 64 == 0, "N-major B comes in 64-column boxes");
+static_assert(BN % 8 == 0 && BN <= 256 && (CONSUMERS == 1 || CONSUMERS == 2), "wgmma n and warpgroup count");
+
+@WGMMA@
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA: "Matrix Descriptor Format").
+__device__ __forceinline__ uint64_t descriptor(uint32_t addr, uint32_t leading_bytes, uint32_t stride_bytes) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((leading_bytes & 0x3FFFF) >> 4) << 16) |
+           ((uint64_t)((stride_bytes & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(bar)) : "memory");
+}
+
+// Wait until the phase of the given parity has completed (a fresh barrier counts its parity-1 phase as done).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT;\n"
+        "}\n" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+
+__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint64_t* bar, int inner, int outer) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
+        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(inner), "r"(outer)
+        : "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+
+template <int REGS>
+__device__ __forceinline__ void regs_down() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS)); }
+template <int REGS>
+__device__ __forceinline__ void regs_up() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS)); }
+
+// Tile t of the persistent sequence: groups of RASTER tile rows, column-major inside a group, so the CTAs of one
+// wave share B panels (and A panels within a group) in L2.
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
+    const int per_group = RASTER * tiles_n;
+    const int first = (t / per_group) * RASTER;
+    const int rows = min(tiles_m - first, RASTER);
+    const int in_group = t % per_group;
+    tm = first + in_group % rows;
+    tn = in_group / rows;
+}
+
+__global__ void __launch_bounds__(THREADS, 1)
+hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                   __half* __restrict__ C, int M, int N, int K, int tiles_m, int tiles_n) {
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t* smem_a = smem;
+    uint8_t* smem_b = smem + STAGES * A_STAGE_BYTES;
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE_BYTES);
+    uint64_t* empty = full + STAGES;
+
+    const int tiles = tiles_m * tiles_n;
+    const int ktiles = (K + BK - 1) / BK;
+    const int warpgroup = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);                  // the producer's arrive.expect_tx (plus the copy's bytes)
+            mbar_init(&empty[s], CONSUMERS * 4);     // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warpgroup == 0) {
+        // ---- producer: one thread drives the copy engine --------------------------------------------------
+        if constexpr (CONSUMERS == 2) regs_down<PRODUCER_REGS>();
+        if (threadIdx.x == 0) {
+            asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<uint64_t>(&map_a)) : "memory");
+            asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<uint64_t>(&map_b)) : "memory");
+            int stage = 0;
+            uint32_t phase = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int tm, tn;
+                tile_coords(t, tiles_m, tiles_n, tm, tn);
+                for (int kt = 0; kt < ktiles; ++kt) {
+                    mbar_wait(&empty[stage], phase ^ 1);
+                    mbar_expect_tx(&full[stage], STAGE_BYTES);   // out-of-bounds box elements count too
+                    tma_load(smem_a + stage * A_STAGE_BYTES, &map_a, &full[stage], kt * BK, tm * BM);
+                    uint8_t* b = smem_b + stage * B_STAGE_BYTES;
+                    if constexpr (B_KMAJOR) {
+                        tma_load(b, &map_b, &full[stage], kt * BK, tn * BN);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < BN / 64; ++j)
+                            tma_load(b + j * 64 * BK * 2, &map_b, &full[stage], tn * BN + 64 * j, kt * BK);
+                    }
+                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                }
+            }
+        }
+    } else {
+        // ---- consumers: warpgroup c computes rows 64c .. 64c+63 of each tile -----------------------------
+        if constexpr (CONSUMERS == 2) regs_up<CONSUMER_REGS>();
+        const int c = warpgroup - 1;
+        const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+        int stage = 0;
+        uint32_t phase = 0;
+        AccT d[ACC_REGS];
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int tm, tn;
+            tile_coords(t, tiles_m, tiles_n, tm, tn);
+#pragma unroll
+            for (int i = 0; i < ACC_REGS; ++i) d[i] = 0;
+            int held = -1;  // the stage the in-flight wgmma group reads
+            for (int kt = 0; kt < ktiles; ++kt) {
+                mbar_wait(&full[stage], phase);
+                const uint32_t a = smem_addr(smem_a + stage * A_STAGE_BYTES) + c * 64 * BK * 2;
+                const uint32_t b = smem_addr(smem_b + stage * B_STAGE_BYTES);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {
+                    const uint64_t da = descriptor(a + kk * 32, 16, 1024);
+                    const uint64_t db = B_KMAJOR ? descriptor(b + kk * 32, 16, 1024)
+                                                 : descriptor(b + kk * 16 * 128, 64 * BK * 2, 1024);
+                    wgmma_step(d, da, db);
+                }
+                wgmma_commit();
+                wgmma_wait<1>();   // the previous group is done: its stage can be refilled
+                if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
+                held = stage;
+                if (++stage == STAGES) { stage = 0; phase ^= 1; }
+            }
+            wgmma_wait<0>();
+            if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
+
+            // Epilogue: registers to C, two halves per store, guarded at the matrix edges.
+            const int row = tm * BM + c * 64 + warp * 16 + lane / 4;
+            const int col = tn * BN + (lane % 4) * 2;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int n = col + 8 * j;
+                if (n >= N) continue;
+                __half2 top, bottom;
+                if constexpr (ACC_F16) {
+                    top = *reinterpret_cast<const __half2*>(&d[2 * j]);
+                    bottom = *reinterpret_cast<const __half2*>(&d[2 * j + 1]);
+                } else {
+                    top = __floats2half2_rn(d[4 * j], d[4 * j + 1]);
+                    bottom = __floats2half2_rn(d[4 * j + 2], d[4 * j + 3]);
+                }
+                if (row < M) *reinterpret_cast<__half2*>(C + (size_t)row * N + n) = top;
+                if (row + 8 < M) *reinterpret_cast<__half2*>(C + (size_t)(row + 8) * N + n) = bottom;
+            }
+        }
+    }
+}
+
+// ---- host side ---------------------------------------------------------------------------------------------
+
+using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
+
+static EncodeTiled encoder() {
+    static EncodeTiled fn = nullptr;
+    if (fn == nullptr) {
+        void* p = nullptr;
+        cudaDriverEntryPointQueryResult found;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) ==
+                cudaSuccess && found == cudaDriverEntryPointSuccess)
+            fn = reinterpret_cast<EncodeTiled>(p);
+    }
+    return fn;
+}
+
+// A 2-D fp16 row-major matrix (rows x cols, cols contiguous) read in boxes of box_rows x 64 columns.
+struct MapKey { const void* ptr; int rows, cols, box_rows; };
+
+static bool same(const MapKey& a, const MapKey& b) {
+    return a.ptr == b.ptr && a.rows == b.rows && a.cols == b.cols && a.box_rows == b.box_rows;
+}
+
+// Tensor maps are pure descriptors of (pointer, shape): encoding one costs host time on every call, so the last
+// few are kept. Nothing about the data is cached.
+static int tensor_map(CUtensorMap* out, const MapKey& key) {
+    static MapKey keys[8];
+    static CUtensorMap maps[8];
+    static bool valid[8] = {};
+    static int next = 0;
+    for (int i = 0; i < 8; ++i)
+        if (valid[i] && same(keys[i], key)) { *out = maps[i]; return 0; }
+    EncodeTiled encode = encoder();
+    if (encode == nullptr) return (int)cudaErrorNotSupported;
+    cuuint64_t dims[2] = {(cuuint64_t)key.cols, (cuuint64_t)key.rows};
+    cuuint64_t strides[1] = {(cuuint64_t)key.cols * 2};
+    cuuint32_t box[2] = {64, (cuuint32_t)key.box_rows};
+    cuuint32_t element_strides[2] = {1, 1};
+    CUresult r = encode(out, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(key.ptr), dims, strides, box,
+                        element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return (int)cudaErrorInvalidValue;
+    keys[next] = key;
+    maps[next] = *out;
+    valid[next] = true;
+    next = (next + 1) % 8;
+    return 0;
+}
+
+static bool shape_ok(int M, int N, int K) {
+    const int limit = 0x7FFFFEFF;  // INT_MAX - 256: tile-local coordinates stay in int range
+    return M >= 1 && N >= 8 && K >= 8 && N % 8 == 0 && K % 8 == 0 && M <= limit && N <= limit && K <= limit;
+}
+
+// Per device: the smem limit raised once, and the SM count (the persistent grid's size).
+static cudaError_t device_setup(int* sms) {
+    static int known_sms[64] = {};
+    int dev = 0;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err != cudaSuccess) return err;
+    if (dev < 64 && known_sms[dev]) { *sms = known_sms[dev]; return cudaSuccess; }
+    err = cudaFuncSetAttribute(hgemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+    if (err != cudaSuccess) return err;
+    err = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
+    if (err == cudaSuccess && dev < 64) known_sms[dev] = *sms;
+    return err;
+}
+
+}  // namespace kr_wg
+
+extern "C" {
+
+int kernelrl_hgemm_supports(int M, int N, int K) { return kr_wg::shape_ok(M, N, K) ? 1 : 0; }
+
+size_t kernelrl_hgemm_workspace(int M, int N, int K) { return 0; }
+
+const char* kernelrl_hgemm_b_layout(void) { return kr_wg::B_KMAJOR ? "nk" : "kn"; }
+
+int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, int K, void* workspace,
+                   size_t workspace_bytes, cudaStream_t stream) {
+    using namespace kr_wg;
+    if (!shape_ok(M, N, K)) return (int)cudaErrorInvalidValue;
+    if (((uintptr_t)A | (uintptr_t)B | (uintptr_t)C) & 15) return (int)cudaErrorMisalignedAddress;
+    int sms = 0;
+    cudaError_t err = device_setup(&sms);
+    if (err != cudaSuccess) return (int)err;
+    CUtensorMap map_a, map_b;
+    int rc = tensor_map(&map_a, MapKey{A, M, K, BM});
+    if (rc) return rc;
+    rc = B_KMAJOR ? tensor_map(&map_b, MapKey{B, N, K, BN}) : tensor_map(&map_b, MapKey{B, K, N, BK});
+    if (rc) return rc;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const long long tiles = (long long)tiles_m * tiles_n;
+    const int grid = (int)(tiles < sms ? tiles : sms);
+    hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, C, M, N, K, tiles_m, tiles_n);
+    return (int)cudaGetLastError();
+}
+
+"""

@@ -1,0 +1,178 @@
+"""The wgmma (TMA + warpgroup MMA) family: its grid, constraints and names (no GPU, no nvcc), and real sm_90a compiles
+of two points (nvcc only: no spills, the exports, and a C++ kernelrl_hgemm_supports that agrees with Python)."""
+
+import ctypes
+import json
+import re
+
+import pytest
+
+from kernelrl.space import SPACES, Variant
+from kernelrl.space.base import HOPPER
+from kernelrl.workloads.hgemm import GemmProblem
+
+SPACE = SPACES["wgmma"]
+EXPORTS = ("kernelrl_hgemm", "kernelrl_hgemm_workspace", "kernelrl_hgemm_supports", "kernelrl_hgemm_info",
+           "kernelrl_hgemm_b_layout")
+
+
+def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn"):
+    return Variant.of("wgmma", acc, BM=BM, BN=BN, stages=stages, raster=raster, b_layout=b_layout)
+
+
+# The points the nvcc tests build: the largest fp32 tile (two consumers, 128 accumulators a thread) on the paper's
+# layout, and an fp16-accumulator nn.Linear-layout point with a tile width that is not a multiple of 64.
+F32_WIDE_KN = V("fp32", 128, 256, 4, 8, "kn")
+F16_NARROW_NK = V("fp16", 64, 96, 8, 1, "nk")
+
+
+@pytest.fixture(scope="module")
+def points():
+    return {acc: list(SPACE.points(acc)) for acc in ("fp32", "fp16")}
+
+
+# -- the grid ------------------------------------------------------------------------------------------------
+
+def test_family_is_registered_by_importing_the_package():
+    assert SPACES["wgmma"] is SPACE
+
+
+def test_both_layouts_and_both_accumulators_have_points(points):
+    for acc in ("fp32", "fp16"):
+        layouts = {v.p["b_layout"] for v in points[acc]}
+        assert layouts == {"kn", "nk"}, (acc, layouts)
+
+
+def test_every_valid_point_fits_the_hardware(points):
+    for acc, vs in points.items():
+        for v in vs:
+            assert SPACE.smem_bytes(v) <= HOPPER["smem_per_block"], v.name
+            assert SPACE.threads(v) in (256, 384), v.name
+            assert v.p["b_layout"] == "nk" or v.p["BN"] % 64 == 0, v.name
+
+
+def test_names_are_unique_and_procedural(points):
+    names = [v.name for vs in points.values() for v in vs]
+    assert len(names) == len(set(names))
+    assert F32_WIDE_KN.name == "wgmma_f32_kn_128x256x64_s4_r8"
+    assert F16_NARROW_NK.name == "wgmma_f16_nk_64x96x64_s8_r1"
+    assert all(re.fullmatch(r"wgmma_f(32|16)_(kn|nk)_\d+x\d+x64_s\d_r\d+", n) for n in names)
+
+
+def test_resources():
+    r = SPACE.resources(F32_WIDE_KN)
+    assert r == {"threads": 384, "smem_bytes": 4 * ((128 + 256) * 64 * 2 + 16) + 1024, "tile": (128, 256, 64),
+                 "split_k": 1, "stages": 4}
+
+
+@pytest.mark.parametrize("variant, reason", [
+    (V(BN=96, b_layout="kn"), "kn needs BN % 64 == 0"),
+    (V(BM=128, BN=256, stages=5), "exceeds"),
+    (V(acc="bf16"), "use fp32 or fp16"),
+    (Variant.of("wgmma", "fp32", BM=128, BN=128, stages=4, raster=8), "missing ['b_layout']"),
+    (V(BN=100, b_layout="nk"), "BN=100 is not one of"),
+])
+def test_check_rejects_with_a_reason(variant, reason):
+    why = SPACE.check(variant)
+    assert why is not None and reason in why, why
+
+
+def test_deepest_pipeline_that_fits_is_valid():
+    assert SPACE.check(V(BM=128, BN=128, stages=7)) is None  # 7 x 32 KB + barriers + alignment slack < 227 KB
+    assert SPACE.check(V(BM=128, BN=128, stages=8)) is not None
+
+
+@pytest.mark.parametrize("m, n, k, ok", [(64, 64, 64, True), (1, 8, 8, True), (333, 200, 72, True),
+                                         (64, 60, 64, False), (64, 64, 60, False)])
+def test_supports_follows_the_rule(m, n, k, ok):
+    assert (SPACE.supports(F32_WIDE_KN, GemmProblem(m, n, k)) is None) == ok  # a kn point, nn problems
+
+
+def test_a_point_runs_only_problems_whose_caller_holds_its_b_layout():
+    """The tuner measures what a library can call: an nk kernel handed the paper's K x N B would be wrong."""
+    assert SPACE.supports(V(b_layout="kn"), GemmProblem(256, 256, 256)) is None
+    why = SPACE.supports(V(b_layout="nk"), GemmProblem(256, 256, 256))
+    assert why is not None and "b_layout nk" in why
+
+
+def test_a_stored_point_round_trips():
+    assert Variant.from_dict(F16_NARROW_NK.to_dict()) == F16_NARROW_NK
+
+
+# -- the rendered source -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant, instruction, trans_b", [
+    (F32_WIDE_KN, "m64n256k16.f32.f16.f16", 1), (F16_NARROW_NK, "m64n96k16.f16.f16.f16", 0)])
+def test_source_issues_the_wgmma_of_its_tile_and_layout(variant, instruction, trans_b):
+    src = variant.source()
+    assert f"wgmma.mma_async.sync.aligned.{instruction}" in src
+    regs = variant.p["BN"] // 2 if variant.acc == "fp32" else variant.p["BN"] // 4
+    assert f"%{regs}, %{regs + 1}, 1, 1, 1, 0, {trans_b};" in src  # A K-major; B N-major only in kn
+    assert f"static constexpr bool B_KMAJOR = {'true' if variant.p['b_layout'] == 'nk' else 'false'};" in src
+    assert "cp.async.bulk.tensor.2d" in src and "mbarrier.try_wait.parity" in src
+
+
+def test_only_two_consumer_points_trade_registers():
+    src = F32_WIDE_KN.source()
+    assert "static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;" in src
+    assert "if constexpr (CONSUMERS == 2) regs_down<PRODUCER_REGS>();" in src
+
+
+def test_render_refuses_an_invalid_point():
+    with pytest.raises(ValueError, match="not a valid point"):
+        V(BN=96, b_layout="kn").source()
+
+
+# -- real compiles (sm_90a, no GPU needed) -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    from kernelrl.build.builder import BuildRequest, LocalBuilder
+    from kernelrl.build.toolchain import Toolchain
+    toolchain = Toolchain.discover(arch="sm_90a", with_cutlass=False)
+    builder = LocalBuilder(toolchain, cache_dir=tmp_path_factory.mktemp("wgmma-build"))
+    variants = [F32_WIDE_KN, F16_NARROW_NK]
+    results = builder.build_many([BuildRequest(v.source(), name=v.name) for v in variants], workers=2)
+    return dict(zip([v.name for v in variants], zip(variants, results)))
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("variant", [F32_WIDE_KN, F16_NARROW_NK], ids=lambda v: v.name)
+def test_compiles_for_sm90a_without_spills(built, variant):
+    _, result = built[variant.name]
+    assert result.ok, result.error or result.log[-3000:]
+    kernels = {name: info for name, info in result.ptxas.items() if info.get("arch", "sm_90a") == "sm_90a"}
+    assert [name for name in kernels if "hgemm_wgmma_kernel" in name]
+    for name, info in kernels.items():
+        assert info["spill_stores"] == 0 and info["spill_loads"] == 0 and info["stack_bytes"] == 0, (name, info)
+    assert "C7508" not in result.log  # setmaxnreg was not ignored
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("variant", [F32_WIDE_KN, F16_NARROW_NK], ids=lambda v: v.name)
+def test_library_exports_agree_with_python(built, variant):
+    _, result = built[variant.name]
+    assert result.ok
+    lib = ctypes.CDLL(result.lib_path)
+    for name in EXPORTS:
+        assert hasattr(lib, name), name
+    lib.kernelrl_hgemm_info.restype = lib.kernelrl_hgemm_b_layout.restype = ctypes.c_char_p
+    info = json.loads(lib.kernelrl_hgemm_info().decode())
+    assert info == {"acc": variant.acc, "family": "wgmma", "params": variant.p, "name": variant.name}
+    assert lib.kernelrl_hgemm_b_layout().decode() == variant.p["b_layout"]
+    supports = lib.kernelrl_hgemm_supports
+    supports.argtypes, supports.restype = [ctypes.c_int] * 3, ctypes.c_int
+    for m, n, k in [(64, 64, 64), (1, 8, 8), (333, 200, 72), (64, 60, 64), (64, 64, 60), (0, 8, 8), (8, 8, 0)]:
+        shape_ok = SPACE.supports(V(b_layout="kn"), GemmProblem(max(m, 1), max(n, 1), max(k, 1))) is None
+        expected = shape_ok and min(m, n, k) >= 1  # the C++ side checks the shape; the layout is the caller's
+        assert bool(supports(m, n, k)) == expected, (m, n, k)
+
+
+@pytest.mark.nvcc
+def test_the_evaluator_hands_an_nk_point_b_transposed(built):
+    from kernelrl.run.methods import Candidate
+    _, result = built[F16_NARROW_NK.name]
+    nk = Candidate("nk", result.lib_path)
+    assert nk.b_layout == "nk" and nk.needs_bt
+    _, result = built[F32_WIDE_KN.name]
+    assert not Candidate("kn", result.lib_path).needs_bt

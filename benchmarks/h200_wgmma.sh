@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The wgmma family on one H200 (from the repository root; nothing to carry: the family is plain CUDA, no CUTLASS):
-#   1. wgmma_smoke.md: five points called directly on four shapes (benchmarks/wgmma_smoke.py), the gate for 2 and 3;
-#   2. wgmma_device.csv: `kernelrl bench`, device mode, fp32 accumulation, kn points beside torch, cuBLAS (NN and TN)
-#      and cuBLASLt autotuning, and one nk point (it gets B^T made outside timing, as cublas_tn does);
+#   1. wgmma_smoke.md: six points called directly on five shapes (benchmarks/wgmma_smoke.py), the gate for 2 and 3;
+#   2. wgmma_device.csv: `kernelrl bench`, device mode, fp32 accumulation, kn points (cooperative and ping-pong,
+#      split-K 1 to 16) beside torch, cuBLAS (NN and TN) and cuBLASLt autotuning, and one nk point (it gets B^T
+#      made outside timing, as cublas_tn does);
 #   3. gpu_tests_wgmma.log: tests/gpu/test_wgmma.py (every evaluator check on representative points).
 set -uo pipefail
 source benchmarks/device_env.sh
@@ -17,13 +18,18 @@ python3 - "$POINTS" <<'PY'
 import sys
 from pathlib import Path
 from kernelrl.space import Variant
-for bm, bn, stages, raster, layout in [(128, 256, 4, 8, "kn"), (128, 128, 6, 8, "kn"), (128, 192, 4, 8, "kn"),
-                                       (64, 256, 4, 8, "kn"), (64, 128, 6, 1, "kn"), (128, 256, 4, 8, "nk")]:
-    v = Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout)
+for bm, bn, stages, raster, layout, split, schedule in [
+        (128, 256, 4, 8, "kn", 1, "cooperative"), (128, 192, 4, 8, "kn", 1, "cooperative"),
+        (128, 128, 6, 8, "kn", 1, "pingpong"), (64, 256, 4, 8, "kn", 1, "pingpong"), (64, 128, 8, 8, "kn", 1, "pingpong"),
+        (128, 128, 6, 8, "kn", 2, "pingpong"), (64, 128, 8, 1, "kn", 4, "cooperative"),
+        (64, 128, 8, 1, "kn", 8, "cooperative"), (64, 128, 8, 8, "kn", 16, "pingpong"),
+        (128, 128, 6, 8, "nk", 1, "pingpong")]:
+    v = Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split,
+                   schedule=schedule)
     (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
 PY
 timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINTS" \
-    --shapes 1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,1024x4096x4096,512x1024x8192,256x512x16384 \
+    --shapes 1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,1024x4096x4096,512x1024x8192,256x512x16384,512x512x4096,2048x1024x1024 \
     --mode device --baselines torch,cublas_nn,cublas_tn,cublaslt_auto_nn --timeout 15 \
     --db "$OUT/wgmma.db" --csv "$OUT/wgmma_device.csv" > "$OUT/wgmma_device.log" 2>&1
 tail -n 3 "$OUT/wgmma_device.log"
@@ -39,6 +45,6 @@ for r in rows:
 for shape, methods in by.items():
     best = {m: t for m, (t, _) in methods.items() if t}
     lt = best.get("cublaslt_auto_nn")
-    cells = [f"{m.replace('wgmma_f32_', '')}={t:.1f}" if t else f"{m}=X({methods[m][1][:40]})" for m, (t, _) in methods.items()]
+    cells = [f"{m.replace('wgmma_f32_', '')}={t:.1f}" if t else f"{m.replace('wgmma_f32_', '')}=X" for m, (t, _) in methods.items()]
     print("x".join(shape), " ".join(cells))
 PY

@@ -5,7 +5,7 @@ later shapes are then not tried).
 
     python benchmarks/wgmma_smoke.py --out wgmma_smoke.md [--points NAME ...] [--shapes MxNxK ...]
 
-Exit status 0 only when every point matched on every shape (a gate before spending time in `kernelrl bench`)."""
+Exit status 0 only when every point matched on every shape it supports (a gate before spending time in `kernelrl bench`)."""
 
 from __future__ import annotations
 
@@ -21,19 +21,22 @@ from kernelrl.build.toolchain import Toolchain
 from kernelrl.environment import collect
 from kernelrl.space import SPACES, Variant
 
+# (acc, BM, BN, stages, raster, b_layout, split_k, schedule)
 POINTS = {
-    "wgmma_f32_kn_128x256x64_s4_r8": ("fp32", 128, 256, 4, 8, "kn"),
-    "wgmma_f32_kn_64x128x64_s6_r1": ("fp32", 64, 128, 6, 1, "kn"),
-    "wgmma_f32_nk_128x128x64_s6_r8": ("fp32", 128, 128, 6, 8, "nk"),
-    "wgmma_f16_nk_64x96x64_s8_r1": ("fp16", 64, 96, 8, 1, "nk"),
-    "wgmma_f16_kn_128x128x64_s4_r8": ("fp16", 128, 128, 4, 8, "kn"),
+    "wgmma_f32_kn_128x256x64_s4_r8_k1_co": ("fp32", 128, 256, 4, 8, "kn", 1, "cooperative"),
+    "wgmma_f32_kn_128x128x64_s6_r8_k1_pp": ("fp32", 128, 128, 6, 8, "kn", 1, "pingpong"),
+    "wgmma_f32_kn_64x128x64_s8_r1_k8_co": ("fp32", 64, 128, 8, 1, "kn", 8, "cooperative"),
+    "wgmma_f32_nk_128x128x64_s6_r8_k2_pp": ("fp32", 128, 128, 6, 8, "nk", 2, "pingpong"),
+    "wgmma_f16_nk_64x96x64_s8_r1_k1_co": ("fp16", 64, 96, 8, 1, "nk", 1, "cooperative"),
+    "wgmma_f16_kn_128x128x64_s5_r8_k1_pp": ("fp16", 128, 128, 5, 8, "kn", 1, "pingpong"),
 }
-SHAPES = ["64x64x64", "256x512x128", "1000x1000x1000", "2048x2048x2048"]
+SHAPES = ["64x64x64", "256x512x128", "1000x1000x1000", "2048x2048x2048", "256x512x16384"]
 
 
 def variant(name: str) -> Variant:
-    acc, bm, bn, stages, raster, layout = POINTS[name]
-    return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout)
+    acc, bm, bn, stages, raster, layout, split_k, schedule = POINTS[name]
+    return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split_k,
+                      schedule=schedule)
 
 
 def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue) -> None:
@@ -43,14 +46,22 @@ def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue) ->
     fn = lib.kernelrl_hgemm
     vp, i = ctypes.c_void_p, ctypes.c_int
     fn.argtypes, fn.restype = [vp, vp, vp, i, i, i, vp, ctypes.c_size_t, vp], i
+    lib.kernelrl_hgemm_supports.argtypes = lib.kernelrl_hgemm_workspace.argtypes = [i, i, i]
+    lib.kernelrl_hgemm_supports.restype, lib.kernelrl_hgemm_workspace.restype = i, ctypes.c_size_t
     for shape in shapes:
         m, n, k = (int(x) for x in shape.split("x"))
+        if not lib.kernelrl_hgemm_supports(m, n, k):
+            queue.put((shape, "unsupported", "kernelrl_hgemm_supports says no"))
+            continue
+        ws_bytes = lib.kernelrl_hgemm_workspace(m, n, k)
+        ws = torch.full((max(ws_bytes, 1),), 0xFF, device="cuda", dtype=torch.uint8)  # poisoned, as the evaluator does
         torch.manual_seed(0)
         a = torch.randn(m, k, device="cuda", dtype=torch.float16)
         b = torch.randn(k, n, device="cuda", dtype=torch.float16)
         b_arg = b.t().contiguous() if layout == "nk" else b
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-        rc = fn(a.data_ptr(), b_arg.data_ptr(), c.data_ptr(), m, n, k, None, 0, torch.cuda.current_stream().cuda_stream)
+        rc = fn(a.data_ptr(), b_arg.data_ptr(), c.data_ptr(), m, n, k, ws.data_ptr() if ws_bytes else None, ws_bytes,
+                torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
         if rc:
             queue.put((shape, "error", f"returned {rc}"))
@@ -110,7 +121,7 @@ def main(argv=None) -> int:
             continue
         regs = [info.get("registers") for info in result.ptxas.values()]
         results = check_point(result.lib_path, v.p["b_layout"], v.acc, args.shapes)
-        all_ok &= len(results) == len(args.shapes) and all(status == "ok" for _, status, _ in results)
+        all_ok &= len(results) == len(args.shapes) and all(status in ("ok", "unsupported") for _, status, _ in results)
         for shape, status, detail in results:
             lines.append(f"| {v.name} (regs {regs}) | {shape} | {status} | {detail} |")
             print(lines[-1], flush=True)

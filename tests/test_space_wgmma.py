@@ -16,14 +16,18 @@ EXPORTS = ("kernelrl_hgemm", "kernelrl_hgemm_workspace", "kernelrl_hgemm_support
            "kernelrl_hgemm_b_layout")
 
 
-def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn"):
-    return Variant.of("wgmma", acc, BM=BM, BN=BN, stages=stages, raster=raster, b_layout=b_layout)
+def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, schedule="cooperative"):
+    return Variant.of("wgmma", acc, BM=BM, BN=BN, stages=stages, raster=raster, b_layout=b_layout, split_k=split_k,
+                      schedule=schedule)
 
 
 # The points the nvcc tests build: the largest fp32 tile (two consumers, 128 accumulators a thread) on the paper's
-# layout, and an fp16-accumulator nn.Linear-layout point with a tile width that is not a multiple of 64.
+# layout, an fp16-accumulator nn.Linear-layout point with a tile width that is not a multiple of 64, and a
+# ping-pong split-K point.
 F32_WIDE_KN = V("fp32", 128, 256, 4, 8, "kn")
 F16_NARROW_NK = V("fp16", 64, 96, 8, 1, "nk")
+F32_PINGPONG_SPLIT = V("fp32", 128, 128, 6, 8, "kn", split_k=4, schedule="pingpong")
+BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT]
 
 
 @pytest.fixture(scope="module")
@@ -49,28 +53,35 @@ def test_every_valid_point_fits_the_hardware(points):
             assert SPACE.smem_bytes(v) <= HOPPER["smem_per_block"], v.name
             assert SPACE.threads(v) in (256, 384), v.name
             assert v.p["b_layout"] == "nk" or v.p["BN"] % 64 == 0, v.name
+            assert v.p["split_k"] == 1 or acc == "fp32", v.name
 
 
 def test_names_are_unique_and_procedural(points):
     names = [v.name for vs in points.values() for v in vs]
     assert len(names) == len(set(names))
-    assert F32_WIDE_KN.name == "wgmma_f32_kn_128x256x64_s4_r8"
-    assert F16_NARROW_NK.name == "wgmma_f16_nk_64x96x64_s8_r1"
-    assert all(re.fullmatch(r"wgmma_f(32|16)_(kn|nk)_\d+x\d+x64_s\d_r\d+", n) for n in names)
+    assert F32_WIDE_KN.name == "wgmma_f32_kn_128x256x64_s4_r8_k1_co"
+    assert F16_NARROW_NK.name == "wgmma_f16_nk_64x96x64_s8_r1_k1_co"
+    assert F32_PINGPONG_SPLIT.name == "wgmma_f32_kn_128x128x64_s6_r8_k4_pp"
+    assert all(re.fullmatch(r"wgmma_f(32|16)_(kn|nk)_\d+x\d+x64_s\d_r\d+_k\d+_(co|pp)", n) for n in names)
 
 
 def test_resources():
     r = SPACE.resources(F32_WIDE_KN)
-    assert r == {"threads": 384, "smem_bytes": 4 * ((128 + 256) * 64 * 2 + 16) + 1024, "tile": (128, 256, 64),
+    assert r == {"threads": 384, "smem_bytes": 4 * ((128 + 256) * 64 * 2 + 16) + 16 + 1024, "tile": (128, 256, 64),
                  "split_k": 1, "stages": 4}
+    assert SPACE.resources(F32_PINGPONG_SPLIT)["split_k"] == 4
+    assert SPACE.threads(V(BM=64, schedule="pingpong")) == 384  # ping-pong always has two consumers
 
 
 @pytest.mark.parametrize("variant, reason", [
     (V(BN=96, b_layout="kn"), "kn needs BN % 64 == 0"),
     (V(BM=128, BN=256, stages=5), "exceeds"),
     (V(acc="bf16"), "use fp32 or fp16"),
-    (Variant.of("wgmma", "fp32", BM=128, BN=128, stages=4, raster=8), "missing ['b_layout']"),
+    (Variant.of("wgmma", "fp32", BM=128, BN=128, stages=4, raster=8, split_k=1, schedule="cooperative"),
+     "missing ['b_layout']"),
     (V(BN=100, b_layout="nk"), "BN=100 is not one of"),
+    (V(acc="fp16", split_k=2), "fp32 accumulator only"),
+    (V(BM=128, BN=256, schedule="pingpong"), "exceeds the 168 a 384-thread kernel"),  # 2 x 128 accumulators
 ])
 def test_check_rejects_with_a_reason(variant, reason):
     why = SPACE.check(variant)
@@ -99,6 +110,24 @@ def test_a_stored_point_round_trips():
     assert Variant.from_dict(F16_NARROW_NK.to_dict()) == F16_NARROW_NK
 
 
+def test_points_stored_before_split_k_and_schedules_read_back_as_what_ran():
+    old = {"family": "wgmma", "acc": "fp32", "params": {"BM": 128, "BN": 256, "stages": 4, "raster": 8,
+                                                         "b_layout": "kn"}}
+    assert Variant.from_dict(old) == F32_WIDE_KN
+
+
+@pytest.mark.parametrize("k, ok", [(256, True), (192, False)])
+def test_split_k_needs_a_k_step_per_slice(k, ok):
+    why = SPACE.supports(F32_PINGPONG_SPLIT, GemmProblem(256, 256, k))
+    assert (why is None) == ok, why
+
+
+def test_split_k_workspace_is_the_fp32_partials():
+    assert SPACE.workspace_bytes(F32_PINGPONG_SPLIT, GemmProblem(256, 512, 4096)) == 4 * 256 * 512 * 4
+    assert SPACE.workspace_bytes(F32_WIDE_KN, GemmProblem(256, 512, 4096)) == 0
+    assert "exceed" in SPACE.supports(F32_PINGPONG_SPLIT, GemmProblem(16384, 16384, 4096))
+
+
 # -- the rendered source -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("variant, instruction, trans_b", [
@@ -110,6 +139,12 @@ def test_source_issues_the_wgmma_of_its_tile_and_layout(variant, instruction, tr
     assert f"%{regs}, %{regs + 1}, 1, 1, 1, 0, {trans_b};" in src  # A K-major; B N-major only in kn
     assert f"static constexpr bool B_KMAJOR = {'true' if variant.p['b_layout'] == 'nk' else 'false'};" in src
     assert "cp.async.bulk.tensor.2d" in src and "mbarrier.try_wait.parity" in src
+
+
+def test_ping_pong_consumers_take_turns_on_the_ring():
+    src = F32_PINGPONG_SPLIT.source()
+    assert "static constexpr bool PINGPONG = true;" in src and "static constexpr int SPLIT_K = 4;" in src
+    assert "mbar_wait(&turn[1 - c]" in src and "splitk_reduce_kernel<<<" in src
 
 
 def test_only_two_consumer_points_trade_registers():
@@ -131,13 +166,13 @@ def built(tmp_path_factory):
     from kernelrl.build.toolchain import Toolchain
     toolchain = Toolchain.discover(arch="sm_90a", with_cutlass=False)
     builder = LocalBuilder(toolchain, cache_dir=tmp_path_factory.mktemp("wgmma-build"))
-    variants = [F32_WIDE_KN, F16_NARROW_NK]
+    variants = BUILT
     results = builder.build_many([BuildRequest(v.source(), name=v.name) for v in variants], workers=2)
     return dict(zip([v.name for v in variants], zip(variants, results)))
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("variant", [F32_WIDE_KN, F16_NARROW_NK], ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", BUILT, ids=lambda v: v.name)
 def test_compiles_for_sm90a_without_spills(built, variant):
     _, result = built[variant.name]
     assert result.ok, result.error or result.log[-3000:]
@@ -149,7 +184,7 @@ def test_compiles_for_sm90a_without_spills(built, variant):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("variant", [F32_WIDE_KN, F16_NARROW_NK], ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", BUILT, ids=lambda v: v.name)
 def test_library_exports_agree_with_python(built, variant):
     _, result = built[variant.name]
     assert result.ok
@@ -160,12 +195,16 @@ def test_library_exports_agree_with_python(built, variant):
     info = json.loads(lib.kernelrl_hgemm_info().decode())
     assert info == {"acc": variant.acc, "family": "wgmma", "params": variant.p, "name": variant.name}
     assert lib.kernelrl_hgemm_b_layout().decode() == variant.p["b_layout"]
-    supports = lib.kernelrl_hgemm_supports
-    supports.argtypes, supports.restype = [ctypes.c_int] * 3, ctypes.c_int
-    for m, n, k in [(64, 64, 64), (1, 8, 8), (333, 200, 72), (64, 60, 64), (64, 64, 60), (0, 8, 8), (8, 8, 0)]:
-        shape_ok = SPACE.supports(V(b_layout="kn"), GemmProblem(max(m, 1), max(n, 1), max(k, 1))) is None
-        expected = shape_ok and min(m, n, k) >= 1  # the C++ side checks the shape; the layout is the caller's
+    supports, workspace = lib.kernelrl_hgemm_supports, lib.kernelrl_hgemm_workspace
+    supports.argtypes = workspace.argtypes = [ctypes.c_int] * 3
+    supports.restype, workspace.restype = ctypes.c_int, ctypes.c_size_t
+    as_kn = Variant.of("wgmma", variant.acc, **{**variant.p, "b_layout": "kn"})  # C++ checks the shape, not the layout
+    for m, n, k in [(64, 64, 64), (1, 8, 8), (333, 200, 72), (64, 60, 64), (64, 64, 60), (0, 8, 8), (8, 8, 0),
+                    (256, 512, 4096)]:
+        problem = GemmProblem(max(m, 1), max(n, 1), max(k, 1))
+        expected = SPACE.supports(as_kn, problem) is None and min(m, n, k) >= 1
         assert bool(supports(m, n, k)) == expected, (m, n, k)
+        assert workspace(m, n, k) == (SPACE.workspace_bytes(variant, problem) if expected else 0), (m, n, k)
 
 
 @pytest.mark.nvcc

@@ -28,7 +28,10 @@ ALIGN_SLACK = 1024  # the dynamic smem base is rounded up to the 1024-byte perio
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg with two consumers: 128*40 + 256*232 <= 65536
 # Registers a consumer thread needs besides its accumulators (descriptors, indices, loop state): a floor for check().
 REG_OVERHEAD = 40
-MAX_CONSUMER_REGS = {1: 255, 2: CONSUMER_REGS}
+# What ptxas may allocate per thread: __launch_bounds__(threads, 1) caps a 384-thread kernel at 168 for every
+# warpgroup (setmaxnreg moves registers between warpgroups at run time; the code is compiled within the cap).
+MAX_REGS = {256: 255, 384: 168}
+MAX_WORKSPACE = 1 << 31  # split-K partials: S * M * N fp32
 # The B layout a problem's caller holds: the paper's row-major K x N (nn). nn.Linear's x @ W^T (N x K) joins with
 # the library's layouts.
 B_LAYOUT_OF = {"nn": "kn"}
@@ -42,12 +45,22 @@ class WgmmaSpace(KernelSpace):
         "stages": [2, 3, 4, 5, 6, 7, 8],
         "raster": [1, 8],
         "b_layout": list(B_LAYOUTS),
+        "split_k": [1, 2, 4, 8, 16],
+        "schedule": ["cooperative", "pingpong"],
     }
+    later_knobs = {"split_k": 1, "schedule": "cooperative"}
 
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
     def consumers(variant: Variant) -> int:
-        return variant.p["BM"] // 64
+        """Consumer warpgroups: cooperative ones split a tile's rows 64 each; ping-pong ones take turns on whole
+        tiles, one's epilogue overlapping the other's main loop."""
+        return 2 if variant.p["schedule"] == "pingpong" else variant.p["BM"] // 64
+
+    @staticmethod
+    def m_blocks(variant: Variant) -> int:
+        """m64 wgmma blocks per consumer per k-step (and accumulator sets per consumer thread)."""
+        return variant.p["BM"] // 64 if variant.p["schedule"] == "pingpong" else 1
 
     def threads(self, variant: Variant) -> int:
         return (self.consumers(variant) + 1) * 128
@@ -58,12 +71,12 @@ class WgmmaSpace(KernelSpace):
         return (p["BM"] + p["BN"]) * BK * 2
 
     def smem_bytes(self, variant: Variant) -> int:
-        return variant.p["stages"] * (self.stage_bytes(variant) + 2 * BARRIER_BYTES) + ALIGN_SLACK
+        # a full and an empty barrier per stage, two turn barriers (ping-pong), the alignment slack
+        return variant.p["stages"] * (self.stage_bytes(variant) + 2 * BARRIER_BYTES) + 2 * BARRIER_BYTES + ALIGN_SLACK
 
-    @staticmethod
-    def accumulator_regs(variant: Variant) -> int:
+    def accumulator_regs(self, variant: Variant) -> int:
         bn = variant.p["BN"]
-        return bn // 2 if variant.acc == "fp32" else bn // 4
+        return self.m_blocks(variant) * (bn // 2 if variant.acc == "fp32" else bn // 4)
 
     # -- the KernelSpace API ---------------------------------------------------------------------------------
     def check(self, variant: Variant) -> str | None:
@@ -87,10 +100,13 @@ class WgmmaSpace(KernelSpace):
         if smem > HOPPER["smem_per_block"]:
             return f"shared memory {smem} B ({p['stages']} stages of {self.stage_bytes(variant)} B) exceeds " \
                    f"{HOPPER['smem_per_block']} B per block"
+        if p["split_k"] > 1 and variant.acc != "fp32":
+            return "split-K sums fp32 partials: fp32 accumulator only"
         regs = self.accumulator_regs(variant) + REG_OVERHEAD
-        limit = MAX_CONSUMER_REGS[self.consumers(variant)]
+        limit = MAX_REGS[self.threads(variant)]
         if regs > limit:
-            return f"about {regs} registers per consumer thread exceeds {limit}"
+            return f"about {regs} registers per consumer thread exceeds the {limit} a {self.threads(variant)}-thread " \
+                   f"kernel compiles within"
         return None
 
     def supports(self, variant: Variant, problem: GemmProblem) -> str | None:
@@ -105,17 +121,31 @@ class WgmmaSpace(KernelSpace):
             return f"N={problem.n}: needs N % 8 == 0 (TMA row strides of B, C stored in pairs)"
         if max(problem.m, problem.n, problem.k) > INT_MAX - 256:
             return f"a dimension above {INT_MAX - 256}: TMA coordinates are 32-bit"
+        split = variant.p["split_k"]
+        if split > 1:
+            ktiles = -(-problem.k // BK)
+            if ktiles < split:
+                return f"split_k={split} needs at least {split} k-steps of {BK}; K={problem.k} has {ktiles}"
+            if self.workspace_bytes(variant, problem) > MAX_WORKSPACE:
+                return f"split_k={split} partials of {problem.m}x{problem.n} exceed {MAX_WORKSPACE} bytes"
         return None
+
+    @staticmethod
+    def workspace_bytes(variant: Variant, problem: GemmProblem) -> int:
+        split = variant.p["split_k"]
+        return split * problem.m * problem.n * 4 if split > 1 else 0
 
     def resources(self, variant: Variant) -> dict:
         p = variant.p
         return {"threads": self.threads(variant), "smem_bytes": self.smem_bytes(variant),
-                "tile": (p["BM"], p["BN"], BK), "split_k": 1, "stages": p["stages"]}
+                "tile": (p["BM"], p["BN"], BK), "split_k": p["split_k"], "stages": p["stages"]}
 
     def name_of(self, variant: Variant) -> str:
         p = variant.p
         acc = {"fp32": "f32", "fp16": "f16"}.get(variant.acc, variant.acc)
-        return f"wgmma_{acc}_{p['b_layout']}_{p['BM']}x{p['BN']}x{BK}_s{p['stages']}_r{p['raster']}"
+        schedule = {"cooperative": "co", "pingpong": "pp"}[p["schedule"]]
+        return (f"wgmma_{acc}_{p['b_layout']}_{p['BM']}x{p['BN']}x{BK}_s{p['stages']}_r{p['raster']}"
+                f"_k{p['split_k']}_{schedule}")
 
     def render(self, variant: Variant) -> str:
         reason = self.check(variant)
@@ -129,7 +159,8 @@ class WgmmaSpace(KernelSpace):
             "@RASTER@": str(p["raster"]), "@B_KMAJOR@": "true" if p["b_layout"] == "nk" else "false",
             "@ACC_F16@": "false" if fp32 else "true", "@THREADS@": str(self.threads(variant)),
             "@SMEM@": str(self.smem_bytes(variant)), "@PRODUCER_REGS@": str(PRODUCER_REGS),
-            "@CONSUMER_REGS@": str(CONSUMER_REGS),
+            "@CONSUMER_REGS@": str(CONSUMER_REGS), "@SPLIT_K@": str(p["split_k"]),
+            "@PINGPONG@": "true" if p["schedule"] == "pingpong" else "false",
         }
         source = SOURCE
         for key, value in subs.items():
@@ -176,6 +207,11 @@ SOURCE = r"""// kernelrl wgmma family: @NAME@
 //   B stage, kn: BN/64 boxes of 64 k-rows x 64 n (N-major), 8 KB each; in the descriptor the leading byte offset
 //   is the box stride (next 64 columns of n), the stride byte offset is 1024 (next 8 k-rows); a k16 slice is 16
 //   k-rows, 2048 B further.
+// Work units: (output tile, K slice) pairs, SPLIT_K slices per tile; a persistent CTA takes units blockIdx.x,
+// blockIdx.x + gridDim.x, ... and its producer loads their k-steps in that order. Cooperative consumers both work on
+// every unit (64 rows each); ping-pong consumers take alternate units whole (skipping the other's k-steps in the
+// ring), so one stores its tile while the other multiplies. With SPLIT_K > 1 each unit stores fp32 partials to the
+// workspace (every element of its slice, so no zeroing is needed) and a second kernel sums them into C.
 // Accumulator fragment of m64nNk16 (warp w of the warpgroup, lane l, g = l / 4, t = l % 4), per n8 block j:
 //   fp32: d[4j], d[4j+1] = C[16w+g][8j+2t, +1]; d[4j+2], d[4j+3] = C[16w+g+8][8j+2t, +1]
 //   fp16: d[2j] = the first pair (half2), d[2j+1] = the second.
@@ -194,17 +230,22 @@ static constexpr int STAGES = @STAGES@;                  // smem ring depth
 static constexpr int RASTER = @RASTER@;                  // tile rows per raster group (L2 reuse of B panels)
 static constexpr bool B_KMAJOR = @B_KMAJOR@;             // nk layout: B given as N x K
 static constexpr bool ACC_F16 = @ACC_F16@;               // fp16 accumulator (else fp32)
-static constexpr int CONSUMERS = BM / 64;                // one consumer warpgroup per 64 rows
+static constexpr int SPLIT_K = @SPLIT_K@;                // K slices per output tile (fp32 partials when > 1)
+static constexpr bool PINGPONG = @PINGPONG@;             // consumers alternate whole units (else split rows)
+static constexpr int CONSUMERS = PINGPONG ? 2 : BM / 64;
+static constexpr int MB = PINGPONG ? BM / 64 : 1;        // m64 blocks per consumer and k-step
+static constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4;  // the warps that read a stage
 static constexpr int THREADS = (CONSUMERS + 1) * 128;
 static constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
 static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
-static constexpr int SMEM_BYTES = STAGES * (STAGE_BYTES + 16) + 1024;
+static constexpr int SMEM_BYTES = STAGES * (STAGE_BYTES + 16) + 16 + 1024;
 static constexpr int PRODUCER_REGS = @PRODUCER_REGS@, CONSUMER_REGS = @CONSUMER_REGS@;
 static_assert(SMEM_BYTES == @SMEM@, "the generator and the kernel agree on shared memory");
 static_assert(SMEM_BYTES <= 227 * 1024, "227 KB of shared memory per CTA on sm_90");
 static_assert(A_STAGE_BYTES % 1024 == 0 && B_STAGE_BYTES % 1024 == 0, "stages keep the swizzle period");
 static_assert(B_KMAJOR || BN % 64 == 0, "N-major B comes in 64-column boxes");
 static_assert(BN % 8 == 0 && BN <= 256 && (CONSUMERS == 1 || CONSUMERS == 2), "wgmma n and warpgroup count");
+static_assert(SPLIT_K == 1 || !ACC_F16, "split-K partials are fp32");
 
 @WGMMA@
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
@@ -258,6 +299,12 @@ __device__ __forceinline__ void regs_down() { asm volatile("setmaxnreg.dec.sync.
 template <int REGS>
 __device__ __forceinline__ void regs_up() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGS)); }
 
+__device__ __forceinline__ void ring_advance(int& stage, uint32_t& phase, int steps) {
+    const int s = stage + steps;
+    phase ^= (uint32_t)((s / STAGES) & 1);
+    stage = s % STAGES;
+}
+
 // Tile t of the persistent sequence: groups of RASTER tile rows, column-major inside a group, so the CTAs of one
 // wave share B panels (and A panels within a group) in L2.
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
@@ -271,22 +318,26 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 
 __global__ void __launch_bounds__(THREADS, 1)
 hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                   __half* __restrict__ C, int M, int N, int K, int tiles_m, int tiles_n) {
+                   __half* __restrict__ C, float* __restrict__ partials, int M, int N, int K, int tiles_m,
+                   int tiles_n, int per_split) {
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     uint8_t* smem_a = smem;
     uint8_t* smem_b = smem + STAGES * A_STAGE_BYTES;
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE_BYTES);
     uint64_t* empty = full + STAGES;
+    uint64_t* turn = empty + STAGES;  // ping-pong: turn[c] completes each time consumer c has taken a unit's k-steps
 
-    const int tiles = tiles_m * tiles_n;
+    const int units = tiles_m * tiles_n * SPLIT_K;
     const int ktiles = (K + BK - 1) / BK;
     const int warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);                  // the producer's arrive.expect_tx (plus the copy's bytes)
-            mbar_init(&empty[s], CONSUMERS * 4);     // one arrival per consumer warp
+            mbar_init(&empty[s], EMPTY_ARRIVALS);    // one arrival per warp that read the stage
         }
+        mbar_init(&turn[0], 1);
+        mbar_init(&turn[1], 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -299,10 +350,11 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
             asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<uint64_t>(&map_b)) : "memory");
             int stage = 0;
             uint32_t phase = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            for (int u = blockIdx.x; u < units; u += gridDim.x) {
                 int tm, tn;
-                tile_coords(t, tiles_m, tiles_n, tm, tn);
-                for (int kt = 0; kt < ktiles; ++kt) {
+                tile_coords(u / SPLIT_K, tiles_m, tiles_n, tm, tn);
+                const int kt0 = (u % SPLIT_K) * per_split, kt1 = min(ktiles, kt0 + per_split);
+                for (int kt = kt0; kt < kt1; ++kt) {
                     mbar_wait(&empty[stage], phase ^ 1);
                     mbar_expect_tx(&full[stage], STAGE_BYTES);   // out-of-bounds box elements count too
                     tma_load(smem_a + stage * A_STAGE_BYTES, &map_a, &full[stage], kt * BK, tm * BM);
@@ -314,64 +366,111 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
                         for (int j = 0; j < BN / 64; ++j)
                             tma_load(b + j * 64 * BK * 2, &map_b, &full[stage], tn * BN + 64 * j, kt * BK);
                     }
-                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                    ring_advance(stage, phase, 1);
                 }
             }
         }
     } else {
-        // ---- consumers: warpgroup c computes rows 64c .. 64c+63 of each tile -----------------------------
+        // ---- consumers ------------------------------------------------------------------------------------
         if constexpr (CONSUMERS == 2) regs_up<CONSUMER_REGS>();
         const int c = warpgroup - 1;
         const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
         int stage = 0;
         uint32_t phase = 0;
-        AccT d[ACC_REGS];
-        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        AccT d[MB][ACC_REGS];
+        int seq = 0;   // the unit's place in this CTA's sequence (ping-pong: consumer seq % 2 takes it)
+        int taken = 0; // units this consumer has taken
+        for (int u = blockIdx.x; u < units; u += gridDim.x, ++seq) {
             int tm, tn;
-            tile_coords(t, tiles_m, tiles_n, tm, tn);
+            tile_coords(u / SPLIT_K, tiles_m, tiles_n, tm, tn);
+            const int slice = u % SPLIT_K;
+            const int kt0 = slice * per_split, kcount = max(0, min(ktiles, kt0 + per_split) - kt0);
+            if (PINGPONG && (seq & 1) != c) {
+                ring_advance(stage, phase, kcount);  // the other consumer's unit
+                continue;
+            }
+            // Ping-pong: start only once the other consumer has taken the unit before this one (waited for all its
+            // k-steps). A skip can jump many ring laps ahead, and a barrier's parity tells apart only its current
+            // phase and the one before: from here on this consumer is never more than one phase ahead.
+            if (PINGPONG && seq > 0) mbar_wait(&turn[1 - c], (uint32_t)((c == 0 ? taken - 1 : taken) & 1));
 #pragma unroll
-            for (int i = 0; i < ACC_REGS; ++i) d[i] = 0;
+            for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+                for (int i = 0; i < ACC_REGS; ++i) d[mb][i] = 0;
             int held = -1;  // the stage the in-flight wgmma group reads
-            for (int kt = 0; kt < ktiles; ++kt) {
+            for (int i = 0; i < kcount; ++i) {
                 mbar_wait(&full[stage], phase);
-                const uint32_t a = smem_addr(smem_a + stage * A_STAGE_BYTES) + c * 64 * BK * 2;
+                const uint32_t a = smem_addr(smem_a + stage * A_STAGE_BYTES) + (PINGPONG ? 0 : c * 64 * BK * 2);
                 const uint32_t b = smem_addr(smem_b + stage * B_STAGE_BYTES);
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
-                    const uint64_t da = descriptor(a + kk * 32, 16, 1024);
                     const uint64_t db = B_KMAJOR ? descriptor(b + kk * 32, 16, 1024)
                                                  : descriptor(b + kk * 16 * 128, 64 * BK * 2, 1024);
-                    wgmma_step(d, da, db);
+#pragma unroll
+                    for (int mb = 0; mb < MB; ++mb)
+                        wgmma_step(d[mb], descriptor(a + mb * 64 * BK * 2 + kk * 32, 16, 1024), db);
                 }
                 wgmma_commit();
                 wgmma_wait<1>();   // the previous group is done: its stage can be refilled
                 if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
                 held = stage;
-                if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                ring_advance(stage, phase, 1);
             }
+            if (PINGPONG && threadIdx.x % 128 == 0) mbar_arrive(&turn[c]);
+            ++taken;
             wgmma_wait<0>();
             if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
 
-            // Epilogue: registers to C, two halves per store, guarded at the matrix edges.
-            const int row = tm * BM + c * 64 + warp * 16 + lane / 4;
-            const int col = tn * BN + (lane % 4) * 2;
+            // Epilogue: registers to C (two halves per store) or to this slice's fp32 partials, guarded at the edges.
 #pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                const int n = col + 8 * j;
-                if (n >= N) continue;
-                __half2 top, bottom;
-                if constexpr (ACC_F16) {
-                    top = *reinterpret_cast<const __half2*>(&d[2 * j]);
-                    bottom = *reinterpret_cast<const __half2*>(&d[2 * j + 1]);
-                } else {
-                    top = __floats2half2_rn(d[4 * j], d[4 * j + 1]);
-                    bottom = __floats2half2_rn(d[4 * j + 2], d[4 * j + 3]);
+            for (int mb = 0; mb < MB; ++mb) {
+                const int row = tm * BM + (PINGPONG ? mb * 64 : c * 64) + warp * 16 + lane / 4;
+                const int col = tn * BN + (lane % 4) * 2;
+                float* part = partials + (size_t)slice * M * N;
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j) {
+                    const int n = col + 8 * j;
+                    if (n >= N) continue;
+                    if constexpr (SPLIT_K > 1) {
+                        if (row < M) *reinterpret_cast<float2*>(part + (size_t)row * N + n) =
+                            make_float2(d[mb][4 * j], d[mb][4 * j + 1]);
+                        if (row + 8 < M) *reinterpret_cast<float2*>(part + (size_t)(row + 8) * N + n) =
+                            make_float2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
+                        continue;
+                    }
+                    __half2 top, bottom;
+                    if constexpr (ACC_F16) {
+                        top = *reinterpret_cast<const __half2*>(&d[mb][2 * j]);
+                        bottom = *reinterpret_cast<const __half2*>(&d[mb][2 * j + 1]);
+                    } else {
+                        top = __floats2half2_rn(d[mb][4 * j], d[mb][4 * j + 1]);
+                        bottom = __floats2half2_rn(d[mb][4 * j + 2], d[mb][4 * j + 3]);
+                    }
+                    if (row < M) *reinterpret_cast<__half2*>(C + (size_t)row * N + n) = top;
+                    if (row + 8 < M) *reinterpret_cast<__half2*>(C + (size_t)(row + 8) * N + n) = bottom;
                 }
-                if (row < M) *reinterpret_cast<__half2*>(C + (size_t)row * N + n) = top;
-                if (row + 8 < M) *reinterpret_cast<__half2*>(C + (size_t)(row + 8) * N + n) = bottom;
             }
         }
+    }
+}
+
+// C = the sum of the SPLIT_K fp32 partial products, eight elements (two float4 per slice, one 16-byte store) per step.
+__global__ void __launch_bounds__(256)
+splitk_reduce_kernel(const float* __restrict__ partials, __half* __restrict__ C, size_t mn) {
+    const size_t step = (size_t)gridDim.x * blockDim.x * 8;
+    for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 8; i < mn; i += step) {
+        float4 lo = make_float4(0.f, 0.f, 0.f, 0.f), hi = lo;
+#pragma unroll
+        for (int s = 0; s < SPLIT_K; ++s) {
+            const float4 x = *reinterpret_cast<const float4*>(partials + s * mn + i);
+            const float4 y = *reinterpret_cast<const float4*>(partials + s * mn + i + 4);
+            lo.x += x.x; lo.y += x.y; lo.z += x.z; lo.w += x.w;
+            hi.x += y.x; hi.y += y.y; hi.z += y.z; hi.w += y.w;
+        }
+        __half2 h[4] = {__floats2half2_rn(lo.x, lo.y), __floats2half2_rn(lo.z, lo.w),
+                        __floats2half2_rn(hi.x, hi.y), __floats2half2_rn(hi.z, hi.w)};
+        *reinterpret_cast<uint4*>(C + i) = *reinterpret_cast<const uint4*>(h);
     }
 }
 
@@ -426,7 +525,14 @@ static int tensor_map(CUtensorMap* out, const MapKey& key) {
 
 static bool shape_ok(int M, int N, int K) {
     const int limit = 0x7FFFFEFF;  // INT_MAX - 256: tile-local coordinates stay in int range
-    return M >= 1 && N >= 8 && K >= 8 && N % 8 == 0 && K % 8 == 0 && M <= limit && N <= limit && K <= limit;
+    if (!(M >= 1 && N >= 8 && K >= 8 && N % 8 == 0 && K % 8 == 0 && M <= limit && N <= limit && K <= limit))
+        return false;
+    // split-K: every slice has a k-step, and the partials stay within 2 GiB
+    return SPLIT_K == 1 || ((K + BK - 1) / BK >= SPLIT_K && (size_t)SPLIT_K * M * N * 4 <= (size_t(1) << 31));
+}
+
+static size_t workspace_bytes_for(int M, int N, int K) {
+    return SPLIT_K > 1 && shape_ok(M, N, K) ? (size_t)SPLIT_K * M * N * 4 : 0;
 }
 
 // Per device: the smem limit raised once, and the SM count (the persistent grid's size).
@@ -449,7 +555,7 @@ extern "C" {
 
 int kernelrl_hgemm_supports(int M, int N, int K) { return kr_wg::shape_ok(M, N, K) ? 1 : 0; }
 
-size_t kernelrl_hgemm_workspace(int M, int N, int K) { return 0; }
+size_t kernelrl_hgemm_workspace(int M, int N, int K) { return kr_wg::workspace_bytes_for(M, N, K); }
 
 const char* kernelrl_hgemm_b_layout(void) { return kr_wg::B_KMAJOR ? "nk" : "kn"; }
 
@@ -457,7 +563,10 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
                    size_t workspace_bytes, cudaStream_t stream) {
     using namespace kr_wg;
     if (!shape_ok(M, N, K)) return (int)cudaErrorInvalidValue;
-    if (((uintptr_t)A | (uintptr_t)B | (uintptr_t)C) & 15) return (int)cudaErrorMisalignedAddress;
+    const size_t need = workspace_bytes_for(M, N, K);
+    if (need && (workspace == nullptr || workspace_bytes < need)) return (int)cudaErrorInvalidValue;
+    if (((uintptr_t)A | (uintptr_t)B | (uintptr_t)C | (need ? (uintptr_t)workspace : 0)) & 15)
+        return (int)cudaErrorMisalignedAddress;
     int sms = 0;
     cudaError_t err = device_setup(&sms);
     if (err != cudaSuccess) return (int)err;
@@ -467,9 +576,18 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     rc = B_KMAJOR ? tensor_map(&map_b, MapKey{B, N, K, BN}) : tensor_map(&map_b, MapKey{B, K, N, BK});
     if (rc) return rc;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const long long tiles = (long long)tiles_m * tiles_n;
-    const int grid = (int)(tiles < sms ? tiles : sms);
-    hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, C, M, N, K, tiles_m, tiles_n);
+    const int ktiles = (K + BK - 1) / BK, per_split = (ktiles + SPLIT_K - 1) / SPLIT_K;
+    const long long units = (long long)tiles_m * tiles_n * SPLIT_K;
+    if (units > 0x7FFFFFFF) return (int)cudaErrorInvalidValue;
+    const int grid = (int)(units < sms ? units : sms);
+    float* partials = static_cast<float*>(workspace);
+    hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, C, partials, M, N, K, tiles_m, tiles_n,
+                                                              per_split);
+    err = cudaGetLastError();
+    if (err != cudaSuccess || SPLIT_K == 1) return (int)err;
+    const size_t mn = (size_t)M * N, groups = mn / 8;
+    const unsigned blocks = (unsigned)(groups / 256 + 1 < (size_t)sms * 8 ? groups / 256 + 1 : (size_t)sms * 8);
+    splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(partials, C, mn);
     return (int)cudaGetLastError();
 }
 

@@ -4,6 +4,8 @@
     c = kernelrl.hgemm(a, b)               # or torch.ops.kernelrl.hgemm(a, b)
     with kernelrl.record("shapes.json"):   # the GEMM shapes a model runs, with call counts
         model(x)
+    y = kernelrl.linear(x, weight, bias)   # F.linear through the library (torch.ops.kernelrl.linear)
+    kernelrl.patch(model, lib)             # every nn.Linear through it; kernelrl.unpatch(model) undoes it
 
 The runtime (and torch) is imported on first use, so the CLI starts without torch; after that, kernelrl.hgemm is
 the runtime's function itself (no wrapper on the hot path)."""
@@ -18,6 +20,15 @@ def __getattr__(name):
         from kernelrl.workloads.record import record
         globals()[name] = record
         return record
+    if name == "linear":
+        from kernelrl.library.linear import linear
+        globals()[name] = linear
+        return linear
+    if name in ("patch", "unpatch"):
+        from kernelrl.library import patch as module
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
     if name in _RUNTIME_NAMES:
         from kernelrl.library import runtime
         value = getattr(runtime, name)

@@ -380,7 +380,7 @@ def test_library_takes_cublaslt_shapes_only_with_its_native_shim(tmp_path):
     (tmp_path / "b" / "lib" / "libkr_blas.so").write_bytes(b"")
     (tmp_path / "b" / "manifest.json").write_text(json.dumps({"shapes": {"64x64x64:fp32": shape}, "kernels": {},
                                                               "native": "lib/libkr_blas.so"}))
-    assert Library(tmp_path / "b").lt_algos == {(64, 64, 64, "fp32"): "ab" * 64}
+    assert Library(tmp_path / "b").lt_algos == {Library.key(64, 64, 64, "fp32"): "ab" * 64}
 
 
 def lt_library(root):

@@ -37,10 +37,10 @@ class LibraryPlan:
             raise LibraryError(f"{Path(root) / MANIFEST}: not a kernelrl manifest ({exc})") from None
         choice: dict[tuple, str | None] = {}
         for p in problems:
-            key = (p.m, p.n, p.k, p.acc)
-            if key in lib.table:  # on the grid: the manifest decides, no library needs loading
-                name = lib.table[key]
-                choice[key] = name if name and lib.library_path(name) else (LT if key in lib.lt_algos else None)
+            key, grid = (p.m, p.n, p.k, p.acc), lib.key(p.m, p.n, p.k, p.acc)
+            if grid in lib.table:  # on the grid: the manifest decides, no library needs loading
+                name = lib.table[grid]
+                choice[key] = name if name and lib.library_path(name) else (LT if grid in lib.lt_algos else None)
             else:
                 choice[key] = lib.choose(p.m, p.n, p.k, p.acc)
         digest = hashlib.sha256((Path(root) / MANIFEST).read_bytes())

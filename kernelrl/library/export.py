@@ -47,8 +47,9 @@ def built_library(root: Path, meta: dict) -> Path | None:
     return path if path is not None and path.is_file() else None
 
 
-def shape_key(m: int, n: int, k: int, acc: str) -> str:
-    return f"{m}x{n}x{k}:{acc}"
+def shape_key(m: int, n: int, k: int, acc: str, dtype: str = "fp16", layout: str = "nn") -> str:
+    """The manifest's key of a shape; the paper's fp16 nn keys keep their first form."""
+    return f"{m}x{n}x{k}:{acc}" if (dtype, layout) == ("fp16", "nn") else f"{m}x{n}x{k}:{acc}:{dtype}:{layout}"
 
 
 def write_library(out: Path, results, ui=None, builder=None, env: dict | None = None) -> dict:
@@ -62,7 +63,9 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
     shapes, kernels = {}, {}
     for r in results:
         p = r.problem
-        entry = {"m": p.m, "n": p.n, "k": p.k, "acc": p.acc, "time_us": r.best_us, "yardstick_us": r.yardstick_us,
+        dtype = getattr(p, "dtype", "fp16")
+        entry = {"m": p.m, "n": p.n, "k": p.k, "acc": p.acc, "dtype": dtype, "layout": p.layout,
+                 "time_us": r.best_us, "yardstick_us": r.yardstick_us,
                  "measured_us": r.measured, "failed": r.failed, "kernel": None, "dispatch": "fallback"}
         if r.best is None and not r.measured and not r.failed:
             entry["status"] = "not tuned yet"
@@ -75,7 +78,7 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
             if r.uses_kernel:
                 entry["dispatch"] = "kernel"
                 kernels[r.best.name] = r.best
-        shapes[shape_key(p.m, p.n, p.k, p.acc)] = entry
+        shapes[shape_key(p.m, p.n, p.k, p.acc, dtype, p.layout)] = entry
     kernel_entries = {}
     for name, variant in sorted(kernels.items()):
         text = variant.source()

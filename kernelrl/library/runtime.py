@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import sys
 import threading
 from pathlib import Path
@@ -34,6 +35,11 @@ class _Kernel:
         self.fn.restype = i
         self._ws = self._optional("kernelrl_hgemm_workspace", ctypes.c_size_t)
         self._supports = self._optional("kernelrl_hgemm_supports", i)
+        layout = getattr(self.lib, "kernelrl_hgemm_b_layout", None) if hasattr(self.lib, "kernelrl_hgemm_b_layout") \
+            else None
+        if layout is not None:
+            layout.restype, layout.argtypes = ctypes.c_char_p, []
+        self.b_layout = (layout() or b"kn").decode() if layout is not None else "kn"
 
     def _optional(self, symbol: str, restype):
         if not hasattr(self.lib, symbol):
@@ -117,11 +123,13 @@ class Library:
         native = manifest.get("native")
         self.native_path = self.root / native if native and (self.root / native).is_file() else None
         for entry in manifest.get("shapes", {}).values():
-            key = (entry["m"], entry["n"], entry["k"], entry["acc"])
+            key = self.key(entry["m"], entry["n"], entry["k"], entry["acc"], entry.get("dtype", "fp16"),
+                           entry.get("layout", "nn"))
             name = entry["kernel"] if entry.get("dispatch") == "kernel" else None
             self.table[key] = name
             fallback = entry.get("fallback") or {}
-            if fallback.get("method") == LT_FALLBACK and fallback.get("algo") and self.native_path is not None:
+            if fallback.get("method") == LT_FALLBACK and fallback.get("algo") and self.native_path is not None \
+                    and key[4:] == ("fp16", "nn"):
                 self.lt_algos[key] = fallback["algo"]
         self._lt: _LtFallback | None = None
         self._loaded: dict[str, _Kernel | None] = {}
@@ -131,8 +139,18 @@ class Library:
         self._fast: dict[tuple, tuple] = {}
         self._plans = None  # the C++ fast path's table (kernelrl/library/native.py), made on the first plan
         self._lock = threading.Lock()
+        self._calls: dict[tuple, list[int]] = {}  # (m, n, k, dtype, layout) -> [kernel calls, fallbacks]: stats()
+        self._log = os.environ.get("KERNELRL_LOG", "") not in ("", "0")
         self.missing = self._say_what_is_missing(manifest)
         self.foreign = self._check_gpu(manifest)
+        self.handle = len(_LIBRARIES)  # what torch.ops.kernelrl.linear names this library by
+        _LIBRARIES.append(self)
+
+    @staticmethod
+    def key(m: int, n: int, k: int, acc: str = "fp32", dtype: str = "fp16", layout: str = "nn") -> tuple:
+        """A dispatch table key: the shape, the accumulator, the inputs' dtype and the layout (nn: A @ B with B
+        K x N; nt: x @ W^T with W N x K, nn.Linear's)."""
+        return (m, n, k, acc, dtype, layout)
 
     def _check_gpu(self, manifest: dict) -> str | None:
         """A library tuned on another GPU: its choices were measured there, so every shape runs torch.matmul (cuBLAS)
@@ -174,25 +192,72 @@ class Library:
             self._loaded[name] = _Kernel(name, path) if path is not None else None
         return self._loaded[name]
 
-    def choose(self, m: int, n: int, k: int, acc: str = "fp32") -> str | None:
-        """The kernel that runs (m, n, k), or None for the torch.matmul fallback. Decisions are cached."""
-        key = (m, n, k, acc)
+    def choose(self, m: int, n: int, k: int, acc: str = "fp32", dtype: str = "fp16", layout: str = "nn") -> str | None:
+        """The kernel that runs (m, n, k), or None for the fallback (torch.matmul, F.linear). Decisions are cached.
+
+        Off the tuned grid: for nn, the kernel of the nearest tuned shape (log distance) that supports this one;
+        for nt, whose N and K are the weight's and whose M (tokens) changes from call to call, the kernel of the
+        nearest tuned M at or above this one with the same N and K that supports it."""
+        key = self.key(m, n, k, acc, dtype, layout)
         if key in self._decisions:
             return self._decisions[key]
         if key in self.table:
             name = self.table[key]
-            choice = name if name is not None and self.kernel(name) is not None else None
+            choice = name if name is not None and self.usable(name, layout) else None
         else:
-            choice = None
-            tuned = sorted((_distance(key, other), name) for other, name in self.table.items()
-                           if name is not None and other[3] == acc)
-            for _, name in tuned:
-                kern = self.kernel(name)
-                if kern is not None and kern.supports(m, n, k):
-                    choice = name
-                    break
+            if layout == "nt":
+                tuned = sorted((other[0], name) for other, name in self.table.items() if name is not None
+                               and other[1:] == key[1:] and other[0] >= m)
+            else:
+                tuned = sorted((_distance(key, other), name) for other, name in self.table.items()
+                               if name is not None and other[3:] == key[3:])
+            choice = next((name for _, name in tuned if self.usable(name, layout) and
+                           self.kernel(name).supports(m, n, k)), None)
         self._decisions[key] = choice
+        if self._log:
+            _say(f"{m}x{n}x{k} {dtype} {layout}: {choice or 'fallback (' + _FALLBACK[layout] + ')'}")
         return choice
+
+    def usable(self, name: str, layout: str = "nn") -> bool:
+        """A built kernel that takes B the way this layout holds it (nt: the weight as N x K, an nk kernel)."""
+        kern = self.kernel(name)
+        return kern is not None and kern.b_layout == _B_LAYOUT[layout]
+
+    def stats(self) -> dict[tuple, dict]:
+        """Calls through linear() per (M, N, K, dtype, layout): the kernel that ran, kernel calls and fallbacks."""
+        return {shape: {"kernel": self._decisions.get(self.key(*shape[:3], "fp32", *shape[3:])),
+                        "calls": calls, "fallbacks": fallbacks}
+                for shape, (calls, fallbacks) in sorted(self._calls.items())}
+
+    # -- nn.Linear: y = x @ W^T (+ bias) -------------------------------------------------------------------------
+    def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """F.linear through the library: the tuned nt kernel of the call's (M, N, K, dtype) where there is one,
+        else F.linear unchanged (counted in stats()). A non-contiguous weight also goes to F.linear (a copy per
+        call would cost more than the kernel saves)."""
+        _check_linear(x, weight, bias)
+        n, k = weight.shape
+        m = x.numel() // k if k else 0
+        dtype = _DTYPE_NAMES.get(x.dtype)
+        name = None
+        if x.is_cuda and dtype is not None and m and weight.is_contiguous():
+            name = self.choose(m, n, k, "fp32", dtype, "nt")
+        counts = self._calls.setdefault((m, n, k, dtype or str(x.dtype).removeprefix("torch."), "nt"), [0, 0])
+        x2 = x.reshape(m, k) if name is not None else None
+        if name is None or (x2.data_ptr() | weight.data_ptr()) % 16:
+            counts[1] += 1
+            return torch.nn.functional.linear(x, weight, bias)
+        kern = self.kernel(name)
+        out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+        ws = self._workspace(x.device, kern.workspace(m, n, k))
+        rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k,
+                     ws.data_ptr() if ws is not None else None, ws.numel() if ws is not None else 0,
+                     _raw_stream(x.get_device()))
+        if rc:
+            raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
+        counts[0] += 1
+        if bias is not None:
+            out.add_(bias)
+        return out.reshape(*x.shape[:-1], n)
 
     # -- calling -------------------------------------------------------------------------------------------------
     def hgemm(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, acc: str = "fp32"):
@@ -235,7 +300,7 @@ class Library:
             if a.data_ptr() % 16 or b.data_ptr() % 16 or out.data_ptr() % 16:
                 name = None  # kernels load 16 bytes at a time
         if name is None:
-            algo = self.lt_algos.get((m, n, k, acc)) if a.is_cuda else None
+            algo = self.lt_algos.get(self.key(m, n, k, acc)) if a.is_cuda else None
             a, b = a.contiguous(), b.contiguous()
             if decided is None and algo is None and a.is_cuda and acc == "fp32":
                 # torch.matmul is this shape's choice (not a misaligned call's): later calls run mm from C++
@@ -292,6 +357,10 @@ class Library:
 
 
 _F16 = torch.float16
+_DTYPE_NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+_B_LAYOUT = {"nn": "kn", "nt": "nk"}  # the B a kernel must take for a layout (kernelrl_hgemm_b_layout)
+_FALLBACK = {"nn": "torch.matmul", "nt": "F.linear"}
+_LIBRARIES: list["Library"] = []  # every Library made in this process, by handle
 
 
 def _say(line: str) -> None:
@@ -331,6 +400,24 @@ def _check(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> None:
             raise LibraryError(f"out must be a contiguous float16 tensor of shape {want} on {a.device}")
 
 
+def _check_linear(x, weight, bias) -> None:
+    if not isinstance(x, torch.Tensor) or not isinstance(weight, torch.Tensor):
+        raise LibraryError("linear takes torch tensors x (..., K) and weight (N, K)")
+    if x.dim() < 1 or weight.dim() != 2:
+        raise LibraryError(f"linear takes x with at least 1 dimension and a 2-D weight; got x with {x.dim()} and "
+                           f"weight with {weight.dim()} dimensions")
+    if x.dtype != weight.dtype or (bias is not None and bias.dtype != x.dtype):
+        raise LibraryError(f"x is {x.dtype}, weight {weight.dtype}" + (f", bias {bias.dtype}" if bias is not None
+                           else "") + ": pass them in one dtype")
+    if x.device != weight.device or (bias is not None and bias.device != x.device):
+        raise LibraryError(f"x is on {x.device} and weight on {weight.device}: put them on the same device")
+    if x.shape[-1] != weight.shape[1]:
+        raise LibraryError(f"shape mismatch: x is {tuple(x.shape)}, weight {tuple(weight.shape)}; x.shape[-1] must "
+                           f"equal weight.shape[1]")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise LibraryError(f"bias is {tuple(bias.shape)}; it must be ({weight.shape[0]},), one value per output")
+
+
 _default: Library | None = None
 
 
@@ -343,6 +430,17 @@ def load_library(root: str | Path) -> Library:
         from kernelrl.library import native
         native.load(say=_say)
     return _default
+
+
+def library_by_handle(handle: int) -> Library:
+    """A Library by its handle; -1 is the one load_library made the default."""
+    if handle == -1:
+        if _default is None:
+            raise LibraryError("no tuned library loaded: call kernelrl.load_library(LIB) first")
+        return _default
+    if not 0 <= handle < len(_LIBRARIES):
+        raise LibraryError(f"no tuned library has handle {handle}: pass Library.handle of a loaded library, or -1")
+    return _LIBRARIES[handle]
 
 
 def hgemm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:

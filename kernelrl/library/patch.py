@@ -1,0 +1,61 @@
+"""Route a model's nn.Linear modules through a tuned library, and back.
+
+    kernelrl.patch(model, lib)                              # every nn.Linear (exactly that class)
+    kernelrl.patch(model, lib, filter=lambda name, mod: "mlp" in name)
+    kernelrl.unpatch(model)                                 # the original modules, as they were
+
+A patched module is the same module object's state under a subclass (`KernelrlLinear`): the same Parameter objects,
+the same state_dict keys, hooks and training flag, so optimizers, checkpoints and `.to()` keep working. Its forward
+is `torch.ops.kernelrl.linear`, which falls back to F.linear wherever the library has no kernel (swapping modules
+the way torchao's `convert_to_float8_training` does)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from kernelrl.library import linear as _linear  # noqa: F401 - registers torch.ops.kernelrl.linear
+from kernelrl.library.runtime import Library, LibraryError
+
+Filter = Callable[[str, nn.Module], bool]
+
+
+class KernelrlLinear(nn.Linear):
+    """nn.Linear whose forward goes through a tuned library (`library` is its handle)."""
+
+    kernelrl_library: int
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.kernelrl.linear(x, self.weight, self.bias, self.kernelrl_library)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, kernelrl library {self.kernelrl_library}"
+
+
+def patch(model: nn.Module, library: Library, filter: Filter | None = None) -> list[str]:
+    """Patch the nn.Linear modules of `model` (the model itself included) that `filter(name, module)` accepts;
+    returns their names. Modules already patched and subclasses of nn.Linear (their forward may differ) are left
+    as they are."""
+    if not isinstance(library, Library):
+        raise LibraryError(f"patch takes a kernelrl Library (kernelrl.load_library(LIB)); got {type(library).__name__}")
+    names = []
+    for name, module in list(model.named_modules()):
+        if type(module) is not nn.Linear or (filter is not None and not filter(name, module)):
+            continue
+        module.__class__ = KernelrlLinear
+        module.kernelrl_library = library.handle
+        names.append(name)
+    return names
+
+
+def unpatch(model: nn.Module) -> list[str]:
+    """Make every patched module of `model` a plain nn.Linear again; returns their names."""
+    names = []
+    for name, module in model.named_modules():
+        if type(module) is KernelrlLinear:
+            module.__class__ = nn.Linear
+            del module.kernelrl_library
+            names.append(name)
+    return names

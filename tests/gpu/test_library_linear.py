@@ -1,0 +1,72 @@
+"""kernelrl.linear and torch.ops.kernelrl.linear on the GPU with a real nt kernel (a wgmma point that takes the
+weight as N x K): the tuned shape runs the kernel, in eager mode, replayed in a CUDA graph with new inputs and
+under torch.compile; a patched model's answer stays F.linear's; untuned calls fall back and are counted."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from torch import nn
+
+import kernelrl
+from kernelrl.build.builder import BuildRequest, LocalBuilder
+from kernelrl.library.export import shape_key
+from kernelrl.space import Variant
+
+pytestmark = pytest.mark.gpu
+M, N, K = 256, 512, 1024
+POINT = Variant.of("wgmma", "fp32", BM=128, BN=128, stages=4, raster=8, b_layout="nk", split_k=1,
+                   schedule="pingpong")
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lib")
+    built = LocalBuilder().build(BuildRequest(POINT.source(), name=POINT.name))
+    assert built.ok, built.log[-2000:]
+    (root / "lib").mkdir()
+    shutil.copy2(built.lib_path, root / "lib" / f"lib{POINT.name}.so")
+    entry = {"m": M, "n": N, "k": K, "acc": "fp32", "dtype": "fp16", "layout": "nt", "kernel": POINT.name,
+             "dispatch": "kernel"}
+    manifest = {"shapes": {shape_key(M, N, K, "fp32", "fp16", "nt"): entry},
+                "kernels": {POINT.name: {**POINT.to_dict(), "library": f"lib/lib{POINT.name}.so"}}}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return kernelrl.load_library(root)
+
+
+def close(y, ref):
+    return float(((y.float() - ref.float()).abs() / (ref.float().abs() + ref.float().pow(2).mean().sqrt())).max()) < 4e-3
+
+
+def test_the_tuned_shape_runs_the_kernel_with_batch_dims_and_bias(library):
+    x = torch.randn(2, M // 2, K, device="cuda", dtype=torch.float16)
+    w = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, device="cuda", dtype=torch.float16)
+    y = kernelrl.linear(x, w, b)
+    assert y.shape == (2, M // 2, N) and close(y, torch.nn.functional.linear(x, w, b))
+    assert library.stats()[(M, N, K, "fp16", "nt")] == {"kernel": POINT.name, "calls": 1, "fallbacks": 0}
+
+
+def test_a_cuda_graph_replay_recomputes_from_new_inputs(library):
+    x = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    w = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    torch.ops.kernelrl.linear(x, w)  # warm-up outside capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = torch.ops.kernelrl.linear(x, w)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert close(y, torch.nn.functional.linear(x, w))
+
+
+def test_a_patched_model_under_torch_compile(library):
+    model = nn.Sequential(nn.Linear(K, N), nn.ReLU(), nn.Linear(N, 64)).cuda().half()
+    x = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    ref = model(x)
+    kernelrl.patch(model, library)
+    compiled = torch.compile(model, fullgraph=True)
+    assert close(compiled(x), ref)
+    stats = library.stats()
+    assert stats[(M, N, K, "fp16", "nt")]["calls"] >= 1 and stats[(M, 64, N, "fp16", "nt")]["fallbacks"] >= 1

@@ -15,6 +15,7 @@ from rich.table import Table
 from kernelrl import __version__
 
 from kernelrl.errors import UserError
+from kernelrl.workloads.hgemm import LAYOUTS
 
 # Logs from a GPU machine are read as text: give tables room there instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -71,6 +72,8 @@ class RichUI:
 
 def _add_common(p: argparse.ArgumentParser):
     p.add_argument("--acc", default="fp32", choices=["fp32", "fp16"], help="accumulator precision")
+    p.add_argument("--layout", default="nn", choices=list(LAYOUTS),
+                   help="nn: A @ B (B K x N, the paper's); nt: A @ W^T (W N x K, nn.Linear's x @ W^T)")
     p.add_argument("--mode", default="device", help="device, offline, server (comma-separated)")
     p.add_argument("--cache", default="hot", choices=["hot", "cold"], help="device mode: hot L2 or rotated inputs")
     p.add_argument("--qps", type=float, default=100.0, help="server mode: mean calls per second")
@@ -107,7 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(ev)
     ev.set_defaults(baselines="torch,cublas_nn,cublas_tn")
     tu = sub.add_parser("tune", help="search the kernel spaces per shape and write a tuned library")
-    tu.add_argument("--shapes", default="sample:20:0", help="as bench --shapes (paper for the whole grid)")
+    tu.add_argument("--shapes", default="sample:20:0",
+                    help="as bench --shapes (paper for the whole grid), or a shapes.json from kernelrl record")
+    tu.add_argument("--no-m-grid", action="store_true",
+                    help="with a shapes.json: only the recorded M of each nt GEMM, not also M = 1, 2, 4 ... 16384")
     tu.add_argument("--out", required=True, help="library folder to write (manifest.json, kernels/, lib/)")
     tu.add_argument("--families", default="all", help="comma-separated kernel families, or all")
     tu.add_argument("--top-k", type=int, default=9, help="candidates per shape chosen by the cost model")
@@ -125,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "ties go to the library, which re-measures no worse)")
     tu.add_argument("--budget-minutes", type=float, default=None, help="stop starting new batches after this")
     tu.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
+    tu.add_argument("--layout", default="nn", choices=list(LAYOUTS),
+                    help="nt tunes kernels that take nn.Linear's weight as it is (N x K), for kernelrl.linear")
     tu.add_argument("--rounds", type=int, default=5)
     tu.add_argument("--db", default=None)
     tu.add_argument("--arch", default=None)
@@ -326,7 +334,7 @@ def _bench(args) -> int:
 
     shapes = args.shapes if args.command == "bench" else args.shape
     candidates = expand_candidates(args.candidates if args.command == "bench" else [args.file])
-    cfg = BenchConfig(problems=parse_shapes(shapes, acc=args.acc), modes=parse_modes(args.mode),
+    cfg = BenchConfig(problems=parse_shapes(shapes, acc=args.acc, layout=args.layout), modes=parse_modes(args.mode),
                       candidates=candidates, baselines=parse_baselines(args.baselines),
                       settings=RunSettings(cache=args.cache, qps=args.qps, rounds=args.rounds,
                                            hang_timeout_s=args.timeout),
@@ -360,7 +368,7 @@ def _tune(args) -> int:
     from kernelrl.run.runner import RunSettings
     from kernelrl.space import SPACES
     from kernelrl.tune import TuneConfig, tune
-    from kernelrl.workloads.hgemm import parse_shapes
+    from kernelrl.workloads.hgemm import parse_shapes, problems_from_shapes_file
 
     families = sorted(SPACES) if args.families == "all" else [f.strip() for f in args.families.split(",") if f.strip()]
     if not families:
@@ -368,7 +376,13 @@ def _tune(args) -> int:
     if args.min_gain < 1.0:
         raise BenchError(f"--min-gain {args.min_gain}: below 1 the library would dispatch kernels slower than its "
                          "fallback; pass 1 or more (1.01 is the default)")
-    cfg = TuneConfig(problems=parse_shapes(args.shapes, acc=args.acc), families=families, out=Path(args.out),
+    if args.shapes.endswith(".json"):  # a kernelrl.record file: the model's own GEMMs (nt ones over an M grid)
+        problems, notes = problems_from_shapes_file(args.shapes, acc=args.acc, m_grid=not args.no_m_grid)
+        for line in notes:
+            err_console.print(line)
+    else:
+        problems = parse_shapes(args.shapes, acc=args.acc, layout=args.layout)
+    cfg = TuneConfig(problems=problems, families=families, out=Path(args.out),
                      top_k=args.top_k, neighbours=args.neighbours, batch=args.batch, refine=args.refine,
                      min_gain=args.min_gain, confirm=args.confirm, confirm_rounds=args.confirm_rounds,
                      budget_minutes=args.budget_minutes,

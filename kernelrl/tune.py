@@ -145,7 +145,7 @@ def shortlist(problem: GemmProblem, families: list[str], top_k: int, winners: di
     for _, _, variant in near:
         if extra >= neighbours:
             break
-        if variant not in chosen and SPACES[variant.family].supports(variant, problem) is None:
+        if variant not in chosen and SPACES[variant.family].runs(variant, problem) is None:
             chosen.append(variant)
             extra += 1
     return chosen
@@ -171,7 +171,7 @@ def candidate_set(cfg: TuneConfig) -> dict[str, Variant]:
 def refinements(winner: Variant, problem: GemmProblem, count: int, correction=None) -> list[Variant]:
     """Up to `count` one-step neighbours of a shape's winner that can run the shape, the model's favourites first."""
     space = SPACES[winner.family]
-    near = [v for v in space.neighbours(winner) if space.supports(v, problem) is None]
+    near = [v for v in space.neighbours(winner) if space.runs(v, problem) is None]
     return [v for _, v in rank(near, problem, correction=correction)][:count]
 
 

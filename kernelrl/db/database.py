@@ -101,10 +101,10 @@ class Database:
             query += " WHERE gpu = ?"
             args.append(gpu)
         out = []
-        wanted = {(p.m, p.n, p.k, p.acc) for p in problems} if problems is not None else None
+        wanted = {(p.m, p.n, p.k, p.acc, p.layout) for p in problems} if problems is not None else None
         for row in self.conn.execute(query, args):
             row = dict(row)
-            if wanted is not None and (row["m"], row["n"], row["k"], row["acc"]) not in wanted:
+            if wanted is not None and (row["m"], row["n"], row["k"], row["acc"], row["layout"]) not in wanted:
                 continue
             if modes is not None and row["mode"] not in modes:
                 continue

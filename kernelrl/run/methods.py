@@ -58,15 +58,41 @@ class Method:
 
 
 class TorchMatmul(Method):
+    """torch.matmul(A, B) for nn problems; for nt ones F.linear's product, A @ W^T with W the N x K copy (mm with
+    a transposed view: the cuBLAS call F.linear makes, with an out= tensor F.linear lacks)."""
+
     name = "torch"
 
     def bind(self, problem, bufs, ws, stream):
         a, b, c = bufs.a, bufs.b, bufs.c
+        if problem.layout == "nt":
+            w = bufs.bt
+
+            def call_nt():
+                torch.mm(a, w.t(), out=c)
+                return 0
+            return call_nt
 
         def call():
             torch.matmul(a, b, out=c)
             return 0
         return call
+
+
+def reads_bt(method: Method, problem) -> bool:
+    """Whether the method reads the N x K copy of B on this problem (the harness then makes and guards it)."""
+    return method.needs_bt or (isinstance(method, TorchMatmul) and problem.layout == "nt")
+
+
+def layout_mismatch(method: Method, problem) -> str | None:
+    """Why the method cannot serve an nt problem, whose caller holds only W = B^T (N x K); None when it can."""
+    if problem.layout != "nt" or reads_bt(method, problem):
+        return None
+    if isinstance(method, Candidate):
+        return 'it takes B as K x N; an nt problem holds W as N x K: export kernelrl_hgemm_b_layout returning "nk"'
+    if isinstance(method, LibraryCall):
+        return "the library's nt path is kernelrl.linear, which `kernelrl bench` does not measure yet"
+    return f"{method.name} reads B as K x N; for nt problems compare with the *_tn baselines, which read W"
 
 
 class Cublas(Method):

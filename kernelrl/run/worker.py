@@ -127,7 +127,7 @@ class Worker:
                 self._reject(results[name], exc)
         self._guards = []
         self.live, self.results = live, results  # methods still in the running, and their verdicts so far
-        self.need_bt = any(x.needs_bt for x in live.values())
+        self.need_bt = any(M.reads_bt(x, problem) for x in live.values())
         self.pristine: dict[int, tuple] = {}  # id(set) -> (A, B, Bt or None) as the harness made them
         self.set0 = self._alloc_set(problem, self.need_bt)
         self._alloc_workspaces(problem, live)
@@ -150,6 +150,9 @@ class Worker:
         self.send("task", task_id, records)
 
     def _admit(self, method: M.Method, spec: dict, problem: GemmProblem):
+        mismatch = M.layout_mismatch(method, problem)
+        if mismatch:
+            raise Rejected(Verdict.UNSUPPORTED, mismatch)
         if isinstance(method, M.Candidate):
             info = method.info()
             if info.get("acc", problem.acc) != problem.acc:

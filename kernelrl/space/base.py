@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from kernelrl.workloads.hgemm import GemmProblem
+from kernelrl.workloads.hgemm import B_LAYOUT_OF, GemmProblem
 
 # Per-SM limits of the target (Hopper, sm_90): what constraints check against.
 HOPPER = {"sms": 132, "smem_per_block": 227 * 1024, "smem_per_sm": 228 * 1024, "regs_per_sm": 65536,
@@ -100,8 +100,21 @@ class KernelSpace:
         return out
 
     def supports(self, variant: Variant, problem: GemmProblem) -> str | None:
-        """Why this point cannot run `problem` (None when it can). Default: every shape (kernels pad or guard)."""
+        """Why this point cannot run `problem`'s shape (None when it can). Default: every shape (kernels pad or
+        guard)."""
         return None
+
+    def b_layout(self, variant: Variant) -> str:
+        """How this point's kernel takes B (kernelrl_hgemm_b_layout): K x N ("kn") unless the family says so."""
+        return "kn"
+
+    def runs(self, variant: Variant, problem: GemmProblem) -> str | None:
+        """Why this point cannot serve `problem` (None when it can): it must take B the way the problem's caller
+        holds it (a tuned library calls it with that B), then support the shape. What the tuner asks."""
+        takes, held = self.b_layout(variant), B_LAYOUT_OF[problem.layout]
+        if takes != held:
+            return f"takes B as {takes.upper()}; a {problem.layout} problem's caller holds it as {held.upper()}"
+        return self.supports(variant, problem)
 
     def resources(self, variant: Variant) -> dict:
         """Static estimate used by the cost model: threads, smem_bytes, tile (BM, BN, BK), split_k, stages."""

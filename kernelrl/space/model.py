@@ -102,7 +102,7 @@ def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,
     `correction` (kernelrl/space/learned.py) each prediction is scaled by what this GPU measured."""
     scored = []
     for v in variants:
-        if SPACES[v.family].supports(v, problem) is None:
+        if SPACES[v.family].runs(v, problem) is None:
             us = predict_us(v, problem, machine)
             scored.append((us * correction.factor(v, problem, us) if correction is not None else us, v))
     return sorted(scored, key=lambda sv: (sv[0], sv[1].name))

@@ -32,9 +32,6 @@ REG_OVERHEAD = 40
 # warpgroup (setmaxnreg moves registers between warpgroups at run time; the code is compiled within the cap).
 MAX_REGS = {256: 255, 384: 168}
 MAX_WORKSPACE = 1 << 31  # split-K partials: S * M * N fp32
-# The B layout a problem's caller holds: the paper's row-major K x N (nn). nn.Linear's x @ W^T (N x K) joins with
-# the library's layouts.
-B_LAYOUT_OF = {"nn": "kn"}
 
 
 class WgmmaSpace(KernelSpace):
@@ -109,12 +106,10 @@ class WgmmaSpace(KernelSpace):
                    f"kernel compiles within"
         return None
 
+    def b_layout(self, variant: Variant) -> str:
+        return variant.p["b_layout"]
+
     def supports(self, variant: Variant, problem: GemmProblem) -> str | None:
-        wanted = B_LAYOUT_OF.get(problem.layout)
-        if variant.p["b_layout"] != wanted:
-            # A tuned library calls its kernel with the B its caller holds: an nk kernel on a K x N B is wrong.
-            return f"b_layout {variant.p['b_layout']} takes B as {variant.p['b_layout'].upper()}; problems of layout " \
-                   f"{problem.layout!r} hold it as {(wanted or '?').upper()}"
         if problem.k % 8:
             return f"K={problem.k}: needs K % 8 == 0 (TMA row strides are multiples of 16 bytes)"
         if problem.n % 8:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import re
 from dataclasses import asdict, dataclass
@@ -11,9 +12,11 @@ from kernelrl.errors import UserError
 
 PAPER_DIMS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384)
 ACCUMULATORS = ("fp32", "fp16")
-LAYOUTS = ("nn",)
+# nn: C = A @ B with B K x N row-major (the paper's); nt: C = A @ W^T with W N x K row-major (nn.Linear's x @ W^T).
+LAYOUTS = ("nn", "nt")
 # How a candidate takes B (kernelrl_hgemm_b_layout): K x N row-major, or B^T as N x K row-major (nn.Linear's weight).
 B_LAYOUTS = ("kn", "nk")
+B_LAYOUT_OF = {"nn": "kn", "nt": "nk"}  # the B a problem's caller holds
 SIZE_CLASSES = ("small", "medium", "large")
 
 
@@ -23,7 +26,9 @@ class ShapeError(UserError, ValueError):
 
 @dataclass(frozen=True, order=True)
 class GemmProblem:
-    """C (M×N) = A (M×K) @ B (K×N); fp16 inputs and output, row-major, accumulator `acc`."""
+    """C (M×N) = A (M×K) @ B (K×N); fp16 inputs and output, row-major, accumulator `acc`. With layout nt the
+    caller holds B as W = B^T (N×K row-major, nn.Linear's weight) and C = A @ W^T: the same product, read from the
+    other copy."""
 
     m: int
     n: int
@@ -39,7 +44,7 @@ class GemmProblem:
         if self.acc not in ACCUMULATORS:
             raise ShapeError(f"acc={self.acc!r}: use one of {', '.join(ACCUMULATORS)}")
         if self.layout not in LAYOUTS:
-            raise ShapeError(f"layout={self.layout!r}: only {', '.join(LAYOUTS)} (row-major A and B) is defined")
+            raise ShapeError(f"layout={self.layout!r}: use nn (A @ B, B K x N) or nt (A @ W^T, W N x K)")
 
     @property
     def flops(self) -> int:
@@ -83,13 +88,15 @@ _LITERAL = re.compile(r"^\s*(\d+)\s*[x×]\s*(\d+)\s*[x×]\s*(\d+)\s*$")
 _USAGE = "use paper, small, medium, large, sample:N:SEED, or MxNxK[,MxNxK...]"
 
 
-def parse_shapes(spec: str, acc: str = "fp32") -> list[GemmProblem]:
+def parse_shapes(spec: str, acc: str = "fp32", layout: str = "nn") -> list[GemmProblem]:
     """Turn a shape-set spec into problems. Sets may be joined with '+', e.g. `small+4096x4096x4096`."""
     if not spec or not spec.strip():
         raise ShapeError(f"empty shape specification: {_USAGE}")
     problems: list[GemmProblem] = []
     for part in spec.split("+"):
         problems.extend(_parse_one(part.strip(), acc))
+    if layout != "nn":
+        problems = [GemmProblem(p.m, p.n, p.k, p.acc, layout) for p in problems]
     return list(dict.fromkeys(problems))  # keep order, drop repeats
 
 
@@ -117,3 +124,44 @@ def _parse_one(spec: str, acc: str) -> list[GemmProblem]:
             raise ShapeError(f"shape {item.strip()!r}: dimensions must be at least 1")
         problems.append(GemmProblem(m, n, k, acc))
     return problems
+
+
+# M values every recorded nt (N, K) is tuned at: a linear's M is the number of tokens, which changes call to call,
+# and a call runs the kernel of the nearest tuned M at or above its own.
+M_GRID = tuple(2 ** i for i in range(15))  # 1 .. 16384
+
+
+def problems_from_shapes_file(path, acc: str = "fp32", m_grid: bool = True) -> tuple[list[GemmProblem], list[str]]:
+    """The problems to tune for a `kernelrl.record` shapes file, and one line per kind of GEMM left out.
+
+    fp16 nn and nt GEMMs are kept, each nt (N, K) over M_GRID and its recorded M values (m_grid). A bias is added
+    after the product (kernelrl.linear adds it), so it does not change the problem. Left out, and said: other dtypes
+    (the evaluator is fp16 so far), batched GEMMs (bmm) and layouts with A transposed."""
+    try:
+        doc = json.loads(open(path).read())
+    except (OSError, ValueError) as exc:
+        raise ShapeError(f"{path}: not a readable shapes file ({exc}); write one with kernelrl.record") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "kernelrl.shapes":
+        raise ShapeError(f"{path}: not a kernelrl shapes file (no \"kind\": \"kernelrl.shapes\"); write one with "
+                         f"kernelrl.record")
+    problems: list[GemmProblem] = []
+    left_out: dict[str, int] = {}
+    for entry in doc.get("shapes", []):
+        why = None
+        if entry.get("dtype") != "float16":
+            why = f"{entry.get('dtype')} GEMMs (the evaluator is fp16 so far)"
+        elif entry.get("batch", 1) != 1:
+            why = "batched GEMMs (bmm)"
+        elif entry.get("layout") not in LAYOUTS:
+            why = f"{entry.get('layout')} GEMMs (A transposed)"
+        if why:
+            left_out[why] = left_out.get(why, 0) + entry.get("calls", 1)
+            continue
+        m, n, k, layout = int(entry["m"]), int(entry["n"]), int(entry["k"]), entry["layout"]
+        problems.append(GemmProblem(m, n, k, acc, layout))
+        if layout == "nt" and m_grid:
+            problems.extend(GemmProblem(mm, n, k, acc, layout) for mm in M_GRID)
+    notes = [f"{path}: left out {calls} calls of {why}" for why, calls in sorted(left_out.items())]
+    if not problems:
+        raise ShapeError(f"{path}: no fp16 nn or nt GEMM to tune" + (f" ({'; '.join(notes)})" if notes else ""))
+    return sorted(dict.fromkeys(problems)), notes

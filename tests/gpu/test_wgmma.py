@@ -46,3 +46,23 @@ def test_points_verify_in_device_and_offline_modes(tmp_path, acc, points):
            if not r["verified"] and not declined(r)]
     assert not bad
     assert {r["method"] for r in outcome.rows} >= {v.name for v in points}
+
+
+def test_nt_problems_verify_nk_points_beside_the_baselines_that_read_w(tmp_path):
+    """nn.Linear's layout: an nk point and F.linear's product (torch) and cuBLAS TN verify; a kn point and the NN
+    baseline are `unsupported` (they would need B as K x N, which an nt caller does not hold)."""
+    nk, kn = point("fp32", 128, 128, 6, 8, "nk", schedule="pingpong"), point("fp32", 128, 128, 6, 8, "kn")
+    files = []
+    for v in (nk, kn):
+        path = tmp_path / f"{v.name}.cu"
+        path.write_text(v.source())
+        files.append(str(path))
+    cfg = BenchConfig(problems=parse_shapes("256x512x1024,333x200x72", acc="fp32", layout="nt"), modes=["device"],
+                      candidates=files, baselines=["torch", "cublas_tn", "cublas_nn"], db_path=tmp_path / "r.db",
+                      settings=RunSettings(rounds=3, hang_timeout_s=30))
+    rows = run_bench(cfg, NullUI()).rows
+    for r in rows:
+        if r["method"] in (nk.name, "torch", "cublas_tn"):
+            assert r["verified"], (r["method"], r["reason"])
+        else:
+            assert not r["verified"] and r["reason"].startswith("unsupported"), (r["method"], r["reason"])

@@ -15,7 +15,7 @@ from rich.table import Table
 from kernelrl import __version__
 
 from kernelrl.errors import UserError
-from kernelrl.workloads.hgemm import LAYOUTS
+from kernelrl.workloads.hgemm import DTYPES, LAYOUTS
 
 # Logs from a GPU machine are read as text: give tables room there instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -74,6 +74,7 @@ def _add_common(p: argparse.ArgumentParser):
     p.add_argument("--acc", default="fp32", choices=["fp32", "fp16"], help="accumulator precision")
     p.add_argument("--layout", default="nn", choices=list(LAYOUTS),
                    help="nn: A @ B (B K x N, the paper's); nt: A @ W^T (W N x K, nn.Linear's x @ W^T)")
+    p.add_argument("--dtype", default="fp16", choices=list(DTYPES), help="of A, B and C (bf16: with --acc fp32)")
     p.add_argument("--mode", default="device", help="device, offline, server (comma-separated)")
     p.add_argument("--cache", default="hot", choices=["hot", "cold"], help="device mode: hot L2 or rotated inputs")
     p.add_argument("--qps", type=float, default=100.0, help="server mode: mean calls per second")
@@ -133,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
     tu.add_argument("--layout", default="nn", choices=list(LAYOUTS),
                     help="nt tunes kernels that take nn.Linear's weight as it is (N x K), for kernelrl.linear")
+    tu.add_argument("--dtype", default="fp16", choices=list(DTYPES), help="of A, B and C (bf16: with --acc fp32)")
     tu.add_argument("--rounds", type=int, default=5)
     tu.add_argument("--db", default=None)
     tu.add_argument("--arch", default=None)
@@ -334,7 +336,7 @@ def _bench(args) -> int:
 
     shapes = args.shapes if args.command == "bench" else args.shape
     candidates = expand_candidates(args.candidates if args.command == "bench" else [args.file])
-    cfg = BenchConfig(problems=parse_shapes(shapes, acc=args.acc, layout=args.layout), modes=parse_modes(args.mode),
+    cfg = BenchConfig(problems=parse_shapes(shapes, acc=args.acc, layout=args.layout, dtype=args.dtype), modes=parse_modes(args.mode),
                       candidates=candidates, baselines=parse_baselines(args.baselines),
                       settings=RunSettings(cache=args.cache, qps=args.qps, rounds=args.rounds,
                                            hang_timeout_s=args.timeout),
@@ -381,7 +383,7 @@ def _tune(args) -> int:
         for line in notes:
             err_console.print(line)
     else:
-        problems = parse_shapes(args.shapes, acc=args.acc, layout=args.layout)
+        problems = parse_shapes(args.shapes, acc=args.acc, layout=args.layout, dtype=args.dtype)
     cfg = TuneConfig(problems=problems, families=families, out=Path(args.out),
                      top_k=args.top_k, neighbours=args.neighbours, batch=args.batch, refine=args.refine,
                      min_gain=args.min_gain, confirm=args.confirm, confirm_rounds=args.confirm_rounds,

@@ -287,3 +287,28 @@ def test_fp16_split_k_partials_fail_the_accumulator_inputs():
 def test_accumulator_inputs_need_three_k_terms():
     with pytest.raises(ValueError, match="K >= 3"):
         make_inputs(2, 2, 2, "accumulator", seed=0)
+
+
+# -- bf16 ----------------------------------------------------------------------------------------------------
+
+def test_bf16_inputs_and_their_tolerance():
+    a, b = make_inputs(8, 8, 64, "normal", seed=0, dtype="bf16")
+    assert a.dtype == b.dtype == torch.bfloat16
+    assert tolerance("fp32", 64, "bf16") == 8 * 2.0 ** -8 > tolerance("fp32", 64)
+
+
+@pytest.mark.parametrize("kind", ["binary", "accumulator"])
+def test_exact_bf16_outputs_are_the_exact_result_rounded_once(kind):
+    a, b = make_inputs(16, 16, 4096, kind, seed=5, dtype="bf16")
+    ref = reference(a, b)
+    assert compare_output(ref.to(torch.bfloat16), ref, "fp32", 4096, exact=True).ok
+    off = ref.to(torch.bfloat16)
+    off[3, 4] += 8  # a bf16 step or more at these magnitudes
+    assert not compare_output(off, ref, "fp32", 4096, exact=True).ok
+
+
+def test_a_bf16_output_within_its_rounding_passes_the_tolerance():
+    a, b = make_inputs(32, 32, 512, "normal", seed=2, dtype="bf16")
+    ref = reference(a, b)
+    assert compare_output(ref.to(torch.bfloat16), ref, "fp32", 512).ok
+    assert not compare_output((ref * 1.05).to(torch.bfloat16), ref, "fp32", 512).ok

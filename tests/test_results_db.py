@@ -306,3 +306,31 @@ def test_a_database_from_before_verdict_keys_gains_the_column(tmp_path):
     db = Database(path)
     names = {r["name"] for r in db.conn.execute("PRAGMA table_info(measurements)")}
     assert "verdict" in names
+
+
+def test_a_database_from_before_dtypes_keeps_its_rows_as_fp16_and_keys_by_dtype(tmp_path, made_up_rows):
+    import sqlite3
+
+    from kernelrl.db import Database
+    from kernelrl.workloads.hgemm import GemmProblem
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE measurements (gpu TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, "
+                 "k INTEGER NOT NULL, acc TEXT NOT NULL, layout TEXT NOT NULL, mode TEXT NOT NULL, cache TEXT NOT NULL, "
+                 "qps REAL NOT NULL, method TEXT NOT NULL, method_key TEXT NOT NULL, time_us_median REAL, "
+                 "time_us_p10 REAL, time_us_p90 REAL, samples INTEGER, tflops REAL, max_rel_err REAL, "
+                 "verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL, "
+                 "verdict TEXT, PRIMARY KEY (gpu, m, n, k, acc, layout, mode, cache, qps, method, method_key))")
+    conn.execute("INSERT INTO measurements VALUES ('g', 64, 64, 64, 'fp32', 'nn', 'device', 'hot', 0, 'torch', '', "
+                 "5.0, 4.0, 6.0, 7, 1.0, 0.0, 1, NULL, '{}', '{}', NULL, 0, NULL)")
+    conn.commit()
+    conn.close()
+    db = Database(path)
+    fp16, bf16 = GemmProblem(64, 64, 64), GemmProblem(64, 64, 64, dtype="bf16")
+    [old] = db.rows("g", [fp16], ["device"])
+    assert old["dtype"] == "fp16" and old["time_us_median"] == 5.0
+    rec = {"method": "torch", "mode": "device", "time_us_median": 9.0, "time_us_p10": 8.0, "time_us_p90": 10.0,
+           "samples": 7, "tflops": 1.0, "max_rel_err": 0.0, "verified": True, "reason": None, "extra": {}}
+    db.add("g", bf16, "hot", 100.0, [rec], {}, {}, None)
+    assert [r["time_us_median"] for r in db.rows("g", [bf16], ["device"])] == [9.0]
+    assert [r["time_us_median"] for r in db.rows("g", [fp16], ["device"])] == [5.0]  # one row each, not replaced

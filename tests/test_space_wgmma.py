@@ -16,9 +16,10 @@ EXPORTS = ("kernelrl_hgemm", "kernelrl_hgemm_workspace", "kernelrl_hgemm_support
            "kernelrl_hgemm_b_layout")
 
 
-def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, schedule="cooperative"):
+def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, schedule="cooperative",
+      dtype="fp16"):
     return Variant.of("wgmma", acc, BM=BM, BN=BN, stages=stages, raster=raster, b_layout=b_layout, split_k=split_k,
-                      schedule=schedule)
+                      schedule=schedule, dtype=dtype)
 
 
 # The points the nvcc tests build: the largest fp32 tile (two consumers, 128 accumulators a thread) on the paper's
@@ -27,7 +28,8 @@ def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, 
 F32_WIDE_KN = V("fp32", 128, 256, 4, 8, "kn")
 F16_NARROW_NK = V("fp16", 64, 96, 8, 1, "nk")
 F32_PINGPONG_SPLIT = V("fp32", 128, 128, 6, 8, "kn", split_k=4, schedule="pingpong")
-BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT]
+BF16_NK = V("fp32", 128, 128, 6, 8, "nk", schedule="pingpong", dtype="bf16")
+BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK]
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +64,8 @@ def test_names_are_unique_and_procedural(points):
     assert F32_WIDE_KN.name == "wgmma_f32_kn_128x256x64_s4_r8_k1_co"
     assert F16_NARROW_NK.name == "wgmma_f16_nk_64x96x64_s8_r1_k1_co"
     assert F32_PINGPONG_SPLIT.name == "wgmma_f32_kn_128x128x64_s6_r8_k4_pp"
-    assert all(re.fullmatch(r"wgmma_f(32|16)_(kn|nk)_\d+x\d+x64_s\d_r\d+_k\d+_(co|pp)", n) for n in names)
+    assert BF16_NK.name == "wgmma_bf16f32_nk_128x128x64_s6_r8_k1_pp"
+    assert all(re.fullmatch(r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d_r\d+_k\d+_(co|pp)", n) for n in names)
 
 
 def test_resources():
@@ -77,10 +80,11 @@ def test_resources():
     (V(BN=96, b_layout="kn"), "kn needs BN % 64 == 0"),
     (V(BM=128, BN=256, stages=5), "exceeds"),
     (V(acc="bf16"), "use fp32 or fp16"),
-    (Variant.of("wgmma", "fp32", BM=128, BN=128, stages=4, raster=8, split_k=1, schedule="cooperative"),
-     "missing ['b_layout']"),
+    (Variant.of("wgmma", "fp32", BM=128, BN=128, stages=4, raster=8, split_k=1, schedule="cooperative",
+                dtype="fp16"), "missing ['b_layout']"),
     (V(BN=100, b_layout="nk"), "BN=100 is not one of"),
     (V(acc="fp16", split_k=2), "fp32 accumulator only"),
+    (V(acc="fp16", dtype="bf16"), "bf16 wgmma accumulates in fp32 only"),
     (V(BM=128, BN=256, schedule="pingpong"), "exceeds the 168 a 384-thread kernel"),  # 2 x 128 accumulators
 ])
 def test_check_rejects_with_a_reason(variant, reason):
@@ -105,6 +109,13 @@ def test_a_point_runs_only_problems_whose_caller_holds_its_b_layout():
     assert SPACE.runs(V(b_layout="kn"), nn_problem) is None and SPACE.runs(V(b_layout="nk"), nt_problem) is None
     assert "takes B as NK" in SPACE.runs(V(b_layout="nk"), nn_problem)
     assert "takes B as KN" in SPACE.runs(V(b_layout="kn"), nt_problem)
+
+
+def test_a_point_runs_only_problems_of_its_dtype():
+    bf16 = GemmProblem(256, 256, 256, dtype="bf16")
+    assert SPACE.runs(V(dtype="bf16"), bf16) is None
+    assert "computes fp16" in SPACE.runs(V(), bf16) and "computes bf16" in SPACE.runs(V(dtype="bf16"),
+                                                                                       GemmProblem(256, 256, 256))
 
 
 def test_a_stored_point_round_trips():
@@ -132,7 +143,8 @@ def test_split_k_workspace_is_the_fp32_partials():
 # -- the rendered source -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("variant, instruction, trans_b", [
-    (F32_WIDE_KN, "m64n256k16.f32.f16.f16", 1), (F16_NARROW_NK, "m64n96k16.f16.f16.f16", 0)])
+    (F32_WIDE_KN, "m64n256k16.f32.f16.f16", 1), (F16_NARROW_NK, "m64n96k16.f16.f16.f16", 0),
+    (BF16_NK, "m64n128k16.f32.bf16.bf16", 0)])
 def test_source_issues_the_wgmma_of_its_tile_and_layout(variant, instruction, trans_b):
     src = variant.source()
     assert f"wgmma.mma_async.sync.aligned.{instruction}" in src
@@ -140,6 +152,8 @@ def test_source_issues_the_wgmma_of_its_tile_and_layout(variant, instruction, tr
     assert f"%{regs}, %{regs + 1}, 1, 1, 1, 0, {trans_b};" in src  # A K-major; B N-major only in kn
     assert f"static constexpr bool B_KMAJOR = {'true' if variant.p['b_layout'] == 'nk' else 'false'};" in src
     assert "cp.async.bulk.tensor.2d" in src and "mbarrier.try_wait.parity" in src
+    bf16 = variant.p["dtype"] == "bf16"
+    assert ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" in src) == bf16 and ("using Elem = __nv_bfloat16;" in src) == bf16
 
 
 def test_ping_pong_consumers_take_turns_on_the_ring():

@@ -74,3 +74,17 @@ def test_on_nt_problems_only_methods_that_read_w_run(method, readable):
     assert (M.layout_mismatch(method, nt) is None) == readable
     assert M.layout_mismatch(method, GemmProblem(64, 64, 64)) is None
     assert M.reads_bt(method, nt) == readable
+
+
+def test_bf16_gemms_of_a_shapes_file_are_bf16_problems_with_fp32_accumulation(tmp_path):
+    model = nn.Linear(64, 128).to(torch.bfloat16)
+    path = tmp_path / "shapes.json"
+    with kernelrl.record(path):
+        model(torch.randn(8, 64, dtype=torch.bfloat16))
+    problems, notes = problems_from_shapes_file(path, acc="fp16", m_grid=False)
+    assert problems == [GemmProblem(8, 128, 64, "fp32", "nt", "bf16")] and notes == []
+
+
+def test_bf16_with_an_fp16_accumulator_is_one_clear_line():
+    with pytest.raises(ShapeError, match="accumulate in fp32"):
+        GemmProblem(64, 64, 64, "fp16", dtype="bf16")

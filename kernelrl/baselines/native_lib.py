@@ -16,6 +16,12 @@ SOURCE = Path(__file__).with_name("native") / "kr_blas.cu"
 ALGO_BYTES = 64
 LAYOUTS = {"nn": 0, "tn": 1}
 ACCS = {"fp32": 0, "fp16": 1}
+# The shim's `acc` argument: inputs' dtype and accumulator together (bf16 accumulates in fp32 only).
+CODES = {("fp16", "fp32"): 0, ("fp16", "fp16"): 1, ("bf16", "fp32"): 2}
+
+
+def code(problem) -> int:
+    return CODES[(getattr(problem, "dtype", "fp16"), problem.acc)]
 LT_WORKSPACE_BYTES = 32 << 20  # cuBLAS's recommended workspace on Hopper; the same for every cuBLAS baseline
 
 

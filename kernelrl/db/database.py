@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS measurements (
     method TEXT NOT NULL, method_key TEXT NOT NULL,
     time_us_median REAL, time_us_p10 REAL, time_us_p90 REAL, samples INTEGER, tflops REAL, max_rel_err REAL,
     verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL, verdict TEXT,
-    PRIMARY KEY (gpu, m, n, k, acc, layout, mode, cache, qps, method, method_key));
+    dtype TEXT NOT NULL DEFAULT 'fp16',
+    PRIMARY KEY (gpu, m, n, k, acc, layout, dtype, mode, cache, qps, method, method_key));
 CREATE TABLE IF NOT EXISTS kb_results (
     gpu TEXT NOT NULL, task TEXT NOT NULL, task_key TEXT NOT NULL, candidate TEXT NOT NULL,
     candidate_key TEXT NOT NULL, baseline TEXT NOT NULL, verified INTEGER NOT NULL, reason TEXT,
@@ -48,6 +49,7 @@ class Database:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.executescript(SCHEMA)
         self._add_verdict_columns()
+        self._add_dtype_key()
 
     def _add_verdict_columns(self) -> None:
         """Databases written before verdicts were keys get the `verdict` column (empty for their old rows)."""
@@ -56,6 +58,20 @@ class Database:
             if "verdict" not in names:
                 with self.conn:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN verdict TEXT")
+
+    def _add_dtype_key(self) -> None:
+        """Databases written before problems had a dtype: their rows are fp16, and the table is rebuilt so that the
+        dtype is part of a measurement's key (SQLite cannot change a primary key in place)."""
+        names = [row["name"] for row in self.conn.execute("PRAGMA table_info(measurements)")]
+        if "dtype" in names:
+            return
+        cols = ", ".join(names)
+        with self.conn:
+            self.conn.execute("ALTER TABLE measurements RENAME TO measurements_before_dtype")
+            self.conn.executescript(SCHEMA)
+            self.conn.execute(f"INSERT INTO measurements ({cols}, dtype) SELECT {cols}, 'fp16' "
+                              f"FROM measurements_before_dtype")
+            self.conn.execute("DROP TABLE measurements_before_dtype")
 
     def close(self):
         self.conn.close()
@@ -79,17 +95,17 @@ class Database:
                          _cache_of(r["mode"], cache), _qps_of(r["mode"], qps), r["method"], keys.get(r["method"], ""),
                          r["time_us_median"], r["time_us_p10"], r["time_us_p90"], r["samples"], r["tflops"],
                          r["max_rel_err"], int(bool(r["verified"])), r["reason"], json.dumps(r.get("extra", {})),
-                         json.dumps(env), run_id, time.time(), r.get("verdict")))
+                         json.dumps(env), run_id, time.time(), r.get("verdict"), _dtype(problem)))
         with self.conn:
-            self.conn.executemany(f"INSERT OR REPLACE INTO measurements VALUES ({','.join('?' * 24)})", rows)
+            self.conn.executemany(f"INSERT OR REPLACE INTO measurements VALUES ({','.join('?' * 25)})", rows)
 
     def measured(self, gpu: str, problem, mode: str, cache: str, qps: float) -> set[tuple[str, str]]:
         """(method, method_key) pairs already stored for this problem and mode."""
         cur = self.conn.execute(
             "SELECT method, method_key FROM measurements WHERE gpu=? AND m=? AND n=? AND k=? AND acc=? AND layout=? "
-            "AND mode=? AND cache=? AND qps=?",
-            (gpu, problem.m, problem.n, problem.k, problem.acc, problem.layout, mode, _cache_of(mode, cache),
-             _qps_of(mode, qps)))
+            "AND dtype=? AND mode=? AND cache=? AND qps=?",
+            (gpu, problem.m, problem.n, problem.k, problem.acc, problem.layout, _dtype(problem), mode,
+             _cache_of(mode, cache), _qps_of(mode, qps)))
         return {(row["method"], row["method_key"]) for row in cur}
 
     def rows(self, gpu: str | None = None, problems=None, modes=None, cache: str = "hot", qps: float = 100.0,
@@ -101,10 +117,11 @@ class Database:
             query += " WHERE gpu = ?"
             args.append(gpu)
         out = []
-        wanted = {(p.m, p.n, p.k, p.acc, p.layout) for p in problems} if problems is not None else None
+        wanted = {(p.m, p.n, p.k, p.acc, p.layout, _dtype(p)) for p in problems} if problems is not None else None
         for row in self.conn.execute(query, args):
             row = dict(row)
-            if wanted is not None and (row["m"], row["n"], row["k"], row["acc"], row["layout"]) not in wanted:
+            if wanted is not None and (row["m"], row["n"], row["k"], row["acc"], row["layout"],
+                                       row["dtype"]) not in wanted:
                 continue
             if modes is not None and row["mode"] not in modes:
                 continue
@@ -156,3 +173,7 @@ def _cache_of(mode: str, cache: str) -> str:
 
 def _qps_of(mode: str, qps: float) -> float:
     return float(qps) if mode == "server" else 0.0
+
+
+def _dtype(problem) -> str:
+    return getattr(problem, "dtype", "fp16")

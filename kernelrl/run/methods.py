@@ -107,7 +107,7 @@ class Cublas(Method):
     def bind(self, problem, bufs, ws, stream):
         b = bufs.bt if self.needs_bt else bufs.b
         return functools.partial(self.lib.kr_cublas_gemm, self.ctx, native_lib.LAYOUTS[self.layout],
-                                 native_lib.ACCS[problem.acc], bufs.a.data_ptr(), b.data_ptr(), bufs.c.data_ptr(),
+                                 native_lib.code(problem), bufs.a.data_ptr(), b.data_ptr(), bufs.c.data_ptr(),
                                  problem.m, problem.n, problem.k, ws.data_ptr(), ws.numel(), stream.cuda_stream)
 
 
@@ -129,7 +129,7 @@ class CublasLt(Method):
 
     def prepare(self, problem, stream, bufs, ws):
         self.close()
-        self.plan = self.lib.kr_lt_plan_create(self.ctx, native_lib.LAYOUTS[self.layout], native_lib.ACCS[problem.acc],
+        self.plan = self.lib.kr_lt_plan_create(self.ctx, native_lib.LAYOUTS[self.layout], native_lib.code(problem),
                                                problem.m, problem.n, problem.k)
         if not self.plan:
             raise MethodError(Verdict.BASELINE_FAILED, f"cuBLASLt plan: {native_lib.last_error(self.lib)}")
@@ -199,7 +199,9 @@ LT_TUNING_VERSION = "graph2"  # bump when the search changes, so older choices a
 
 
 def lt_cache_key(problem, layout: str, ws_bytes: int) -> str:
-    return f"{LT_TUNING_VERSION}:{problem.m}x{problem.n}x{problem.k}:{problem.acc}:{layout}:{ws_bytes}"
+    dtype = getattr(problem, "dtype", "fp16")
+    return (f"{LT_TUNING_VERSION}:{problem.m}x{problem.n}x{problem.k}:{problem.acc}:{layout}:{ws_bytes}"
+            + ("" if dtype == "fp16" else f":{dtype}"))
 
 
 class Candidate(Method):

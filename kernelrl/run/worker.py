@@ -22,8 +22,8 @@ from kernelrl.harness.timing import capture, timed_replay
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.run import methods as M
 from kernelrl.run.protocol import serve
-from kernelrl.verify.checks import (ACCUMULATOR_PROBE_MIN_K, GuardedBuffer, compare_output, guard_bytes_for,
-                                    make_inputs, reference)
+from kernelrl.verify.checks import (ACCUMULATOR_PROBE_MIN_K, TORCH_DTYPES, GuardedBuffer, compare_output,
+                                    guard_bytes_for, make_inputs, reference)
 from kernelrl.workloads.hgemm import GemmProblem
 
 PERTURBED = 4  # elements of A changed between calls: a result cached by input contents goes stale
@@ -153,11 +153,17 @@ class Worker:
         mismatch = M.layout_mismatch(method, problem)
         if mismatch:
             raise Rejected(Verdict.UNSUPPORTED, mismatch)
+        if isinstance(method, M.LibraryCall) and problem.dtype != "fp16":
+            raise Rejected(Verdict.UNSUPPORTED, "the library's hgemm is fp16; bf16 calls go through kernelrl.linear")
         if isinstance(method, M.Candidate):
             info = method.info()
             if info.get("acc", problem.acc) != problem.acc:
                 raise Rejected(Verdict.ACC_MISMATCH, f"the candidate declares acc={info.get('acc')!r}, "
                                                      f"the problem asks for {problem.acc}")
+            declared = info.get("dtype", (info.get("params") or {}).get("dtype", "fp16"))
+            if declared != problem.dtype:
+                raise Rejected(Verdict.UNSUPPORTED, f"the candidate computes {declared} (kernelrl_hgemm_info's dtype), "
+                                                    f"the problem is {problem.dtype}")
             if not method.supports(problem.m, problem.n, problem.k):
                 raise Rejected(Verdict.UNSUPPORTED, "kernelrl_hgemm_supports returned 0 for this shape")
         if isinstance(method, M.TorchMatmul) and problem.acc == "fp16" and \
@@ -168,9 +174,10 @@ class Worker:
     def _alloc_set(self, problem: GemmProblem, need_bt: bool) -> M.Buffers:
         """One input set with guard bands, filled with random normal data (never time on constant data)."""
         m, n, k = problem.m, problem.n, problem.k
-        a, b, c = self._guarded((m, k)), self._guarded((k, n)), self._guarded((m, n))
-        bt = self._guarded((n, k)) if need_bt else None
-        ga, gb = make_inputs(m, n, k, "normal", self.rng.getrandbits(62), device="cuda")
+        dt = TORCH_DTYPES[problem.dtype]
+        a, b, c = self._guarded((m, k), dt), self._guarded((k, n), dt), self._guarded((m, n), dt)
+        bt = self._guarded((n, k), dt) if need_bt else None
+        ga, gb = make_inputs(m, n, k, "normal", self.rng.getrandbits(62), device="cuda", dtype=problem.dtype)
         bufs = M.Buffers(a.tensor, b.tensor, bt.tensor if bt is not None else None, c.tensor)
         self._set_pristine(bufs, ga, gb)
         self._restore([bufs])
@@ -219,7 +226,7 @@ class Worker:
             self.workspaces[name] = self._guarded((size,), dtype=torch.uint8).tensor if size else None
 
     def _guarded(self, shape, dtype=torch.float16):
-        row_bytes = shape[-1] * (2 if dtype == torch.float16 else 1)
+        row_bytes = shape[-1] * torch.empty((), dtype=dtype).element_size()
         buf = GuardedBuffer(shape, dtype=dtype, device="cuda", guard_bytes=guard_bytes_for(shape[0], row_bytes))
         self._guards.append(buf)
         return buf
@@ -233,7 +240,7 @@ class Worker:
 
     # -- verification ----------------------------------------------------------------------------------------
     def _fill(self, problem, bufs: M.Buffers, kind: str, seed: int):
-        a, b = make_inputs(problem.m, problem.n, problem.k, kind, seed, device="cuda")
+        a, b = make_inputs(problem.m, problem.n, problem.k, kind, seed, device="cuda", dtype=problem.dtype)
         self._set_pristine(bufs, a, b)
         self._restore([bufs])
         self._stage_inputs(problem, bufs)
@@ -492,7 +499,7 @@ class Worker:
             pos = torch.tensor([self.rng.randrange(m) * k + self.rng.randrange(k) for _ in range(PERTURBED)],
                                device="cuda")
             vals = torch.tensor([PERTURB_VALUE if self.rng.random() < 0.5 else -PERTURB_VALUE
-                                 for _ in range(PERTURBED)], dtype=torch.float16, device="cuda")
+                                 for _ in range(PERTURBED)], dtype=TORCH_DTYPES[problem.dtype], device="cuda")
             changes.append((pos, vals))
         last_ref = self._changed_reference(sets, changes)
         extra = {}

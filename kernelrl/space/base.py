@@ -108,9 +108,16 @@ class KernelSpace:
         """How this point's kernel takes B (kernelrl_hgemm_b_layout): K x N ("kn") unless the family says so."""
         return "kn"
 
+    def dtype(self, variant: Variant) -> str:
+        """The element type of A, B and C this point computes in: fp16 unless the family says so."""
+        return "fp16"
+
     def runs(self, variant: Variant, problem: GemmProblem) -> str | None:
-        """Why this point cannot serve `problem` (None when it can): it must take B the way the problem's caller
-        holds it (a tuned library calls it with that B), then support the shape. What the tuner asks."""
+        """Why this point cannot serve `problem` (None when it can): it must compute in the problem's dtype and take
+        B the way the problem's caller holds it (a tuned library calls it with that B), then support the shape.
+        What the tuner asks."""
+        if self.dtype(variant) != problem.dtype:
+            return f"computes {self.dtype(variant)}; the problem is {problem.dtype}"
         takes, held = self.b_layout(variant), B_LAYOUT_OF[problem.layout]
         if takes != held:
             return f"takes B as {takes.upper()}; a {problem.layout} problem's caller holds it as {held.upper()}"

@@ -44,8 +44,9 @@ class WgmmaSpace(KernelSpace):
         "b_layout": list(B_LAYOUTS),
         "split_k": [1, 2, 4, 8, 16],
         "schedule": ["cooperative", "pingpong"],
+        "dtype": ["fp16", "bf16"],
     }
-    later_knobs = {"split_k": 1, "schedule": "cooperative"}
+    later_knobs = {"split_k": 1, "schedule": "cooperative", "dtype": "fp16"}
 
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
@@ -99,6 +100,8 @@ class WgmmaSpace(KernelSpace):
                    f"{HOPPER['smem_per_block']} B per block"
         if p["split_k"] > 1 and variant.acc != "fp32":
             return "split-K sums fp32 partials: fp32 accumulator only"
+        if p["dtype"] == "bf16" and variant.acc != "fp32":
+            return "bf16 wgmma accumulates in fp32 only"
         regs = self.accumulator_regs(variant) + REG_OVERHEAD
         limit = MAX_REGS[self.threads(variant)]
         if regs > limit:
@@ -108,6 +111,9 @@ class WgmmaSpace(KernelSpace):
 
     def b_layout(self, variant: Variant) -> str:
         return variant.p["b_layout"]
+
+    def dtype(self, variant: Variant) -> str:
+        return variant.p["dtype"]
 
     def supports(self, variant: Variant, problem: GemmProblem) -> str | None:
         if problem.k % 8:
@@ -138,6 +144,8 @@ class WgmmaSpace(KernelSpace):
     def name_of(self, variant: Variant) -> str:
         p = variant.p
         acc = {"fp32": "f32", "fp16": "f16"}.get(variant.acc, variant.acc)
+        if p["dtype"] == "bf16":
+            acc = "bf16f32"  # bf16 inputs and output, fp32 accumulation (fp16 points keep their first names)
         schedule = {"cooperative": "co", "pingpong": "pp"}[p["schedule"]]
         return (f"wgmma_{acc}_{p['b_layout']}_{p['BM']}x{p['BN']}x{BK}_s{p['stages']}_r{p['raster']}"
                 f"_k{p['split_k']}_{schedule}")
@@ -156,23 +164,30 @@ class WgmmaSpace(KernelSpace):
             "@SMEM@": str(self.smem_bytes(variant)), "@PRODUCER_REGS@": str(PRODUCER_REGS),
             "@CONSUMER_REGS@": str(CONSUMER_REGS), "@SPLIT_K@": str(p["split_k"]),
             "@PINGPONG@": "true" if p["schedule"] == "pingpong" else "false",
+            "@ELEM@": "__nv_bfloat16" if p["dtype"] == "bf16" else "__half",
+            "@ELEM2@": "__nv_bfloat162" if p["dtype"] == "bf16" else "__half2",
+            "@PACK2@": "__floats2bfloat162_rn" if p["dtype"] == "bf16" else "__floats2half2_rn",
+            "@TMA_TYPE@": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" if p["dtype"] == "bf16" else "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+            "@DTYPE@": p["dtype"],
         }
         source = SOURCE
         for key, value in subs.items():
             source = source.replace(key, value)
-        source = source.replace("@WGMMA@", _wgmma_function(p["BN"], fp32, trans_b=p["b_layout"] == "kn"))
+        source = source.replace("@WGMMA@", _wgmma_function(p["BN"], fp32, trans_b=p["b_layout"] == "kn",
+                                                           bf16=p["dtype"] == "bf16"))
         info = f'const char* kernelrl_hgemm_info(void) {{ return "{self.info_json(variant)}"; }}\n'
         return source + info + "\n}  // extern \"C\"\n"
 
 
-def _wgmma_function(n: int, fp32: bool, trans_b: bool) -> str:
+def _wgmma_function(n: int, fp32: bool, trans_b: bool, bf16: bool = False) -> str:
     """`wgmma_step(d, desc_a, desc_b)`: one m64n{n}k16 wgmma accumulating into d (scale-d 1: d starts at zero).
     Generated because the instruction names every accumulator register: n/2 floats or n/4 packed half pairs."""
     regs = n // 2 if fp32 else n // 4
     dtype, constraint, ctype = ("f32", "+f", "float") if fp32 else ("f16", "+r", "uint32_t")
     d_list = ", ".join(f"%{i}" for i in range(regs))
     outputs = ", ".join(f'"{constraint}"(d[{i}])' for i in range(regs))
-    asm = (f'"wgmma.mma_async.sync.aligned.m64n{n}k16.{dtype}.f16.f16 "\n'
+    inputs = "bf16.bf16" if bf16 else "f16.f16"
+    asm = (f'"wgmma.mma_async.sync.aligned.m64n{n}k16.{dtype}.{inputs} "\n'
            f'        "{{{d_list}}}, %{regs}, %{regs + 1}, 1, 1, 1, 0, {1 if trans_b else 0};\\n"')
     return (f"static constexpr int ACC_REGS = {regs};\n"
             f"using AccT = {ctype};\n\n"
@@ -213,6 +228,7 @@ SOURCE = r"""// kernelrl wgmma family: @NAME@
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -228,6 +244,9 @@ static constexpr bool ACC_F16 = @ACC_F16@;               // fp16 accumulator (el
 static constexpr int SPLIT_K = @SPLIT_K@;                // K slices per output tile (fp32 partials when > 1)
 static constexpr bool PINGPONG = @PINGPONG@;             // consumers alternate whole units (else split rows)
 static constexpr int CONSUMERS = PINGPONG ? 2 : BM / 64;
+using Elem = @ELEM@;                                      // A, B and C elements (@DTYPE@)
+using Elem2 = @ELEM2@;
+__device__ __forceinline__ Elem2 pack2(float lo, float hi) { return @PACK2@(lo, hi); }
 static constexpr int MB = PINGPONG ? BM / 64 : 1;        // m64 blocks per consumer and k-step
 static constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4;  // the warps that read a stage
 static constexpr int THREADS = (CONSUMERS + 1) * 128;
@@ -313,7 +332,7 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 
 __global__ void __launch_bounds__(THREADS, 1)
 hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                   __half* __restrict__ C, float* __restrict__ partials, int M, int N, int K, int tiles_m,
+                   Elem* __restrict__ C, float* __restrict__ partials, int M, int N, int K, int tiles_m,
                    int tiles_n, int per_split) {
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -434,16 +453,16 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
                             make_float2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
                         continue;
                     }
-                    __half2 top, bottom;
-                    if constexpr (ACC_F16) {
-                        top = *reinterpret_cast<const __half2*>(&d[mb][2 * j]);
-                        bottom = *reinterpret_cast<const __half2*>(&d[mb][2 * j + 1]);
+                    Elem2 top, bottom;
+                    if constexpr (ACC_F16) {  // fp16 only (check() keeps bf16 on fp32 accumulators)
+                        top = *reinterpret_cast<const Elem2*>(&d[mb][2 * j]);
+                        bottom = *reinterpret_cast<const Elem2*>(&d[mb][2 * j + 1]);
                     } else {
-                        top = __floats2half2_rn(d[mb][4 * j], d[mb][4 * j + 1]);
-                        bottom = __floats2half2_rn(d[mb][4 * j + 2], d[mb][4 * j + 3]);
+                        top = pack2(d[mb][4 * j], d[mb][4 * j + 1]);
+                        bottom = pack2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
                     }
-                    if (row < M) *reinterpret_cast<__half2*>(C + (size_t)row * N + n) = top;
-                    if (row + 8 < M) *reinterpret_cast<__half2*>(C + (size_t)(row + 8) * N + n) = bottom;
+                    if (row < M) *reinterpret_cast<Elem2*>(C + (size_t)row * N + n) = top;
+                    if (row + 8 < M) *reinterpret_cast<Elem2*>(C + (size_t)(row + 8) * N + n) = bottom;
                 }
             }
         }
@@ -452,7 +471,7 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
 
 // C = the sum of the SPLIT_K fp32 partial products, eight elements (two float4 per slice, one 16-byte store) per step.
 __global__ void __launch_bounds__(256)
-splitk_reduce_kernel(const float* __restrict__ partials, __half* __restrict__ C, size_t mn) {
+splitk_reduce_kernel(const float* __restrict__ partials, Elem* __restrict__ C, size_t mn) {
     const size_t step = (size_t)gridDim.x * blockDim.x * 8;
     for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 8; i < mn; i += step) {
         float4 lo = make_float4(0.f, 0.f, 0.f, 0.f), hi = lo;
@@ -463,8 +482,7 @@ splitk_reduce_kernel(const float* __restrict__ partials, __half* __restrict__ C,
             lo.x += x.x; lo.y += x.y; lo.z += x.z; lo.w += x.w;
             hi.x += y.x; hi.y += y.y; hi.z += y.z; hi.w += y.w;
         }
-        __half2 h[4] = {__floats2half2_rn(lo.x, lo.y), __floats2half2_rn(lo.z, lo.w),
-                        __floats2half2_rn(hi.x, hi.y), __floats2half2_rn(hi.z, hi.w)};
+        Elem2 h[4] = {pack2(lo.x, lo.y), pack2(lo.z, lo.w), pack2(hi.x, hi.y), pack2(hi.z, hi.w)};
         *reinterpret_cast<uint4*>(C + i) = *reinterpret_cast<const uint4*>(h);
     }
 }
@@ -507,7 +525,7 @@ static int tensor_map(CUtensorMap* out, const MapKey& key) {
     cuuint64_t strides[1] = {(cuuint64_t)key.cols * 2};
     cuuint32_t box[2] = {64, (cuuint32_t)key.box_rows};
     cuuint32_t element_strides[2] = {1, 1};
-    CUresult r = encode(out, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(key.ptr), dims, strides, box,
+    CUresult r = encode(out, @TMA_TYPE@, 2, const_cast<void*>(key.ptr), dims, strides, box,
                         element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return (int)cudaErrorInvalidValue;
@@ -576,13 +594,14 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     if (units > 0x7FFFFFFF) return (int)cudaErrorInvalidValue;
     const int grid = (int)(units < sms ? units : sms);
     float* partials = static_cast<float*>(workspace);
-    hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, C, partials, M, N, K, tiles_m, tiles_n,
+    Elem* out = reinterpret_cast<Elem*>(C);  // the contract's pointers are __half*; a bf16 point reads them as bf16
+    hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, out, partials, M, N, K, tiles_m, tiles_n,
                                                               per_split);
     err = cudaGetLastError();
     if (err != cudaSuccess || SPLIT_K == 1) return (int)err;
     const size_t mn = (size_t)M * N, groups = mn / 8;
     const unsigned blocks = (unsigned)(groups / 256 + 1 < (size_t)sms * 8 ? groups / 256 + 1 : (size_t)sms * 8);
-    splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(partials, C, mn);
+    splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(partials, out, mn);
     return (int)cudaGetLastError();
 }
 

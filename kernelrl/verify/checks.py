@@ -19,12 +19,15 @@ import torch
 from kernelrl.harness.verdicts import Verdict
 
 FP16_EPS = 2.0 ** -11  # half of fp16's relative spacing: the rounding of one output element
+BF16_EPS = 2.0 ** -8   # bf16 keeps 8 significant bits to fp16's 11
+TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
-def tolerance(acc: str, k: int) -> float:
-    """Largest accepted error (metric above) for a GEMM with accumulator `acc` and reduction length `k`."""
+def tolerance(acc: str, k: int, dtype: str = "fp16") -> float:
+    """Largest accepted error (metric above) for a GEMM with accumulator `acc`, reduction length `k` and output
+    `dtype`: the output's own rounding dominates an fp32 accumulator's error."""
     if acc == "fp32":
-        return 8 * FP16_EPS
+        return 8 * (BF16_EPS if dtype == "bf16" else FP16_EPS)
     return FP16_EPS * (16 + math.sqrt(k))
 
 
@@ -37,12 +40,14 @@ def ones_density(k: int) -> float:
 ACCUMULATOR_PROBE_MIN_K = 3  # a large term, a small one and the large one's negative
 
 
-def make_inputs(m: int, n: int, k: int, kind: str, seed: int, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def make_inputs(m: int, n: int, k: int, kind: str, seed: int, device="cpu",
+                dtype: str = "fp16") -> tuple[torch.Tensor, torch.Tensor]:
     """A (m×k) and B (k×n) in fp16: `normal` draws N(0, 1); `binary` draws 0/1 at `ones_density(k)`;
     `accumulator`: every dot product is +1024 (k = 0), then sixteenths (0/0.25 times 0/0.25 at `ones_density(k)`),
     then -1024 (k = K-1). In fp32 every partial sum is exact in any order (15 significant bits) and so is the
     result, which fp16 holds exactly (below 128, in sixteenths). An fp16 accumulator, or an fp16 split-K partial,
-    that holds 1024 has a spacing of 1 and drops the sixteenths: the result comes back wrong."""
+    that holds 1024 has a spacing of 1 and drops the sixteenths: the result comes back wrong. Every value is
+    exact in bf16 too (whose outputs are then the exact result rounded once)."""
     gen = torch.Generator(device=device)
     gen.manual_seed(seed & 0x7FFF_FFFF_FFFF_FFFF)
     if kind == "normal":
@@ -62,7 +67,7 @@ def make_inputs(m: int, n: int, k: int, kind: str, seed: int, device="cpu") -> t
         a[:, -1], b[-1, :] = -32.0, 32.0
     else:
         raise ValueError(f"unknown input kind {kind!r}")
-    return a.half(), b.half()
+    return a.to(TORCH_DTYPES[dtype]), b.to(TORCH_DTYPES[dtype])
 
 
 def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -89,13 +94,14 @@ class CheckOutcome:
 
 def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: bool = False,
                    exact_verdict: Verdict = Verdict.EXACT_INPUTS) -> CheckOutcome:
-    """Judge output `c` (fp16) against the fp32 reference. NaN anywhere fails: the output was NaN-poisoned before
-    the call, so a NaN means an element was never written (or the kernel produced one). `exact` inputs must give
-    the reference exactly; a difference is `exact_verdict` (which inputs they were says what it means).
+    """Judge output `c` (fp16 or bf16) against the fp32 reference. NaN anywhere fails: the output was NaN-poisoned
+    before the call, so a NaN means an element was never written (or the kernel produced one). `exact` inputs must
+    give the reference rounded once to the output's dtype (for fp16 the reference itself); a difference is
+    `exact_verdict` (which inputs they were says what it means).
     All statistics come back in one device-to-host transfer: this runs for every method on every shape."""
     cf = c.float()
     nan = torch.isnan(cf)
-    diff = (cf - ref).abs()
+    diff = (cf - (ref.to(c.dtype).float() if exact else ref)).abs()
     rms = ref.pow(2).mean().sqrt().clamp_min(1e-30)
     stats = torch.stack([nan.sum().float(), torch.isinf(cf).sum().float(),
                          torch.nan_to_num(diff / (ref.abs() + rms), nan=0.0).max(),
@@ -111,10 +117,11 @@ def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: 
             return CheckOutcome.failed(err, exact_verdict, f"{int(differing)} elements differ from the exact "
                                        f"result (first at {_first_index(diff != 0, c.shape[1])})")
         return CheckOutcome(True, err)
-    tol = tolerance(acc, k)
+    dtype = "bf16" if c.dtype == torch.bfloat16 else "fp16"
+    tol = tolerance(acc, k, dtype)
     if err > tol:
         return CheckOutcome.failed(err, Verdict.WRONG_VALUES, f"error {err:.3g} exceeds the {acc} tolerance {tol:.3g} "
-                                                          f"for K={k}")
+                                                          f"for K={k}" + (" (bf16)" if dtype == "bf16" else ""))
     return CheckOutcome(True, err)
 
 

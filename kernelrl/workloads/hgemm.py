@@ -12,6 +12,8 @@ from kernelrl.errors import UserError
 
 PAPER_DIMS = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384)
 ACCUMULATORS = ("fp32", "fp16")
+DTYPES = ("fp16", "bf16")  # of A, B and C; bf16 with fp32 accumulation only (no tensor-core bf16 accumulator)
+TORCH_DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16"}
 # nn: C = A @ B with B K x N row-major (the paper's); nt: C = A @ W^T with W N x K row-major (nn.Linear's x @ W^T).
 LAYOUTS = ("nn", "nt")
 # How a candidate takes B (kernelrl_hgemm_b_layout): K x N row-major, or B^T as N x K row-major (nn.Linear's weight).
@@ -26,15 +28,16 @@ class ShapeError(UserError, ValueError):
 
 @dataclass(frozen=True, order=True)
 class GemmProblem:
-    """C (M×N) = A (M×K) @ B (K×N); fp16 inputs and output, row-major, accumulator `acc`. With layout nt the
-    caller holds B as W = B^T (N×K row-major, nn.Linear's weight) and C = A @ W^T: the same product, read from the
-    other copy."""
+    """C (M×N) = A (M×K) @ B (K×N); inputs and output in `dtype` (fp16 or bf16), row-major, accumulator `acc`.
+    With layout nt the caller holds B as W = B^T (N×K row-major, nn.Linear's weight) and C = A @ W^T: the same
+    product, read from the other copy."""
 
     m: int
     n: int
     k: int
     acc: str = "fp32"
     layout: str = "nn"
+    dtype: str = "fp16"
 
     def __post_init__(self):
         for name in ("m", "n", "k"):
@@ -45,6 +48,10 @@ class GemmProblem:
             raise ShapeError(f"acc={self.acc!r}: use one of {', '.join(ACCUMULATORS)}")
         if self.layout not in LAYOUTS:
             raise ShapeError(f"layout={self.layout!r}: use nn (A @ B, B K x N) or nt (A @ W^T, W N x K)")
+        if self.dtype not in DTYPES:
+            raise ShapeError(f"dtype={self.dtype!r}: use one of {', '.join(DTYPES)}")
+        if self.dtype == "bf16" and self.acc != "fp32":
+            raise ShapeError("bf16 GEMMs accumulate in fp32: pass acc fp32")
 
     @property
     def flops(self) -> int:
@@ -52,7 +59,7 @@ class GemmProblem:
 
     @property
     def min_bytes(self) -> int:
-        """Fewest bytes of device memory traffic: each fp16 input read once, the output written once."""
+        """Fewest bytes of device memory traffic: each (2-byte) input read once, the output written once."""
         return 2 * (self.m * self.k + self.k * self.n + self.m * self.n)
 
     @property
@@ -64,7 +71,7 @@ class GemmProblem:
         return f"{self.m}x{self.n}x{self.k}"
 
     def with_acc(self, acc: str) -> "GemmProblem":
-        return GemmProblem(self.m, self.n, self.k, acc, self.layout)
+        return GemmProblem(self.m, self.n, self.k, acc, self.layout, self.dtype)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -88,15 +95,15 @@ _LITERAL = re.compile(r"^\s*(\d+)\s*[x×]\s*(\d+)\s*[x×]\s*(\d+)\s*$")
 _USAGE = "use paper, small, medium, large, sample:N:SEED, or MxNxK[,MxNxK...]"
 
 
-def parse_shapes(spec: str, acc: str = "fp32", layout: str = "nn") -> list[GemmProblem]:
+def parse_shapes(spec: str, acc: str = "fp32", layout: str = "nn", dtype: str = "fp16") -> list[GemmProblem]:
     """Turn a shape-set spec into problems. Sets may be joined with '+', e.g. `small+4096x4096x4096`."""
     if not spec or not spec.strip():
         raise ShapeError(f"empty shape specification: {_USAGE}")
     problems: list[GemmProblem] = []
     for part in spec.split("+"):
         problems.extend(_parse_one(part.strip(), acc))
-    if layout != "nn":
-        problems = [GemmProblem(p.m, p.n, p.k, p.acc, layout) for p in problems]
+    if (layout, dtype) != ("nn", "fp16"):
+        problems = [GemmProblem(p.m, p.n, p.k, p.acc, layout, dtype) for p in problems]
     return list(dict.fromkeys(problems))  # keep order, drop repeats
 
 
@@ -134,9 +141,9 @@ M_GRID = tuple(2 ** i for i in range(15))  # 1 .. 16384
 def problems_from_shapes_file(path, acc: str = "fp32", m_grid: bool = True) -> tuple[list[GemmProblem], list[str]]:
     """The problems to tune for a `kernelrl.record` shapes file, and one line per kind of GEMM left out.
 
-    fp16 nn and nt GEMMs are kept, each nt (N, K) over M_GRID and its recorded M values (m_grid). A bias is added
-    after the product (kernelrl.linear adds it), so it does not change the problem. Left out, and said: other dtypes
-    (the evaluator is fp16 so far), batched GEMMs (bmm) and layouts with A transposed."""
+    fp16 and bf16 nn and nt GEMMs are kept, each nt (N, K) over M_GRID and its recorded M values (m_grid); bf16 ones
+    accumulate in fp32 whatever `acc` says. A bias is added after the product (kernelrl.linear adds it), so it does
+    not change the problem. Left out, and said: other dtypes, batched GEMMs (bmm) and layouts with A transposed."""
     try:
         doc = json.loads(open(path).read())
     except (OSError, ValueError) as exc:
@@ -148,8 +155,9 @@ def problems_from_shapes_file(path, acc: str = "fp32", m_grid: bool = True) -> t
     left_out: dict[str, int] = {}
     for entry in doc.get("shapes", []):
         why = None
-        if entry.get("dtype") != "float16":
-            why = f"{entry.get('dtype')} GEMMs (the evaluator is fp16 so far)"
+        dtype = {v: k for k, v in TORCH_DTYPE_NAMES.items()}.get(entry.get("dtype"))
+        if dtype is None:
+            why = f"{entry.get('dtype')} GEMMs (fp16 and bf16 only)"
         elif entry.get("batch", 1) != 1:
             why = "batched GEMMs (bmm)"
         elif entry.get("layout") not in LAYOUTS:
@@ -158,10 +166,11 @@ def problems_from_shapes_file(path, acc: str = "fp32", m_grid: bool = True) -> t
             left_out[why] = left_out.get(why, 0) + entry.get("calls", 1)
             continue
         m, n, k, layout = int(entry["m"]), int(entry["n"]), int(entry["k"]), entry["layout"]
-        problems.append(GemmProblem(m, n, k, acc, layout))
+        entry_acc = "fp32" if dtype == "bf16" else acc
+        problems.append(GemmProblem(m, n, k, entry_acc, layout, dtype))
         if layout == "nt" and m_grid:
-            problems.extend(GemmProblem(mm, n, k, acc, layout) for mm in M_GRID)
+            problems.extend(GemmProblem(mm, n, k, entry_acc, layout, dtype) for mm in M_GRID)
     notes = [f"{path}: left out {calls} calls of {why}" for why, calls in sorted(left_out.items())]
     if not problems:
-        raise ShapeError(f"{path}: no fp16 nn or nt GEMM to tune" + (f" ({'; '.join(notes)})" if notes else ""))
+        raise ShapeError(f"{path}: no fp16 or bf16 nn or nt GEMM to tune" + (f" ({'; '.join(notes)})" if notes else ""))
     return sorted(dict.fromkeys(problems)), notes

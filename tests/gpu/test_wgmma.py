@@ -66,3 +66,18 @@ def test_nt_problems_verify_nk_points_beside_the_baselines_that_read_w(tmp_path)
             assert r["verified"], (r["method"], r["reason"])
         else:
             assert not r["verified"] and r["reason"].startswith("unsupported"), (r["method"], r["reason"])
+
+
+@pytest.mark.parametrize("layout, baselines", [("nn", ["torch", "cublas_nn", "cublaslt_auto_nn"]),
+                                               ("nt", ["torch", "cublas_tn", "cublaslt_auto_tn"])])
+def test_bf16_points_verify_beside_bf16_baselines(tmp_path, layout, baselines):
+    """bf16 inputs and output, fp32 accumulation: the point of the layout and every baseline that reads its B."""
+    v = point("fp32", 128, 128, 6, 8, "kn" if layout == "nn" else "nk", split_k=1, schedule="pingpong")
+    v = Variant.of("wgmma", "fp32", **{**v.p, "dtype": "bf16"})
+    path = tmp_path / f"{v.name}.cu"
+    path.write_text(v.source())
+    cfg = BenchConfig(problems=parse_shapes("256x512x1024,333x200x72", acc="fp32", layout=layout, dtype="bf16"),
+                      modes=["device"], candidates=[str(path)], baselines=baselines, db_path=tmp_path / "r.db",
+                      settings=RunSettings(rounds=3, hang_timeout_s=30))
+    bad = [(r["method"], r["m"], r["reason"]) for r in run_bench(cfg, NullUI()).rows if not r["verified"]]
+    assert not bad

@@ -86,15 +86,19 @@ struct Plan {
 
 static bool check_problem(int layout, int acc, int M, int N, int K) {
     if (layout != 0 && layout != 1) { set_err("layout must be 0 (NN) or 1 (TN), got %d", layout); return false; }
-    if (acc != 0 && acc != 1) { set_err("acc must be 0 (fp32) or 1 (fp16), got %d", acc); return false; }
+    if (acc < 0 || acc > 2) {
+        set_err("acc must be 0 (fp16, fp32 accumulation), 1 (fp16, fp16 accumulation) or 2 (bf16, fp32 accumulation), "
+                "got %d", acc);
+        return false;
+    }
     if (M <= 0 || N <= 0 || K <= 0) { set_err("M, N, K must be positive, got %d, %d, %d", M, N, K); return false; }
     return true;
 }
 
 static cublasStatus_t lt_matmul(Plan* p, const cublasLtMatmulAlgo_t* algo, const void* A, const void* B, void* C,
                                 void* ws, size_t ws_bytes, cudaStream_t stream) {
-    const void* alpha = p->acc == 0 ? (const void*)&kOneF : (const void*)&kOneH;
-    const void* beta = p->acc == 0 ? (const void*)&kZeroF : (const void*)&kZeroH;
+    const void* alpha = p->acc != 1 ? (const void*)&kOneF : (const void*)&kOneH;
+    const void* beta = p->acc != 1 ? (const void*)&kZeroF : (const void*)&kZeroH;
     // Column-major trick: Lt's A operand is our B (or Bt), Lt's B operand is our A; D aliases C (beta = 0).
     return cublasLtMatmul(p->ctx->lt, p->op, alpha, B, p->a, A, p->b, beta, C, p->c, C, p->c, algo, ws, ws_bytes,
                           stream);
@@ -150,11 +154,12 @@ int kr_cublas_gemm(void* ctx_, int layout, int acc, const void* A, const void* B
     if (!BLAS_OK(cublasSetWorkspace(ctx->blas, workspace, workspace_bytes))) return 1;
     const cublasOperation_t opB = layout == 0 ? CUBLAS_OP_N : CUBLAS_OP_T;
     const int ldb = layout == 0 ? N : K;
-    const void* alpha = acc == 0 ? (const void*)&kOneF : (const void*)&kOneH;
-    const void* beta = acc == 0 ? (const void*)&kZeroF : (const void*)&kZeroH;
-    const cublasComputeType_t ct = acc == 0 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_16F;
-    if (!BLAS_OK(cublasGemmEx(ctx->blas, opB, CUBLAS_OP_N, N, M, K, alpha, B, CUDA_R_16F, ldb, A, CUDA_R_16F, K, beta,
-                              C, CUDA_R_16F, N, ct, CUBLAS_GEMM_DEFAULT)))
+    const void* alpha = acc != 1 ? (const void*)&kOneF : (const void*)&kOneH;
+    const void* beta = acc != 1 ? (const void*)&kZeroF : (const void*)&kZeroH;
+    const cublasComputeType_t ct = acc != 1 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_16F;
+    const cudaDataType_t dt = acc == 2 ? CUDA_R_16BF : CUDA_R_16F;
+    if (!BLAS_OK(cublasGemmEx(ctx->blas, opB, CUBLAS_OP_N, N, M, K, alpha, B, dt, ldb, A, dt, K, beta,
+                              C, dt, N, ct, CUBLAS_GEMM_DEFAULT)))
         return 1;
     return 0;
 }
@@ -170,8 +175,9 @@ void* kr_lt_plan_create(void* ctx_, int layout, int acc, int M, int N, int K) {
 
     // Scale type must match the compute type (16F compute => 16F scalars), or the
     // heuristic finds nothing.
-    const cublasComputeType_t ct = acc == 0 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_16F;
-    const cudaDataType_t st = acc == 0 ? CUDA_R_32F : CUDA_R_16F;
+    const cublasComputeType_t ct = acc != 1 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_16F;
+    const cudaDataType_t st = acc != 1 ? CUDA_R_32F : CUDA_R_16F;
+    const cudaDataType_t dt = acc == 2 ? CUDA_R_16BF : CUDA_R_16F;
     // Transpose attributes are int32_t-sized cublasOperation_t values; pass exactly that size.
     const cublasOperation_t opA = layout == 0 ? CUBLAS_OP_N : CUBLAS_OP_T, opB = CUBLAS_OP_N;
     // Layouts take the *stored* (pre-op) shape, column-major (the default order).
@@ -180,9 +186,9 @@ void* kr_lt_plan_create(void* ctx_, int layout, int acc, int M, int N, int K) {
     bool ok = BLAS_OK(cublasLtMatmulDescCreate(&p->op, ct, st)) &&
               BLAS_OK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA))) &&
               BLAS_OK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB))) &&
-              BLAS_OK(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16F, a_rows, a_cols, a_ld)) &&
-              BLAS_OK(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16F, (uint64_t)K, (uint64_t)M, (int64_t)K)) &&
-              BLAS_OK(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16F, (uint64_t)N, (uint64_t)M, (int64_t)N));
+              BLAS_OK(cublasLtMatrixLayoutCreate(&p->a, dt, a_rows, a_cols, a_ld)) &&
+              BLAS_OK(cublasLtMatrixLayoutCreate(&p->b, dt, (uint64_t)K, (uint64_t)M, (int64_t)K)) &&
+              BLAS_OK(cublasLtMatrixLayoutCreate(&p->c, dt, (uint64_t)N, (uint64_t)M, (int64_t)N));
     if (!ok) { delete p; return nullptr; }
     return p;
 }
@@ -224,7 +230,7 @@ int kr_lt_heuristics(void* plan, size_t workspace_bytes, int max_algos, void* al
     if (n == 0) {
         set_err("cublasLtMatmulAlgoGetHeuristic: no algorithm found (layout=%s acc=%s M=%d N=%d K=%d "
                 "workspace=%zu bytes, %d raw results)",
-                p->layout == 0 ? "NN" : "TN", p->acc == 0 ? "fp32" : "fp16", p->M, p->N, p->K, workspace_bytes,
+                p->layout == 0 ? "NN" : "TN", p->acc == 0 ? "fp32" : p->acc == 1 ? "fp16" : "bf16/fp32", p->M, p->N, p->K, workspace_bytes,
                 returned);
         return 1;
     }

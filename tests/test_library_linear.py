@@ -179,3 +179,11 @@ def test_kernelrl_log_says_each_decision_once(tmp_path, monkeypatch, capsys):
 def test_manifest_keys_carry_dtype_and_layout_and_the_paper_s_keep_their_form():
     assert shape_key(64, 64, 64, "fp32") == "64x64x64:fp32"
     assert shape_key(64, 64, 64, "fp32", "bf16", "nt") == "64x64x64:fp32:bf16:nt"
+
+
+def test_linear_writes_into_out_as_the_evaluator_calls_it(lib):
+    x, w = torch.randn(4, 16), torch.randn(8, 16)
+    out = torch.empty(4, 8)
+    assert lib.linear(x, w, out=out) is out and torch.allclose(out, torch.nn.functional.linear(x, w))
+    with pytest.raises(LibraryError, match="out must be"):
+        lib.linear(x, w, torch.randn(8), out=out)

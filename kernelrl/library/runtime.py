@@ -230,11 +230,17 @@ class Library:
                 for shape, (calls, fallbacks) in sorted(self._calls.items())}
 
     # -- nn.Linear: y = x @ W^T (+ bias) -------------------------------------------------------------------------
-    def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+               out: torch.Tensor | None = None) -> torch.Tensor:
         """F.linear through the library: the tuned nt kernel of the call's (M, N, K, dtype) where there is one,
         else F.linear unchanged (counted in stats()). A non-contiguous weight also goes to F.linear (a copy per
-        call would cost more than the kernel saves)."""
+        call would cost more than the kernel saves). `out` (2-D x, no bias, contiguous (M, N)): written in place,
+        as the evaluator measures it."""
         _check_linear(x, weight, bias)
+        if out is not None and (bias is not None or x.dim() != 2 or not out.is_contiguous() or
+                                tuple(out.shape) != (x.shape[0], weight.shape[0]) or out.dtype != x.dtype):
+            raise LibraryError(f"out must be a contiguous {x.dtype} tensor of shape ({x.shape[0]}, {weight.shape[0]}) "
+                               f"for a 2-D x without bias")
         n, k = weight.shape
         m = x.numel() // k if k else 0
         dtype = _DTYPE_NAMES.get(x.dtype)
@@ -243,11 +249,14 @@ class Library:
             name = self.choose(m, n, k, "fp32", dtype, "nt")
         counts = self._calls.setdefault((m, n, k, dtype or str(x.dtype).removeprefix("torch."), "nt"), [0, 0])
         x2 = x.reshape(m, k) if name is not None else None
-        if name is None or (x2.data_ptr() | weight.data_ptr()) % 16:
+        if name is None or (x2.data_ptr() | weight.data_ptr() | (out.data_ptr() if out is not None else 0)) % 16:
             counts[1] += 1
+            if out is not None:
+                return torch.mm(x, weight.t(), out=out)
             return torch.nn.functional.linear(x, weight, bias)
         kern = self.kernel(name)
-        out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+        if out is None:
+            out = torch.empty((m, n), dtype=x.dtype, device=x.device)
         ws = self._workspace(x.device, kern.workspace(m, n, k))
         rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k,
                      ws.data_ptr() if ws is not None else None, ws.numel() if ws is not None else 0,

@@ -81,7 +81,7 @@ class TorchMatmul(Method):
 
 def reads_bt(method: Method, problem) -> bool:
     """Whether the method reads the N x K copy of B on this problem (the harness then makes and guards it)."""
-    return method.needs_bt or (isinstance(method, TorchMatmul) and problem.layout == "nt")
+    return method.needs_bt or (isinstance(method, (TorchMatmul, LibraryCall)) and problem.layout == "nt")
 
 
 def layout_mismatch(method: Method, problem) -> str | None:
@@ -90,8 +90,6 @@ def layout_mismatch(method: Method, problem) -> str | None:
         return None
     if isinstance(method, Candidate):
         return 'it takes B as K x N; an nt problem holds W as N x K: export kernelrl_hgemm_b_layout returning "nk"'
-    if isinstance(method, LibraryCall):
-        return "the library's nt path is kernelrl.linear, which `kernelrl bench` does not measure yet"
     return f"{method.name} reads B as K x N; for nt problems compare with the *_tn baselines, which read W"
 
 
@@ -293,6 +291,13 @@ class LibraryCall(Method):
 
     def bind(self, problem, bufs, ws, stream):
         a, b, c, acc, hgemm = bufs.a, bufs.b, bufs.c, problem.acc, self.lib.hgemm
+        if problem.layout == "nt":  # nn.Linear's call: kernelrl.linear(x, W) with W the N x K copy
+            w, linear = bufs.bt, self.lib.linear
+
+            def call_linear():
+                linear(a, w, out=c)
+                return 0
+            return call_linear
 
         def call():
             hgemm(a, b, c, acc)

@@ -153,8 +153,9 @@ class Worker:
         mismatch = M.layout_mismatch(method, problem)
         if mismatch:
             raise Rejected(Verdict.UNSUPPORTED, mismatch)
-        if isinstance(method, M.LibraryCall) and problem.dtype != "fp16":
-            raise Rejected(Verdict.UNSUPPORTED, "the library's hgemm is fp16; bf16 calls go through kernelrl.linear")
+        if isinstance(method, M.LibraryCall) and problem.dtype != "fp16" and problem.layout == "nn":
+            raise Rejected(Verdict.UNSUPPORTED, "the library's hgemm (nn) is fp16; bf16 runs through kernelrl.linear "
+                                                "(--layout nt)")
         if isinstance(method, M.Candidate):
             info = method.info()
             if info.get("acc", problem.acc) != problem.acc:

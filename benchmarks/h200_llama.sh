@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The library in a real model on one H200 (from the repository root; STEPS picks steps, one device call each):
+#   record: DIR/shapes.json, the GEMMs of a 4-layer Llama decoder (hidden 4096, intermediate 14336, 32 heads, 8 KV
+#           heads, bf16, random weights) in prefill 1 x 2048 and decode at batch 1, 8 and 64 over a 2048-token cache;
+#   tune:   DIR/lib, `kernelrl tune --shapes DIR/shapes.json --families wgmma` (nt bf16, each (N, K) over an M grid);
+#   bench:  DIR/gemm_device.csv, the library (`kernelrl`) against F.linear's product (torch), cuBLAS TN and cuBLASLt
+#           autotuning TN on the recorded shapes, device mode;
+#   e2e:    DIR/e2e.csv and DIR/e2e.md (benchmarks/llama_e2e.py: eager, torch.compile max-autotune-no-cudagraphs,
+#           kernelrl.patch).
+# DIR defaults to $OUT/llama; carry a finished DIR between calls (it is small) with DIR=... on the next one.
+set -uo pipefail
+source benchmarks/device_env.sh
+OUT="${OUT:-/tmp/out}"; DIR="${DIR:-$OUT/llama}"; mkdir -p "$DIR"
+export COLUMNS=200
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+STEPS=" ${STEPS:-record tune} "
+if [[ $STEPS == *" record "* ]]; then
+  timeout "${RECORD_LIMIT:-300}" python3 benchmarks/llama_e2e.py record --out "$DIR" > "$OUT/record.log" 2>&1
+  tail -n 2 "$OUT/record.log"
+fi
+if [[ $STEPS == *" tune "* ]]; then
+  timeout "${TUNE_LIMIT:-540}" python3 -m kernelrl.cli tune --shapes "$DIR/shapes.json" --families wgmma \
+      --out "$DIR/lib" --db "$DIR/tune.db" --budget-minutes "${TUNE_MINUTES:-7}" > "$OUT/tune.log" 2>&1
+  tail -n 12 "$OUT/tune.log"
+fi
+if [[ $STEPS == *" bench "* ]]; then
+  shapes=$(python3 -c "import json,sys; print(','.join(sorted({f\"{s['m']}x{s['n']}x{s['k']}\" for s in json.load(open(sys.argv[1]))['shapes'] if s['layout'] == 'nt'})))" "$DIR/shapes.json")
+  timeout "${BENCH_LIMIT:-400}" python3 -m kernelrl.cli bench --library "$DIR/lib" --shapes "$shapes" --layout nt \
+      --dtype bf16 --mode device --baselines torch,cublas_tn,cublaslt_auto_tn --db "$DIR/tune.db" \
+      --csv "$DIR/gemm_device.csv" > "$OUT/bench.log" 2>&1
+  tail -n 12 "$OUT/bench.log"
+fi
+if [[ $STEPS == *" e2e "* ]]; then
+  timeout "${E2E_LIMIT:-500}" python3 benchmarks/llama_e2e.py e2e --out "$DIR" --library "$DIR/lib" \
+      > "$OUT/e2e.log" 2>&1
+  tail -n 14 "$OUT/e2e.log"
+fi

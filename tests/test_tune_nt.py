@@ -65,6 +65,8 @@ def test_a_dummy_tune_of_nt_problems_writes_nt_entries_the_runtime_reads(tmp_pat
     assert all(k["params"]["b_layout"] == "nk" for k in manifest["kernels"].values())
     lib = Library(tmp_path / "lib")
     assert {key[4:] for key in lib.table} == {("fp16", "nt")}
+    from kernelrl.library.build import library_info
+    assert any(line.startswith("shapes: 2 (nt fp16: 2)") for line in library_info(tmp_path / "lib"))
 
 
 @pytest.mark.parametrize("method, readable", [

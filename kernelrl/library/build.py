@@ -77,6 +77,10 @@ def library_info(root: str | Path) -> list[str]:
             if route == LT_FALLBACK and not shim:
                 route += " (no lib/libkr_blas.so: runs torch)"
         by_route[route] = by_route.get(route, 0) + 1
-    lines.append(f"shapes: {len(shapes)}")
+    kinds: dict[str, int] = {}
+    for entry in shapes.values():
+        kind = f"{entry.get('layout', 'nn')} {entry.get('dtype', 'fp16')}"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    lines.append(f"shapes: {len(shapes)} ({', '.join(f'{k}: {n}' for k, n in sorted(kinds.items()))})")
     lines += [f"  {count:5d}  {route}" for route, count in sorted(by_route.items(), key=lambda kv: -kv[1])]
     return lines

@@ -19,7 +19,7 @@ from pathlib import Path
 from kernelrl.build.builder import BuildRequest, LocalBuilder
 from kernelrl.build.toolchain import Toolchain
 from kernelrl.environment import collect
-from kernelrl.space import SPACES, Variant
+from kernelrl.space import Variant
 
 # (acc, BM, BN, stages, raster, b_layout, split_k, schedule)
 POINTS = {

@@ -289,18 +289,23 @@ def test_a_records_verdict_key_is_stored_and_read_back(tmp_path):
     assert row["verdict"] == "stale result"
 
 
+# The measurements table as older versions wrote it: before verdict keys (no `verdict`), and before dtypes.
+OLD_MEASUREMENTS = (
+    "CREATE TABLE measurements (gpu TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, "
+    "acc TEXT NOT NULL, layout TEXT NOT NULL, mode TEXT NOT NULL, cache TEXT NOT NULL, qps REAL NOT NULL, "
+    "method TEXT NOT NULL, method_key TEXT NOT NULL, time_us_median REAL, time_us_p10 REAL, time_us_p90 REAL, "
+    "samples INTEGER, tflops REAL, max_rel_err REAL, verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, "
+    "run_id INTEGER, created REAL, {verdict}PRIMARY KEY (gpu, m, n, k, acc, layout, mode, cache, qps, method, "
+    "method_key))")
+
+
 def test_a_database_from_before_verdict_keys_gains_the_column(tmp_path):
     import sqlite3
 
     from kernelrl.db import Database
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE measurements (gpu TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, "
-                 "k INTEGER NOT NULL, acc TEXT NOT NULL, layout TEXT NOT NULL, mode TEXT NOT NULL, cache TEXT NOT NULL, "
-                 "qps REAL NOT NULL, method TEXT NOT NULL, method_key TEXT NOT NULL, time_us_median REAL, "
-                 "time_us_p10 REAL, time_us_p90 REAL, samples INTEGER, tflops REAL, max_rel_err REAL, "
-                 "verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL, "
-                 "PRIMARY KEY (gpu, m, n, k, acc, layout, mode, cache, qps, method, method_key))")
+    conn.execute(OLD_MEASUREMENTS.format(verdict=""))
     conn.commit()
     conn.close()
     db = Database(path)
@@ -315,12 +320,7 @@ def test_a_database_from_before_dtypes_keeps_its_rows_as_fp16_and_keys_by_dtype(
     from kernelrl.workloads.hgemm import GemmProblem
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE measurements (gpu TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, "
-                 "k INTEGER NOT NULL, acc TEXT NOT NULL, layout TEXT NOT NULL, mode TEXT NOT NULL, cache TEXT NOT NULL, "
-                 "qps REAL NOT NULL, method TEXT NOT NULL, method_key TEXT NOT NULL, time_us_median REAL, "
-                 "time_us_p10 REAL, time_us_p90 REAL, samples INTEGER, tflops REAL, max_rel_err REAL, "
-                 "verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL, "
-                 "verdict TEXT, PRIMARY KEY (gpu, m, n, k, acc, layout, mode, cache, qps, method, method_key))")
+    conn.execute(OLD_MEASUREMENTS.format(verdict="verdict TEXT, "))
     conn.execute("INSERT INTO measurements VALUES ('g', 64, 64, 64, 'fp32', 'nn', 'device', 'hot', 0, 'torch', '', "
                  "5.0, 4.0, 6.0, 7, 1.0, 0.0, 1, NULL, '{}', '{}', NULL, 0, NULL)")
     conn.commit()

@@ -83,6 +83,22 @@ class KernelSpace:
         """Why this point is invalid on the target (None when valid), without any shape."""
         raise NotImplementedError
 
+    def grid_reason(self, variant: Variant, free: tuple[str, ...] = ()) -> str | None:
+        """The checks every family's check() starts with: its family, an fp32 or fp16 accumulator, exactly its
+        knobs, and each knob's value from its list (except the `free` ones, which the family checks itself)."""
+        if variant.family != self.family:
+            return f"family {variant.family!r} is not {self.family!r}"
+        if variant.acc not in ("fp32", "fp16"):
+            return f"acc={variant.acc!r}: use fp32 or fp16"
+        p = variant.p
+        if set(p) != set(self.knobs):
+            missing, extra = set(self.knobs) - set(p), set(p) - set(self.knobs)
+            return f"knobs differ from the family's: missing {sorted(missing)}, unknown {sorted(extra)}"
+        for knob, values in self.knobs.items():
+            if knob not in free and p[knob] not in values:
+                return f"{knob}={p[knob]!r} is not one of {values}"
+        return None
+
     def neighbours(self, variant: Variant) -> list[Variant]:
         """Valid points one step away: one knob moved to the next or previous value of its list. What a refinement
         round measures around a shape's winner (the cost model cannot tell these apart; measurement can)."""

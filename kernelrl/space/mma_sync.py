@@ -75,17 +75,10 @@ class MmaSyncSpace(KernelSpace):
 
     # -- the KernelSpace API ---------------------------------------------------------------------------------
     def check(self, variant: Variant) -> str | None:
-        if variant.family != self.family:
-            return f"family {variant.family!r} is not {self.family!r}"
-        if variant.acc not in ("fp32", "fp16"):
-            return f"acc={variant.acc!r}: use fp32 or fp16"
+        reason = self.grid_reason(variant)
+        if reason is not None:
+            return reason
         p = _p(variant)
-        if set(p) != set(self.knobs):
-            missing, extra = set(self.knobs) - set(p), set(p) - set(self.knobs)
-            return f"knobs differ from the family's: missing {sorted(missing)}, unknown {sorted(extra)}"
-        for knob, values in self.knobs.items():
-            if p[knob] not in values:
-                return f"{knob}={p[knob]!r} is not one of {values}"
         bm, bn, bk, wm, wn = p["BM"], p["BN"], p["BK"], p["WM"], p["WN"]
         if bm % wm or bn % wn:
             return f"warp tile {wm}x{wn} does not divide the block tile {bm}x{bn}"

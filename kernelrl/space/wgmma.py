@@ -78,17 +78,10 @@ class WgmmaSpace(KernelSpace):
 
     # -- the KernelSpace API ---------------------------------------------------------------------------------
     def check(self, variant: Variant) -> str | None:
-        if variant.family != self.family:
-            return f"family {variant.family!r} is not {self.family!r}"
-        if variant.acc not in ("fp32", "fp16"):
-            return f"acc={variant.acc!r}: use fp32 or fp16"
+        reason = self.grid_reason(variant)
+        if reason is not None:
+            return reason
         p = variant.p
-        if set(p) != set(self.knobs):
-            missing, extra = set(self.knobs) - set(p), set(p) - set(self.knobs)
-            return f"knobs differ from the family's: missing {sorted(missing)}, unknown {sorted(extra)}"
-        for knob, values in self.knobs.items():
-            if p[knob] not in values:
-                return f"{knob}={p[knob]!r} is not one of {values}"
         if p["b_layout"] == "kn" and p["BN"] % 64:
             return (f"BN={p['BN']}: an N-major B tile is loaded in 64-column boxes (one 128-byte swizzle span), "
                     f"so kn needs BN % 64 == 0")

@@ -21,7 +21,7 @@ from kernelrl.build.toolchain import Toolchain
 from kernelrl.environment import collect
 from kernelrl.space import Variant
 
-# (acc, BM, BN, stages, raster, b_layout, split_k, schedule)
+# (acc, BM, BN, stages, raster, b_layout, split_k, schedule[, dtype, epilogue])
 POINTS = {
     "wgmma_f32_kn_128x256x64_s4_r8_k1_co": ("fp32", 128, 256, 4, 8, "kn", 1, "cooperative"),
     "wgmma_f32_kn_128x128x64_s6_r8_k1_pp": ("fp32", 128, 128, 6, 8, "kn", 1, "pingpong"),
@@ -29,19 +29,24 @@ POINTS = {
     "wgmma_f32_nk_128x128x64_s6_r8_k2_pp": ("fp32", 128, 128, 6, 8, "nk", 2, "pingpong"),
     "wgmma_f16_nk_64x96x64_s8_r1_k1_co": ("fp16", 64, 96, 8, 1, "nk", 1, "cooperative"),
     "wgmma_f16_kn_128x128x64_s5_r8_k1_pp": ("fp16", 128, 128, 5, 8, "kn", 1, "pingpong"),
+    "wgmma_bf16f32_nk_128x128x64_s6_r8_k1_pp": ("fp32", 128, 128, 6, 8, "nk", 1, "pingpong", "bf16"),
+    "wgmma_f32_kn_128x256x64_s3_r8_k1_co_et": ("fp32", 128, 256, 3, 8, "kn", 1, "cooperative", "fp16", "tma"),
+    "wgmma_f16_kn_128x128x64_s4_r8_k1_pp_et": ("fp16", 128, 128, 4, 8, "kn", 1, "pingpong", "fp16", "tma"),
 }
 SHAPES = ["64x64x64", "256x512x128", "1000x1000x1000", "2048x2048x2048", "256x512x16384"]
 
 
 def variant(name: str) -> Variant:
-    acc, bm, bn, stages, raster, layout, split_k, schedule = POINTS[name]
+    acc, bm, bn, stages, raster, layout, split_k, schedule, *rest = POINTS[name]
+    dtype, epilogue = (list(rest) + ["fp16", "direct"][len(rest):])[:2]
     return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split_k,
-                      schedule=schedule)
+                      schedule=schedule, dtype=dtype, epilogue=epilogue)
 
 
-def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue) -> None:
+def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue, dtype_name: str = "fp16") -> None:
     """In a child process: every shape in turn, one result each on the queue as soon as it is known."""
     import torch
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
     lib = ctypes.CDLL(lib_path)
     fn = lib.kernelrl_hgemm
     vp, i = ctypes.c_void_p, ctypes.c_int
@@ -56,10 +61,10 @@ def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue) ->
         ws_bytes = lib.kernelrl_hgemm_workspace(m, n, k)
         ws = torch.full((max(ws_bytes, 1),), 0xFF, device="cuda", dtype=torch.uint8)  # poisoned, as the evaluator does
         torch.manual_seed(0)
-        a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+        a = torch.randn(m, k, device="cuda", dtype=dtype)
+        b = torch.randn(k, n, device="cuda", dtype=dtype)
         b_arg = b.t().contiguous() if layout == "nk" else b
-        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
         rc = fn(a.data_ptr(), b_arg.data_ptr(), c.data_ptr(), m, n, k, ws.data_ptr() if ws_bytes else None, ws_bytes,
                 torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
@@ -68,7 +73,7 @@ def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue) ->
             continue
         ref = a.float() @ b.float()
         diff = (c.float() - ref).abs().nan_to_num(1e9)
-        bad = diff > 0.02 * ref.abs() + 0.05 * (k ** 0.5) * (0.25 if acc == "fp32" else 1.0)
+        bad = diff > (0.04 if dtype_name == "bf16" else 0.02) * ref.abs() + 0.05 * (k ** 0.5) * (0.25 if acc == "fp32" else 1.0)
         if bad.any():
             rows, cols = bad.nonzero(as_tuple=True)
             queue.put((shape, "wrong", f"{int(bad.sum())} of {m * n} wrong, max abs error {float(diff.max()):.3g}; "
@@ -79,11 +84,11 @@ def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue) ->
             queue.put((shape, "ok", f"max abs error {float(diff.max()):.3g}"))
 
 
-def check_point(lib_path, layout, acc, shapes, timeout_s=40.0) -> list[tuple[str, str, str]]:
+def check_point(lib_path, layout, acc, shapes, timeout_s=40.0, dtype="fp16") -> list[tuple[str, str, str]]:
     """(shape, status, detail) per shape: ok, wrong, error, or for the shape it stopped at, hang or crash."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=run_point, args=(lib_path, layout, acc, shapes, queue))
+    proc = ctx.Process(target=run_point, args=(lib_path, layout, acc, shapes, queue, dtype))
     proc.start()
     proc.join(timeout_s)
     hung = proc.is_alive()
@@ -120,7 +125,7 @@ def main(argv=None) -> int:
             all_ok = False
             continue
         regs = [info.get("registers") for info in result.ptxas.values()]
-        results = check_point(result.lib_path, v.p["b_layout"], v.acc, args.shapes)
+        results = check_point(result.lib_path, v.p["b_layout"], v.acc, args.shapes, dtype=v.p["dtype"])
         all_ok &= len(results) == len(args.shapes) and all(status in ("ok", "unsupported") for _, status, _ in results)
         for shape, status, detail in results:
             lines.append(f"| {v.name} (regs {regs}) | {shape} | {status} | {detail} |")

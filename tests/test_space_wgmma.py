@@ -17,9 +17,9 @@ EXPORTS = ("kernelrl_hgemm", "kernelrl_hgemm_workspace", "kernelrl_hgemm_support
 
 
 def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, schedule="cooperative",
-      dtype="fp16"):
+      dtype="fp16", epilogue="direct"):
     return Variant.of("wgmma", acc, BM=BM, BN=BN, stages=stages, raster=raster, b_layout=b_layout, split_k=split_k,
-                      schedule=schedule, dtype=dtype)
+                      schedule=schedule, dtype=dtype, epilogue=epilogue)
 
 
 # The points the nvcc tests build: the largest fp32 tile (two consumers, 128 accumulators a thread) on the paper's
@@ -29,7 +29,8 @@ F32_WIDE_KN = V("fp32", 128, 256, 4, 8, "kn")
 F16_NARROW_NK = V("fp16", 64, 96, 8, 1, "nk")
 F32_PINGPONG_SPLIT = V("fp32", 128, 128, 6, 8, "kn", split_k=4, schedule="pingpong")
 BF16_NK = V("fp32", 128, 128, 6, 8, "nk", schedule="pingpong", dtype="bf16")
-BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK]
+F16_PINGPONG_TMA_STORE = V("fp16", 128, 128, 4, 8, "kn", schedule="pingpong", epilogue="tma")
+BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE]
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,9 @@ def test_names_are_unique_and_procedural(points):
     assert F16_NARROW_NK.name == "wgmma_f16_nk_64x96x64_s8_r1_k1_co"
     assert F32_PINGPONG_SPLIT.name == "wgmma_f32_kn_128x128x64_s6_r8_k4_pp"
     assert BF16_NK.name == "wgmma_bf16f32_nk_128x128x64_s6_r8_k1_pp"
-    assert all(re.fullmatch(r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d_r\d+_k\d+_(co|pp)", n) for n in names)
+    assert F16_PINGPONG_TMA_STORE.name == "wgmma_f16_kn_128x128x64_s4_r8_k1_pp_et"
+    assert all(re.fullmatch(r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d_r\d+_k\d+_(co|pp)(_et)?", n)
+               for n in names)
 
 
 def test_resources():
@@ -81,10 +84,13 @@ def test_resources():
     (V(BM=128, BN=256, stages=5), "exceeds"),
     (V(acc="bf16"), "use fp32 or fp16"),
     (Variant.of("wgmma", "fp32", BM=128, BN=128, stages=4, raster=8, split_k=1, schedule="cooperative",
-                dtype="fp16"), "missing ['b_layout']"),
+                dtype="fp16", epilogue="direct"), "missing ['b_layout']"),
     (V(BN=100, b_layout="nk"), "BN=100 is not one of"),
     (V(acc="fp16", split_k=2), "fp32 accumulator only"),
     (V(acc="fp16", dtype="bf16"), "bf16 wgmma accumulates in fp32 only"),
+    (V(split_k=2, epilogue="tma"), "TMA-store epilogue"),
+    (V(BN=96, b_layout="nk", epilogue="tma"), "BN % 64 == 0"),
+    (V(BM=128, BN=256, stages=4, epilogue="tma"), "exceeds"),  # the 64 KB of C staging leaves room for 3 stages
     (V(BM=128, BN=256, schedule="pingpong"), "exceeds the 168 a 384-thread kernel"),  # 2 x 128 accumulators
 ])
 def test_check_rejects_with_a_reason(variant, reason):
@@ -154,6 +160,15 @@ def test_source_issues_the_wgmma_of_its_tile_and_layout(variant, instruction, tr
     assert "cp.async.bulk.tensor.2d" in src and "mbarrier.try_wait.parity" in src
     bf16 = variant.p["dtype"] == "bf16"
     assert ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" in src) == bf16 and ("using Elem = __nv_bfloat16;" in src) == bf16
+
+
+def test_the_tma_store_epilogue_stages_each_consumer_s_rows():
+    v = F16_PINGPONG_TMA_STORE
+    assert SPACE.staging_bytes(v) == 2 * 2 * 64 * 128 * 2  # two consumers, two m64 blocks each, 16-bit C
+    assert SPACE.smem_bytes(v) == 4 * ((128 + 128) * 64 * 2 + 16) + SPACE.staging_bytes(v) + 16 + 1024
+    src = v.source()
+    assert "static constexpr bool TMA_STORE = true;" in src and "cp.async.bulk.tensor.2d.global.shared::cta" in src
+    assert "static constexpr bool TMA_STORE = false;" in F32_WIDE_KN.source()
 
 
 def test_ping_pong_consumers_take_turns_on_the_ring():

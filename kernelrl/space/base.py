@@ -30,6 +30,10 @@ class Variant:
 
     @classmethod
     def of(cls, family: str, acc: str, **params) -> "Variant":
+        """A point from its knobs; knobs its family gained later default to the value of the points before them."""
+        space = SPACES.get(family)
+        if space is not None:
+            params = {**space.later_knobs, **params}
         return cls(family, acc, tuple(sorted(params.items())))
 
     @functools.cached_property

@@ -45,8 +45,9 @@ class WgmmaSpace(KernelSpace):
         "split_k": [1, 2, 4, 8, 16],
         "schedule": ["cooperative", "pingpong"],
         "dtype": ["fp16", "bf16"],
+        "epilogue": ["direct", "tma"],
     }
-    later_knobs = {"split_k": 1, "schedule": "cooperative", "dtype": "fp16"}
+    later_knobs = {"split_k": 1, "schedule": "cooperative", "dtype": "fp16", "epilogue": "direct"}
 
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
@@ -68,9 +69,17 @@ class WgmmaSpace(KernelSpace):
         p = variant.p
         return (p["BM"] + p["BN"]) * BK * 2
 
+    def staging_bytes(self, variant: Variant) -> int:
+        """The TMA-store epilogue's C tiles: each consumer stages its own rows (16-bit), so one consumer's store
+        overlaps the other's main loop."""
+        p = variant.p
+        return self.consumers(variant) * self.m_blocks(variant) * 64 * p["BN"] * 2 if p["epilogue"] == "tma" else 0
+
     def smem_bytes(self, variant: Variant) -> int:
-        # a full and an empty barrier per stage, two turn barriers (ping-pong), the alignment slack
-        return variant.p["stages"] * (self.stage_bytes(variant) + 2 * BARRIER_BYTES) + 2 * BARRIER_BYTES + ALIGN_SLACK
+        # the ring, the C staging tiles, a full and an empty barrier per stage, two turn barriers (ping-pong) and
+        # the alignment slack
+        return (variant.p["stages"] * (self.stage_bytes(variant) + 2 * BARRIER_BYTES) + self.staging_bytes(variant)
+                + 2 * BARRIER_BYTES + ALIGN_SLACK)
 
     def accumulator_regs(self, variant: Variant) -> int:
         bn = variant.p["BN"]
@@ -95,6 +104,9 @@ class WgmmaSpace(KernelSpace):
             return "split-K sums fp32 partials: fp32 accumulator only"
         if p["dtype"] == "bf16" and variant.acc != "fp32":
             return "bf16 wgmma accumulates in fp32 only"
+        if p["epilogue"] == "tma" and (p["split_k"] > 1 or p["BN"] % 64):
+            return ("the TMA-store epilogue stores 16-bit C in 64-column boxes: split_k 1 and BN % 64 == 0 (split-K "
+                    "partials are fp32, stored directly)")
         regs = self.accumulator_regs(variant) + REG_OVERHEAD
         limit = MAX_REGS[self.threads(variant)]
         if regs > limit:
@@ -140,8 +152,9 @@ class WgmmaSpace(KernelSpace):
         if p["dtype"] == "bf16":
             acc = "bf16f32"  # bf16 inputs and output, fp32 accumulation (fp16 points keep their first names)
         schedule = {"cooperative": "co", "pingpong": "pp"}[p["schedule"]]
+        epilogue = "_et" if p["epilogue"] == "tma" else ""  # direct-store points keep their first names
         return (f"wgmma_{acc}_{p['b_layout']}_{p['BM']}x{p['BN']}x{BK}_s{p['stages']}_r{p['raster']}"
-                f"_k{p['split_k']}_{schedule}")
+                f"_k{p['split_k']}_{schedule}{epilogue}")
 
     def render(self, variant: Variant) -> str:
         reason = self.check(variant)
@@ -161,7 +174,7 @@ class WgmmaSpace(KernelSpace):
             "@ELEM2@": "__nv_bfloat162" if p["dtype"] == "bf16" else "__half2",
             "@PACK2@": "__floats2bfloat162_rn" if p["dtype"] == "bf16" else "__floats2half2_rn",
             "@TMA_TYPE@": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" if p["dtype"] == "bf16" else "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
-            "@DTYPE@": p["dtype"],
+            "@DTYPE@": p["dtype"], "@TMA_STORE@": "true" if p["epilogue"] == "tma" else "false",
         }
         source = SOURCE
         for key, value in subs.items():
@@ -245,7 +258,10 @@ static constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4;  // the wa
 static constexpr int THREADS = (CONSUMERS + 1) * 128;
 static constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
 static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
-static constexpr int SMEM_BYTES = STAGES * (STAGE_BYTES + 16) + 16 + 1024;
+static constexpr bool TMA_STORE = @TMA_STORE@;           // C through swizzled smem boxes and TMA stores
+static constexpr int STAGING_BYTES = TMA_STORE ? CONSUMERS * MB * 64 * BN * 2 : 0;
+static constexpr int SMEM_BYTES = STAGES * (STAGE_BYTES + 16) + STAGING_BYTES + 16 + 1024;
+static_assert(!TMA_STORE || (SPLIT_K == 1 && BN % 64 == 0), "TMA stores of 16-bit C in 64-column boxes");
 static constexpr int PRODUCER_REGS = @PRODUCER_REGS@, CONSUMER_REGS = @CONSUMER_REGS@;
 static_assert(SMEM_BYTES == @SMEM@, "the generator and the kernel agree on shared memory");
 static_assert(SMEM_BYTES <= 227 * 1024, "227 KB of shared memory per CTA on sm_90");
@@ -301,6 +317,19 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
 
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void named_sync(int id) { asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory"); }
+
+__device__ __forceinline__ void tma_store(const void* src, const CUtensorMap* map, int inner, int outer) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                 :: "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(src)), "r"(inner), "r"(outer) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory"); }
+template <int N>
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory"); }
+
 template <int REGS>
 __device__ __forceinline__ void regs_down() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGS)); }
 template <int REGS>
@@ -325,13 +354,14 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 
 __global__ void __launch_bounds__(THREADS, 1)
 hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                   Elem* __restrict__ C, float* __restrict__ partials, int M, int N, int K, int tiles_m,
+                   const __grid_constant__ CUtensorMap map_c, Elem* __restrict__ C, float* __restrict__ partials, int M, int N, int K, int tiles_m,
                    int tiles_n, int per_split) {
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     uint8_t* smem_a = smem;
     uint8_t* smem_b = smem + STAGES * A_STAGE_BYTES;
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE_BYTES);
+    uint8_t* staging = smem + STAGES * STAGE_BYTES;  // 1024-aligned: stages are multiples of 1024 bytes
+    uint64_t* full = reinterpret_cast<uint64_t*>(staging + STAGING_BYTES);
     uint64_t* empty = full + STAGES;
     uint64_t* turn = empty + STAGES;  // ping-pong: turn[c] completes each time consumer c has taken a unit's k-steps
 
@@ -429,35 +459,79 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
             wgmma_wait<0>();
             if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
 
-            // Epilogue: registers to C (two halves per store) or to this slice's fp32 partials, guarded at the edges.
+            if constexpr (TMA_STORE) {
+                // Epilogue through shared memory: this consumer's rows go into its own staging boxes (64 x 64,
+                // 128-byte swizzled, as the copy engine reads them), then one thread stores them with TMA, which
+                // clips the matrix edges. The store runs on while this consumer waits for its next tile.
+                uint8_t* mine = staging + c * MB * 64 * BN * 2;
+                const bool elected = threadIdx.x % 128 == 0;
+                if (elected) bulk_wait_read<0>();  // the previous tile's stores have read these boxes
+                named_sync(1 + c);
 #pragma unroll
-            for (int mb = 0; mb < MB; ++mb) {
-                const int row = tm * BM + (PINGPONG ? mb * 64 : c * 64) + warp * 16 + lane / 4;
-                const int col = tn * BN + (lane % 4) * 2;
-                float* part = partials + (size_t)slice * M * N;
+                for (int mb = 0; mb < MB; ++mb) {
+                    const int r = warp * 16 + lane / 4;
 #pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
-                    const int n = col + 8 * j;
-                    if (n >= N) continue;
-                    if constexpr (SPLIT_K > 1) {
-                        if (row < M) *reinterpret_cast<float2*>(part + (size_t)row * N + n) =
-                            make_float2(d[mb][4 * j], d[mb][4 * j + 1]);
-                        if (row + 8 < M) *reinterpret_cast<float2*>(part + (size_t)(row + 8) * N + n) =
-                            make_float2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
-                        continue;
+                    for (int j = 0; j < BN / 8; ++j) {
+                        Elem2 top, bottom;
+                        if constexpr (ACC_F16) {
+                            top = *reinterpret_cast<const Elem2*>(&d[mb][2 * j]);
+                            bottom = *reinterpret_cast<const Elem2*>(&d[mb][2 * j + 1]);
+                        } else {
+                            top = pack2(d[mb][4 * j], d[mb][4 * j + 1]);
+                            bottom = pack2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
+                        }
+                        uint8_t* box = mine + (mb * (BN / 64) + j / 8) * 64 * 128;
+                        const int at = (((j % 8) ^ (r % 8)) * 16) + (lane % 4) * 4;  // rows r and r + 8 share r % 8
+                        *reinterpret_cast<Elem2*>(box + r * 128 + at) = top;
+                        *reinterpret_cast<Elem2*>(box + (r + 8) * 128 + at) = bottom;
                     }
-                    Elem2 top, bottom;
-                    if constexpr (ACC_F16) {  // fp16 only (check() keeps bf16 on fp32 accumulators)
-                        top = *reinterpret_cast<const Elem2*>(&d[mb][2 * j]);
-                        bottom = *reinterpret_cast<const Elem2*>(&d[mb][2 * j + 1]);
-                    } else {
-                        top = pack2(d[mb][4 * j], d[mb][4 * j + 1]);
-                        bottom = pack2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
+                }
+                fence_proxy_async();  // the generic-proxy writes become visible to the copy engine
+                named_sync(1 + c);
+                if (elected) {
+#pragma unroll
+                    for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+                        for (int jb = 0; jb < BN / 64; ++jb) {
+                            const int x = tn * BN + 64 * jb, y = tm * BM + (PINGPONG ? mb * 64 : c * 64);
+                            if (x < N && y < M) tma_store(mine + (mb * (BN / 64) + jb) * 64 * 128, &map_c, x, y);
+                        }
+                    bulk_commit();
+                }
+            } else {
+                // Epilogue: registers to C (two halves per store) or to this slice's fp32 partials, guarded at the edges.
+#pragma unroll
+                for (int mb = 0; mb < MB; ++mb) {
+                    const int row = tm * BM + (PINGPONG ? mb * 64 : c * 64) + warp * 16 + lane / 4;
+                    const int col = tn * BN + (lane % 4) * 2;
+                    float* part = partials + (size_t)slice * M * N;
+#pragma unroll
+                    for (int j = 0; j < BN / 8; ++j) {
+                        const int n = col + 8 * j;
+                        if (n >= N) continue;
+                        if constexpr (SPLIT_K > 1) {
+                            if (row < M) *reinterpret_cast<float2*>(part + (size_t)row * N + n) =
+                                make_float2(d[mb][4 * j], d[mb][4 * j + 1]);
+                            if (row + 8 < M) *reinterpret_cast<float2*>(part + (size_t)(row + 8) * N + n) =
+                                make_float2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
+                            continue;
+                        }
+                        Elem2 top, bottom;
+                        if constexpr (ACC_F16) {  // fp16 only (check() keeps bf16 on fp32 accumulators)
+                            top = *reinterpret_cast<const Elem2*>(&d[mb][2 * j]);
+                            bottom = *reinterpret_cast<const Elem2*>(&d[mb][2 * j + 1]);
+                        } else {
+                            top = pack2(d[mb][4 * j], d[mb][4 * j + 1]);
+                            bottom = pack2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
+                        }
+                        if (row < M) *reinterpret_cast<Elem2*>(C + (size_t)row * N + n) = top;
+                        if (row + 8 < M) *reinterpret_cast<Elem2*>(C + (size_t)(row + 8) * N + n) = bottom;
                     }
-                    if (row < M) *reinterpret_cast<Elem2*>(C + (size_t)row * N + n) = top;
-                    if (row + 8 < M) *reinterpret_cast<Elem2*>(C + (size_t)(row + 8) * N + n) = bottom;
                 }
             }
+        }
+        if constexpr (TMA_STORE) {
+            if (threadIdx.x % 128 == 0) bulk_wait<0>();  // every store done before the CTA's shared memory goes
         }
     }
 }
@@ -581,6 +655,8 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     if (rc) return rc;
     rc = B_KMAJOR ? tensor_map(&map_b, MapKey{B, N, K, BN}) : tensor_map(&map_b, MapKey{B, K, N, BK});
     if (rc) return rc;
+    CUtensorMap map_c = map_a;  // unused without the TMA-store epilogue
+    if (TMA_STORE && (rc = tensor_map(&map_c, MapKey{C, M, N, 64}))) return rc;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int ktiles = (K + BK - 1) / BK, per_split = (ktiles + SPLIT_K - 1) / SPLIT_K;
     const long long units = (long long)tiles_m * tiles_n * SPLIT_K;
@@ -588,8 +664,8 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     const int grid = (int)(units < sms ? units : sms);
     float* partials = static_cast<float*>(workspace);
     Elem* out = reinterpret_cast<Elem*>(C);  // the contract's pointers are __half*; a bf16 point reads them as bf16
-    hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, out, partials, M, N, K, tiles_m, tiles_n,
-                                                              per_split);
+    hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, out, partials, M, N, K, tiles_m,
+                                                              tiles_n, per_split);
     err = cudaGetLastError();
     if (err != cudaSuccess || SPLIT_K == 1) return (int)err;
     const size_t mn = (size_t)M * N, groups = mn / 8;

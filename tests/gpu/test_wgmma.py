@@ -1,5 +1,5 @@
 """Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
-one and two consumer warpgroups, cooperative and ping-pong, split-K, shapes with partial tiles in M, N and K. Every
+one and two consumer warpgroups, cooperative and ping-pong, split-K, direct and TMA-store epilogues, shapes with partial tiles in M, N and K. Every
 check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator inputs, guards, poisoned workspace,
 device state, timing re-checks) must pass wherever the point supports the shape."""
 
@@ -14,16 +14,18 @@ pytestmark = pytest.mark.gpu
 SHAPES = "64x64x64,333x200x72,1024x1024x1024,256x512x4096"
 
 
-def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"):
+def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative", epilogue="direct"):
     return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split_k,
-                      schedule=schedule)
+                      schedule=schedule, epilogue=epilogue)
 
 
 @pytest.mark.parametrize("acc, points", [
     ("fp32", [point("fp32", 128, 256, 4, 8, "kn"), point("fp32", 64, 128, 6, 1, "kn", split_k=2),
               point("fp32", 128, 128, 6, 8, "nk", schedule="pingpong"),
-              point("fp32", 64, 256, 4, 8, "kn", split_k=4, schedule="pingpong")]),
-    ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk")]),
+              point("fp32", 64, 256, 4, 8, "kn", split_k=4, schedule="pingpong"),
+              point("fp32", 128, 256, 3, 8, "kn", epilogue="tma")]),
+    ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
+              point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma")]),
 ])
 def test_points_verify_in_device_and_offline_modes(tmp_path, acc, points):
     files = []

@@ -1,7 +1,8 @@
 """Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
-one and two consumer warpgroups, cooperative and ping-pong, split-K, direct and TMA-store epilogues, shapes with partial tiles in M, N and K. Every
-check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator inputs, guards, poisoned workspace,
-device state, timing re-checks) must pass wherever the point supports the shape."""
+one and two consumer warpgroups, cooperative and ping-pong, split-K, direct and TMA-store epilogues, shapes with
+partial tiles in M, N and K. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator
+inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports the
+shape."""
 
 import pytest
 

@@ -30,8 +30,10 @@ H200 = Machine()
 # Fraction of the tensor peak a family can sustain on a full wave: wgmma reaches ~0.8, mma.sync tops out near 0.6 on
 # Hopper (it cannot use the wgmma path), the plain WMMA reference near 0.35. `small` is the mma.sync main loop on
 # smaller tiles: what small tiles lose is charged by the L2 operand term, not here.
+# wgmma: its best points measured 681 TFLOP/s at 8192^3 and 674 at 4096^3 on the H200 (0.69 of the peak below;
+# benchmarks/results/h200/wgmma/wgmma_device.csv), where cuBLASLt ran 702.
 FAMILY_EFFICIENCY = {"cutlass_sm90": 0.80, "mma_sync": 0.60, "small": 0.60, "wmma_reference": 0.35,
-                     "wgmma": 0.80}  # wgmma: the same instructions as cutlass_sm90; a lead until measured
+                     "wgmma": 0.69}
 LAUNCH_US = 2.0
 CLUSTER_REDUCE_US = 0.3
 # Clusters of 4 or more K slices sustain less than the model's rate: on the H200 the small family's cluster_k 4 and 8

@@ -335,7 +335,10 @@ def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], comma
 
 
 def _fallbacks(cfg: TuneConfig) -> list[str]:
-    return [YARDSTICK, LT_FALLBACK] if cfg.lt_fallback else [YARDSTICK]
+    """torch, and cuBLASLt with a stored algorithm where the library can call it: fp16 nn shapes (kernelrl.hgemm).
+    nn.Linear's nt calls fall back to F.linear, which the torch baseline measures."""
+    lt = cfg.lt_fallback and any(p.layout == "nn" and p.dtype == "fp16" for p in cfg.problems)
+    return [YARDSTICK, LT_FALLBACK] if lt else [YARDSTICK]
 
 
 def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> None:

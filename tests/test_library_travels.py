@@ -69,16 +69,20 @@ def test_library_info_says_where_each_shape_goes(tmp_path, capsys):
     assert "shapes: 3" in out and "kernels:" in out and "kernelrl library build" in out
 
 
-def built_on(tmp_path, monkeypatch, tuned_on: str, here: str):
-    """A built library whose manifest says it was tuned on `tuned_on`, loaded as if this machine's GPU were `here`."""
+def built_on(tmp_path, monkeypatch, tuned_on: str, here: str, env: dict | None = None, sms: int = 132):
+    """A built library whose manifest says it was tuned on `tuned_on` (and `env`), loaded as if this machine's GPU
+    were `here` with `sms` SMs and compute capability 9.0."""
+    import types
+
     import torch
     root = tuned(tmp_path)
     build_library(root, builder=StandInBuilder(tmp_path))
+    props = types.SimpleNamespace(name=here, multi_processor_count=sms, major=9, minor=0)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: here)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index=None: props)
     manifest = json.loads((root / "manifest.json").read_text())
-    manifest["env"] = {"gpu": tuned_on}
+    manifest["env"] = {"gpu": tuned_on, **(env or {})}
     (root / "manifest.json").write_text(json.dumps(manifest))
     return root
 
@@ -88,8 +92,16 @@ def test_a_library_tuned_on_another_gpu_says_so_and_runs_the_fallback(tmp_path, 
     capsys.readouterr()
     lib = Library(root)
     err = capsys.readouterr().err
-    assert lib.foreign == "NVIDIA H200" and "tuned on NVIDIA H200, this is NVIDIA H100" in err
+    assert lib.foreign == "NVIDIA H200" and "gpu NVIDIA H200 there, NVIDIA H100 80GB HBM3 here" in err
     assert lib.choose(64, 64, 64) is None
+
+
+def test_the_same_gpu_name_with_other_sms_is_another_gpu(tmp_path, capsys, monkeypatch):
+    root = built_on(tmp_path, monkeypatch, "NVIDIA H200", "NVIDIA H200", env={"sm_count": 132,
+                                                                              "compute_capability": "9.0"}, sms=114)
+    capsys.readouterr()
+    lib = Library(root)
+    assert lib.foreign == "NVIDIA H200" and "sm_count 132 there, 114 here" in capsys.readouterr().err
 
 
 def test_a_library_on_the_gpu_it_was_tuned_on_keeps_its_kernels(tmp_path, monkeypatch):

@@ -155,13 +155,19 @@ class Library:
     def _check_gpu(self, manifest: dict) -> str | None:
         """A library tuned on another GPU: its choices were measured there, so every shape runs torch.matmul (cuBLAS)
         here, and the user is told in one line. Returns the GPU it was tuned on, or None when it is this one."""
-        tuned_on = (manifest.get("env") or {}).get("gpu")
+        env = manifest.get("env") or {}
+        tuned_on = env.get("gpu")
         if not tuned_on or not torch.cuda.is_available():
             return None
-        here = torch.cuda.get_device_name(torch.cuda.current_device())
-        if here == tuned_on:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        here = {"gpu": props.name, "sm_count": props.multi_processor_count,
+                "compute_capability": f"{props.major}.{props.minor}"}
+        # Only what the manifest recorded is compared (libraries from before it recorded SMs and arch: the name).
+        differs = [key for key, value in here.items() if env.get(key) is not None and str(env[key]) != str(value)]
+        if not differs:
             return None
-        _say(f"{self.root} was tuned on {tuned_on}, this is {here}: every shape runs torch.matmul. Tune it here "
+        what = ", ".join(f"{key} {env[key]} there, {here[key]} here" for key in differs)
+        _say(f"{self.root} was tuned on another GPU ({what}): every shape runs torch.matmul. Tune it here "
              f"(kernelrl tune --shapes ... --out DIR)")
         self.table = {key: None for key in self.table}
         self.lt_algos = {}

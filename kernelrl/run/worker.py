@@ -75,6 +75,7 @@ class Worker:
         props = torch.cuda.get_device_properties(0)
         self.l2_bytes = int(getattr(props, "L2_cache_size", 50 << 20))
         env = {"gpu": props.name, "sm_count": props.multi_processor_count, "l2_bytes": self.l2_bytes,
+               "compute_capability": f"{props.major}.{props.minor}",
                "cuda_runtime": torch.version.cuda, "torch": torch.__version__}
         if self.settings.get("blas_lib"):
             from kernelrl.baselines import native_lib

@@ -49,7 +49,7 @@ def test_the_tolerance_is_the_output_dtypes(dtype, tol):
 def test_hidden_work_flags_only_overhead_beyond_the_baselines():
     assert hidden_work([12.0, 13.0, 12.5], [12.0, 11.0, 13.0], 5.0) is None
     flag = hidden_work([900.0, 950.0], [12.0, 11.0], 1000.0)  # work the stream's events never saw
-    assert verdict_of(flag) is Verdict.HIDDEN_WORK
+    assert flag.verdict is Verdict.HIDDEN_WORK and str(flag).startswith("hidden work: ")
     assert hidden_work([], [12.0], 5.0) is None
 
 

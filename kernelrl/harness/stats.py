@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from kernelrl.harness.verdicts import Verdict
+from kernelrl.harness.verdicts import Rejected, Verdict
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -35,8 +35,8 @@ HIDDEN_SHARE = 0.5  # of the method's own time per region
 
 
 def hidden_work(candidate_overheads: list[float], baseline_overhead_medians: list[float],
-                candidate_region_us: float) -> str | None:
-    """The one hidden-work rule of every worker and timing mode: the reason line, or None.
+                candidate_region_us: float) -> Rejected | None:
+    """The one hidden-work rule of every worker and timing mode: the verdict, or None.
 
     A timed region is one call (host-timed modes) or one graph replay (device mode). Its overhead is the
     synchronized wall time minus the caller's stream's event time, in µs. Work hidden from the stream (another
@@ -50,9 +50,9 @@ def hidden_work(candidate_overheads: list[float], baseline_overhead_medians: lis
     reference = ordered[len(ordered) // 2] if ordered else 0.0
     extra = min(candidate_overheads) - reference
     if extra > max(HIDDEN_FLOOR_US, HIDDEN_SHARE * candidate_region_us):
-        return Verdict.HIDDEN_WORK.reason(
-            f"synchronized time exceeds the stream's event time by {extra:.1f} us per timed region more than the "
-            f"baselines' launch overhead")
+        return Rejected(Verdict.HIDDEN_WORK,
+                        f"synchronized time exceeds the stream's event time by {extra:.1f} us per timed region more "
+                        f"than the baselines' launch overhead")
     return None
 
 

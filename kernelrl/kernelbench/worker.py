@@ -82,7 +82,7 @@ from kernelrl.harness import compare
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.record import Record
 from kernelrl.harness.tolerance import output_tolerance
-from kernelrl.harness.verdicts import Category, Rejected, Verdict, verdict_of
+from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.run.protocol import RECYCLE, serve
 
 DEFAULT_BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
@@ -297,16 +297,16 @@ def _tol(dtype) -> tuple[float, float]:
     return tol, tol
 
 
-def _load_verdict(exc: BaseException) -> str:
-    """The verdict line of a candidate that failed to import or construct: a build that failed inside the worker
-    is a compile error, a package this environment lacks an environment verdict, anything else its exception."""
+def _load_verdict(exc: BaseException) -> Rejected:
+    """The verdict of a candidate that failed to import or construct: a build that failed inside the worker is a
+    compile error, a package this environment lacks an environment verdict, anything else its exception."""
     text = str(exc)
     if "Error building extension" in text:
-        return Verdict.COMPILE_ERROR.reason(_short(exc))
+        return Rejected(Verdict.COMPILE_ERROR, _short(exc))
     if isinstance(exc, ModuleNotFoundError):
-        return Verdict.ENVIRONMENT.reason(f"the candidate imports {exc.name!r}, which this environment does not "
-                                          f"have: install it where the evaluation runs, or leave it out")
-    return Verdict.EXCEPTION.reason(_short(exc))
+        return Rejected(Verdict.ENVIRONMENT, f"the candidate imports {exc.name!r}, which this environment does not "
+                                             f"have: install it where the evaluation runs, or leave it out")
+    return Rejected(Verdict.EXCEPTION, _short(exc))
 
 
 def _flatten(out) -> list:
@@ -716,21 +716,21 @@ class KBWorker:
             cand = cand.to(self.device)
         except Exception as exc:
             self._unwatch(before, "load")
-            reason = _load_verdict(exc)
-            self._report(tid, baselines, reason, {}, {})
-            return self._after_pair(reason)
+            failure = _load_verdict(exc)
+            self._report(tid, baselines, failure, {}, {})
+            return self._after_pair(failure)
         self._unwatch(before, "load")
         errs = {"max_abs_err": 0.0, "max_rel_err": 0.0}
         try:
             self._check_class(cand, ref)
             self._verify(tid, tmod, ref, cand, errs)
         except Rejected as exc:
-            self._report(tid, baselines, str(exc), errs, {})
-            return self._after_pair(str(exc))
+            self._report(tid, baselines, exc, errs, {})
+            return self._after_pair(exc)
         self._free()
-        times, reason, base_reasons = self._time(tid, tmod, ref, cand, baselines, errs)
-        self._report(tid, baselines, reason, errs, times, base_reasons)
-        return self._after_pair(reason)
+        times, failure, base_reasons = self._time(tid, tmod, ref, cand, baselines, errs)
+        self._report(tid, baselines, failure, errs, times, base_reasons)
+        return self._after_pair(failure)
 
     def _task(self, tid, path: str):
         """The task's module, its reference model and its footprint verdict, made once for consecutive pairs of one
@@ -752,12 +752,11 @@ class KBWorker:
         self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes)
         return tmod, ref, too_large
 
-    def _after_pair(self, reason: str | None):
+    def _after_pair(self, failure: Rejected | None):
         """Free the pair's memory; after a defence verdict ask for a fresh worker (what a cheat did to this
         process, it may have done in ways no check saw)."""
         self._free()
-        verdict = verdict_of(reason) if reason else None
-        return RECYCLE if verdict is not None and verdict.category is Category.DEFENCE else None
+        return RECYCLE if failure is not None and failure.verdict.category is Category.DEFENCE else None
 
     def _free(self):
         import gc
@@ -765,9 +764,9 @@ class KBWorker:
         if self.cuda:
             self.torch.cuda.empty_cache()
 
-    def _measure_footprint(self, tid, tmod, ref) -> str | None:
+    def _measure_footprint(self, tid, tmod, ref) -> Rejected | None:
         """The task's footprint (one input set and the reference output), from one reference call before any
-        candidate code runs; the pair's verdict line when the worker's bound on its own memory (a multiple of the
+        candidate code runs; the pair's verdict when the worker's bound on its own memory (a multiple of the
         footprint, plus the reference's own temporaries) does not fit this device."""
         torch = self.torch
         self.footprint = self.input_bytes = 0
@@ -783,8 +782,8 @@ class KBWorker:
         except torch.OutOfMemoryError as exc:
             inputs = out = None
             self._free()
-            return Verdict.TOO_LARGE.reason(f"the task's own inputs and reference call do not fit this device "
-                                            f"({_short(exc)})")
+            return Rejected(Verdict.TOO_LARGE, f"the task's own inputs and reference call do not fit this device "
+                                               f"({_short(exc)})")
         in_bytes, out_bytes = self._nbytes(inputs), self._nbytes(out)
         self.footprint = in_bytes + out_bytes
         self.input_bytes = in_bytes
@@ -799,9 +798,10 @@ class KBWorker:
         free, _total = torch.cuda.mem_get_info()
         free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
         if need > free:
-            return Verdict.TOO_LARGE.reason(
-                f"evaluating it needs about {need / 2**30:.1f} GiB ({self.s.get('memory_multiple', MEMORY_MULTIPLE):g}"
-                f" x the {self.footprint / 2**30:.2f} GiB of one input set and the reference output, plus "
+            multiple = self.s.get("memory_multiple", MEMORY_MULTIPLE)
+            return Rejected(
+                Verdict.TOO_LARGE, f"evaluating it needs about {need / 2**30:.1f} GiB ({multiple:g} x the "
+                f"{self.footprint / 2**30:.2f} GiB of one input set and the reference output, plus "
                 f"{temporaries / 2**30:.2f} GiB of the reference's temporaries); {free / 2**30:.1f} GiB are free")
         return None
 
@@ -812,9 +812,9 @@ class KBWorker:
                 raise Rejected(Verdict.INHERITS_MODEL, f"ModelNew derives from {klass.__module__}.{klass.__name__} (the "
                                f"reference is one super() call away)")
 
-    def _report(self, tid, baselines, reason, errs, times, base_reasons=None):
+    def _report(self, tid, baselines, failure: Rejected | None, errs, times, base_reasons=None):
         self.begin(tid, None, "report")
-        verdict = verdict_of(reason) if reason else None
+        reason, verdict = (str(failure), failure.verdict) if failure is not None else (None, None)
         cand_us = times.get("candidate")
         records = []
         for b in baselines:
@@ -1087,7 +1087,7 @@ class KBWorker:
                 self._cand_call(cand, self._fresh(pool, k), "warm-up")
                 k += 1
         except Rejected as exc:
-            return {}, f"during timing: {exc}", base_reasons
+            return {}, Rejected(Verdict.DURING_TIMING, str(exc)), base_reasons
         samples = {n: [] for n in fns}
         overhead = {n: [] for n in fns}
         n_calls = s["calls_per_round"] + (1 if self.cuda else 0)
@@ -1144,7 +1144,7 @@ class KBWorker:
                         try:
                             self._judge(out, ref_out, xs, pristine, ref_in, None, errs)
                         except Rejected as exc:
-                            reason = f"during timing: {exc}"
+                            reason = Rejected(Verdict.DURING_TIMING, str(exc))
                         del ref_out
                     del out
         times = {}

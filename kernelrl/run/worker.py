@@ -478,7 +478,7 @@ class Worker:
             if not self._trusted(name):
                 flag = hidden_work(overheads[name], trusted, region_us[name])
                 if flag:
-                    self._reject(results[name], Rejected(Verdict.HIDDEN_WORK, flag.split(": ", 1)[1]))
+                    self._reject(results[name], flag)
 
     # -- content probe ---------------------------------------------------------------------------------------
     def _probe_contents(self, task_id, problem, live, graphs, sets, results):

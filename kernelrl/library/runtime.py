@@ -35,8 +35,7 @@ class _Kernel:
         self.fn.restype = i
         self._ws = self._optional("kernelrl_hgemm_workspace", ctypes.c_size_t)
         self._supports = self._optional("kernelrl_hgemm_supports", i)
-        layout = getattr(self.lib, "kernelrl_hgemm_b_layout", None) if hasattr(self.lib, "kernelrl_hgemm_b_layout") \
-            else None
+        layout = getattr(self.lib, "kernelrl_hgemm_b_layout", None)  # optional: "kn" unless the kernel says "nk"
         if layout is not None:
             layout.restype, layout.argtypes = ctypes.c_char_p, []
         self.b_layout = (layout() or b"kn").decode() if layout is not None else "kn"
@@ -167,8 +166,8 @@ class Library:
         if not differs:
             return None
         what = ", ".join(f"{key} {env[key]} there, {here[key]} here" for key in differs)
-        _say(f"{self.root} was tuned on another GPU ({what}): every shape runs torch.matmul. Tune it here "
-             f"(kernelrl tune --shapes ... --out DIR)")
+        _say(f"{self.root} was tuned on another GPU ({what}): every shape runs its fallback (torch.matmul, or "
+             f"F.linear for kernelrl.linear). Tune it here (kernelrl tune --shapes ... --out DIR)")
         self.table = {key: None for key in self.table}
         self.lt_algos = {}
         return tuned_on

@@ -153,9 +153,10 @@ def problems_from_shapes_file(path, acc: str = "fp32", m_grid: bool = True) -> t
                          f"kernelrl.record")
     problems: list[GemmProblem] = []
     left_out: dict[str, int] = {}
+    ours = {torch_name: name for name, torch_name in TORCH_DTYPE_NAMES.items()}  # "bfloat16" -> "bf16"
     for entry in doc.get("shapes", []):
         why = None
-        dtype = {v: k for k, v in TORCH_DTYPE_NAMES.items()}.get(entry.get("dtype"))
+        dtype = ours.get(entry.get("dtype"))
         if dtype is None:
             why = f"{entry.get('dtype')} GEMMs (fp16 and bf16 only)"
         elif entry.get("batch", 1) != 1:

@@ -43,6 +43,10 @@ class Method:
     name = "method"
     needs_bt = False
 
+    def b_of(self, bufs: "Buffers") -> torch.Tensor:
+        """The copy of B this method reads: B (K x N), or Bt (N x K) for methods that take it transposed."""
+        return bufs.bt if self.needs_bt else bufs.b
+
     def workspace_bytes(self, m: int, n: int, k: int) -> int:
         return 0
 
@@ -103,7 +107,7 @@ class Cublas(Method):
         return LT_WORKSPACE_BYTES
 
     def bind(self, problem, bufs, ws, stream):
-        b = bufs.bt if self.needs_bt else bufs.b
+        b = self.b_of(bufs)
         return functools.partial(self.lib.kr_cublas_gemm, self.ctx, native_lib.LAYOUTS[self.layout],
                                  native_lib.code(problem), bufs.a.data_ptr(), b.data_ptr(), bufs.c.data_ptr(),
                                  problem.m, problem.n, problem.k, ws.data_ptr(), ws.numel(), stream.cuda_stream)
@@ -145,7 +149,7 @@ class CublasLt(Method):
             self.algo = ctypes.create_string_buffer(algos.raw[:native_lib.ALGO_BYTES], native_lib.ALGO_BYTES)
             return {"heuristic_algos": found.value}
         started = time.perf_counter()
-        b = bufs.bt if self.needs_bt else bufs.b
+        b = self.b_of(bufs)
         # The native search runs each algorithm once: it drops those that fail their check or their run.
         first = (ctypes.c_float * found.value)()
         best = ctypes.c_int(-1)
@@ -178,7 +182,7 @@ class CublasLt(Method):
                 "search_s": round(self.new_tuning["search_s"], 4)}
 
     def bind(self, problem, bufs, ws, stream):
-        b = bufs.bt if self.needs_bt else bufs.b
+        b = self.b_of(bufs)
         return functools.partial(self.lib.kr_lt_run, self.plan, self.algo, bufs.a.data_ptr(), b.data_ptr(),
                                  bufs.c.data_ptr(), ws.data_ptr(), ws.numel(), stream.cuda_stream)
 
@@ -235,7 +239,7 @@ class Candidate(Method):
         """Run the candidate's untimed staging for the current inputs; 0 when it has none to run."""
         if not (self.staged and self._stage):
             return 0
-        return self._stage(bufs.a.data_ptr(), self._b(bufs).data_ptr(), problem.m, problem.n, problem.k, _ptr(ws),
+        return self._stage(bufs.a.data_ptr(), self.b_of(bufs).data_ptr(), problem.m, problem.n, problem.k, _ptr(ws),
                            ws.numel() if ws is not None else 0, stream.cuda_stream)
 
     def _optional(self, symbol, restype, argtypes):
@@ -259,11 +263,8 @@ class Candidate(Method):
     def workspace_bytes(self, m, n, k):
         return int(self._workspace(m, n, k)) if self._workspace is not None else 0
 
-    def _b(self, bufs):
-        return bufs.bt if self.needs_bt else bufs.b
-
     def bind(self, problem, bufs, ws, stream):
-        return functools.partial(self.fn, bufs.a.data_ptr(), self._b(bufs).data_ptr(), bufs.c.data_ptr(), problem.m,
+        return functools.partial(self.fn, bufs.a.data_ptr(), self.b_of(bufs).data_ptr(), bufs.c.data_ptr(), problem.m,
                                  problem.n, problem.k, _ptr(ws), ws.numel() if ws is not None else 0,
                                  stream.cuda_stream)
 

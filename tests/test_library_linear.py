@@ -91,6 +91,23 @@ def test_patch_routes_every_linear_and_keeps_the_model_s_answer_and_state(lib):
     assert kernelrl.unpatch(m) == ["0", "2"] and type(m[0]) is nn.Linear and torch.equal(m(x), ref)
 
 
+def _ops_called(module, x) -> int:
+    calls = []
+    real = torch.ops.kernelrl.linear
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torch.ops.kernelrl, "linear", lambda *a: calls.append(a) or real(*a))
+        module(x)
+    return len(calls)
+
+
+def test_a_patched_module_skips_the_custom_op_when_no_gradient_is_needed(lib):
+    m = model()
+    kernelrl.patch(m, lib)
+    with torch.no_grad():
+        assert _ops_called(m, torch.randn(4, 16)) == 0
+    assert _ops_called(m, torch.randn(4, 16)) == 2  # weights that need gradients: the op autograd knows
+
+
 def test_patch_takes_only_what_the_filter_accepts(lib):
     m = model()
     assert kernelrl.patch(m, lib, filter=lambda name, mod: mod.bias is None) == ["2"]

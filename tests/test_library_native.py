@@ -79,3 +79,36 @@ def test_a_cached_build_loads_without_ninja(module, monkeypatch):
     from torch.utils import cpp_extension
     monkeypatch.setattr(cpp_extension, "load", lambda *a, **k: pytest.fail("rebuilt instead of importing"))
     assert hasattr(native._build(None), "Plans")
+
+
+def test_linear_plans_report_their_shape_kind_and_calls(module):
+    plans = module.Plans()
+    plans.add_linear(1, 8, 1024, 4096, 0, native.KERNEL, 1, 0, 0, 15)
+    plans.add_linear(0, 2048, 4096, 4096, 0, native.TORCH, 0, 0, 0, 15)
+    assert sorted(plans.linear_counts()) == [(0, 2048, 4096, 4096, 0, native.TORCH, 0),
+                                             (1, 8, 1024, 4096, 0, native.KERNEL, 0)]
+    plans.clear()
+    assert plans.linear_counts() == []
+
+
+def test_a_cpu_linear_is_declined_even_for_a_registered_shape(module):
+    plans = module.Plans()
+    plans.add_linear(0, 8, 128, 256, 0, native.TORCH, 0, 0, 0, 15)
+    assert plans.linear(half(8, 256), half(128, 256)) is None
+    assert plans.linear_counts()[0][-1] == 0  # a declined call is not counted
+
+
+def test_a_linear_plan_of_an_unknown_dtype_is_refused(module):
+    with pytest.raises(RuntimeError, match="unknown linear dtype"):
+        module.Plans().add_linear(2, 8, 128, 256, 0, native.TORCH, 0, 0, 0, 15)
+
+
+def test_the_runtime_counts_fast_path_linear_calls_in_stats(module, tmp_path):
+    import json
+
+    from kernelrl.library.runtime import Library
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"shapes": {}, "kernels": {}}))
+    lib = Library(tmp_path)
+    lib._register_linear("bf16", 8, 1024, 4096, 0, None, None, 0)
+    assert lib.stats() == {(8, 1024, 4096, "bf16", "nt"): {"kernel": None, "calls": 0, "fallbacks": 0}}

@@ -4,6 +4,10 @@
 // was not told about: any miss returns None and the caller takes the Python path, which checks everything, decides,
 // and registers the plan here.
 //
+// kernelrl.linear (y = x @ W^T, W stored N x K) has its own tables, one per dtype (fp16, bf16): a tuned nk kernel's
+// plan, or F.linear's (at::linear) where the library has no kernel for the shape. Those plans count their calls, so
+// Library.stats() sees every call the fast path served.
+//
 // Built by torch.utils.cpp_extension when a library is loaded (kernelrl/library/native.py). It uses only c10's
 // device-generic stream API, so it compiles without CUDA headers; the CUDA stream handle comes from the registered
 // CUDA guard.
@@ -13,7 +17,9 @@
 
 #include <cstdint>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
+#include <vector>
 
 namespace {
 
@@ -32,7 +38,16 @@ struct Plan {
   void* ws;
   size_t ws_size;
   uintptr_t align;  // pointer bits that must be zero
+  int64_t calls = 0;  // linear plans: calls served here
 };
+
+// The linear tables' index of a dtype, or -1.
+inline int linear_table(at::ScalarType t) { return t == at::kHalf ? 0 : t == at::kBFloat16 ? 1 : -1; }
+
+inline void* current_stream(int64_t dev) {
+  static const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  return cuda->getStreamNativeHandle(cuda->getStream(c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(dev))));
+}
 
 // The key packs (m, n, k, device): each dimension below 2^20, the device below 2^4.
 inline uint64_t key_of(int64_t m, int64_t n, int64_t k, int64_t dev) {
@@ -57,9 +72,67 @@ class Plans {
                                         uintptr_t(align)};
   }
 
+  // dtype: 0 fp16, 1 bf16 (linear_table); kind kKernel (an nk kernel) or kTorch (F.linear)
+  void add_linear(int64_t dtype, int64_t m, int64_t n, int64_t k, int64_t dev, int64_t kind, int64_t fn, int64_t ws,
+                  int64_t ws_size, int64_t align) {
+    if (!packable(m, n, k, dev)) return;
+    TORCH_CHECK(dtype == 0 || dtype == 1, "kernelrl fast path: unknown linear dtype ", dtype);
+    TORCH_CHECK(kind == kKernel || kind == kTorch, "kernelrl fast path: a linear plan is a kernel or F.linear");
+    std::lock_guard<std::mutex> lock(mutex_);
+    linear_[dtype][key_of(m, n, k, dev)] = Plan{kind, reinterpret_cast<void*>(fn), nullptr, nullptr,
+                                                reinterpret_cast<void*>(ws), size_t(ws_size), uintptr_t(align)};
+  }
+
+  // (dtype, m, n, k, device, kind, calls) of every linear plan
+  std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>> linear_counts() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>> rows;
+    for (int64_t t = 0; t < 2; ++t)
+      for (const auto& [key, p] : linear_[t])
+        rows.emplace_back(t, int64_t(key >> 44), int64_t((key >> 24) & 0xFFFFF), int64_t((key >> 4) & 0xFFFFF),
+                          int64_t(key & 0xF), p.kind, p.calls);
+    return rows;
+  }
+
   void clear() {
     std::lock_guard<std::mutex> lock(mutex_);
     table_.clear();
+    linear_[0].clear();
+    linear_[1].clear();
+  }
+
+  // y = x @ W^T (+ bias) through a registered plan, or None: the Python path decides (and raises on bad input).
+  c10::optional<at::Tensor> linear(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& bias) {
+    const int t = linear_table(x.scalar_type());
+    if (t < 0 || w.scalar_type() != x.scalar_type() || !x.is_cuda() || x.dim() < 1 || w.dim() != 2 ||
+        !x.is_contiguous() || !w.is_contiguous())
+      return c10::nullopt;
+    const int64_t n = w.size(0), k = w.size(1), dev = x.get_device();
+    if (k == 0 || x.size(-1) != k || w.get_device() != dev) return c10::nullopt;
+    const int64_t m = x.numel() / k;
+    if (!packable(m, n, k, dev)) return c10::nullopt;
+    if (bias.has_value() && (bias->scalar_type() != x.scalar_type() || bias->dim() != 1 || bias->size(0) != n ||
+                             bias->get_device() != dev))
+      return c10::nullopt;
+    const uintptr_t px = uintptr_t(x.data_ptr()), pw = uintptr_t(w.data_ptr());
+    Plan p;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = linear_[t].find(key_of(m, n, k, dev));
+      if (it == linear_[t].end() || (it->second.kind == kKernel && ((px | pw) & it->second.align)))
+        return c10::nullopt;
+      ++it->second.calls;
+      p = it->second;
+    }
+    if (p.kind == kTorch) return at::linear(x, w, bias);
+    std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
+    sizes.back() = n;
+    at::Tensor out = at::empty(sizes, x.options());  // the caching allocator's blocks are 512-byte aligned
+    const int rc = reinterpret_cast<KernelFn>(p.fn)(x.data_ptr(), w.data_ptr(), out.data_ptr(), int(m), int(n),
+                                                    int(k), p.ws, p.ws_size, current_stream(dev));
+    TORCH_CHECK(rc == 0, "kernelrl: the tuned kernel for linear ", m, "x", n, "x", k, " failed with error ", rc);
+    if (bias.has_value()) out.add_(*bias);
+    return out;
   }
 
   int64_t size() {
@@ -97,8 +170,7 @@ class Plans {
     }
     const uintptr_t pa = uintptr_t(a.data_ptr()), pb = uintptr_t(b.data_ptr()), pc = uintptr_t(out.data_ptr());
     if ((pa | pb | pc) & p.align) return c10::nullopt;
-    static const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
-    void* stream = cuda->getStreamNativeHandle(cuda->getStream(c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(dev))));
+    void* stream = current_stream(dev);
     int rc;
     if (p.kind == kKernel) {
       rc = reinterpret_cast<KernelFn>(p.fn)(a.data_ptr(), b.data_ptr(), out.data_ptr(), int(m), int(n), int(k),
@@ -114,6 +186,7 @@ class Plans {
 
  private:
   std::unordered_map<uint64_t, Plan> table_;
+  std::unordered_map<uint64_t, Plan> linear_[2];
   std::mutex mutex_;
 };
 
@@ -126,5 +199,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, mod) {
       .def("clear", &Plans::clear, "forget every plan")
       .def("__len__", &Plans::size)
       .def("run", &Plans::run, "C = A @ B through a registered plan, or None", pybind11::arg("a"),
-           pybind11::arg("b"), pybind11::arg("out") = pybind11::none());
+           pybind11::arg("b"), pybind11::arg("out") = pybind11::none())
+      .def("add_linear", &Plans::add_linear, "register the linear plan of one (dtype, m, n, k, device)")
+      .def("linear_counts", &Plans::linear_counts, "(dtype, m, n, k, device, kind, calls) per linear plan")
+      .def("linear", &Plans::linear, "y = x @ W^T (+ bias) through a registered plan, or None", pybind11::arg("x"),
+           pybind11::arg("weight"), pybind11::arg("bias") = pybind11::none());
 }

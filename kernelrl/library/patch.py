@@ -6,8 +6,9 @@
 
 A patched module is the same module object's state under a subclass (`KernelrlLinear`): the same Parameter objects,
 the same state_dict keys, hooks and training flag, so optimizers, checkpoints and `.to()` keep working. Its forward
-is `torch.ops.kernelrl.linear`, which falls back to F.linear wherever the library has no kernel (swapping modules
-the way torchao's `convert_to_float8_training` does)."""
+is `torch.ops.kernelrl.linear` where torch.compile traces it or a gradient is needed and the library's own call
+otherwise; both fall back to F.linear wherever the library has no kernel (swapping modules the way torchao's
+`convert_to_float8_training` does)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import torch
 from torch import nn
 
 from kernelrl.library import linear as _linear  # noqa: F401 - registers torch.ops.kernelrl.linear
-from kernelrl.library.runtime import Library, LibraryError
+from kernelrl.library.runtime import Library, LibraryError, library_by_handle
 
 Filter = Callable[[str, nn.Module], bool]
 
@@ -28,7 +29,12 @@ class KernelrlLinear(nn.Linear):
     kernelrl_library: int
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.kernelrl.linear(x, self.weight, self.bias, self.kernelrl_library)
+        # The custom op is what torch.compile traces and autograd differentiates, but its Python dispatch costs
+        # ~50-100 us a call: eager calls that need no gradient (inference, under no_grad or inference_mode) go
+        # straight to the library, whose C++ fast path launches a decided shape in one call.
+        if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad)):
+            return torch.ops.kernelrl.linear(x, self.weight, self.bias, self.kernelrl_library)
+        return library_by_handle(self.kernelrl_library).linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, kernelrl library {self.kernelrl_library}"

@@ -182,7 +182,8 @@ class Library:
         if missing or lt_lost:
             parts = [f"{len(missing)} of {len(wanted)} kernels are not built in lib/"] if missing else []
             parts += [f"{lt_lost} cuBLASLt fallbacks have no lib/libkr_blas.so"] if lt_lost else []
-            _say(f"{self.root}: {'; '.join(parts)}: those shapes run torch.matmul. Build them here with "
+            _say(f"{self.root}: {'; '.join(parts)}: those shapes run their fallback (torch.matmul; F.linear for "
+                 f"kernelrl.linear). Build them here with "
                  f"`kernelrl library build {self.root}`")
         return missing
 
@@ -230,9 +231,16 @@ class Library:
 
     def stats(self) -> dict[tuple, dict]:
         """Calls through linear() per (M, N, K, dtype, layout): the kernel that ran, kernel calls and fallbacks."""
+        counted = {shape: list(pair) for shape, pair in self._calls.items()}
+        if self._plans is not None:  # the calls the C++ fast path served
+            from kernelrl.library.native import KERNEL
+            names = {index: name for name, index in _LINEAR_TABLE.items()}
+            for table, m, n, k, _dev, kind, calls in self._plans.linear_counts():
+                pair = counted.setdefault((m, n, k, names[table], "nt"), [0, 0])
+                pair[0 if kind == KERNEL else 1] += calls
         return {shape: {"kernel": self._decisions.get(self.key(*shape[:3], "fp32", *shape[3:])),
                         "calls": calls, "fallbacks": fallbacks}
-                for shape, (calls, fallbacks) in sorted(self._calls.items())}
+                for shape, (calls, fallbacks) in sorted(counted.items())}
 
     # -- nn.Linear: y = x @ W^T (+ bias) -------------------------------------------------------------------------
     def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -241,6 +249,14 @@ class Library:
         else F.linear unchanged (counted in stats()). A non-contiguous weight also goes to F.linear (a copy per
         call would cost more than the kernel saves). `out` (2-D x, no bias, contiguous (M, N)): written in place,
         as the evaluator measures it."""
+        if out is None and self._plans is not None:
+            # C++ fast path: a shape already decided, checked and launched (or sent to F.linear) in one call
+            y = self._plans.linear(x, weight, bias)
+            if y is not None:
+                return y
+        return self._linear_checked(x, weight, bias, out)
+
+    def _linear_checked(self, x, weight, bias, out):
         _check_linear(x, weight, bias)
         if out is not None and (bias is not None or x.dim() != 2 or not out.is_contiguous() or
                                 tuple(out.shape) != (x.shape[0], weight.shape[0]) or out.dtype != x.dtype):
@@ -253,6 +269,8 @@ class Library:
         if x.is_cuda and dtype is not None and m and weight.is_contiguous():
             name = self.choose(m, n, k, "fp32", dtype, "nt")
         counts = self._calls.setdefault((m, n, k, dtype or str(x.dtype).removeprefix("torch."), "nt"), [0, 0])
+        if name is None and x.is_cuda and dtype is not None and m and weight.is_contiguous():
+            self._register_linear(dtype, m, n, k, x.get_device(), None, None, 0)  # F.linear is this shape's choice
         x2 = x.reshape(m, k) if name is not None else None
         if name is None or (x2.data_ptr() | weight.data_ptr() | (out.data_ptr() if out is not None else 0)) % 16:
             counts[1] += 1
@@ -263,12 +281,14 @@ class Library:
         if out is None:
             out = torch.empty((m, n), dtype=x.dtype, device=x.device)
         ws = self._workspace(x.device, kern.workspace(m, n, k))
-        rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k,
-                     ws.data_ptr() if ws is not None else None, ws.numel() if ws is not None else 0,
+        ws_ptr, ws_size = (ws.data_ptr(), ws.numel()) if ws is not None else (None, 0)
+        rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size,
                      _raw_stream(x.get_device()))
         if rc:
             raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
         counts[0] += 1
+        # the workspace only grows (see _hgemm_checked), so later calls of this shape can launch from C++
+        self._register_linear(dtype, m, n, k, x.get_device(), kern, ws_ptr, ws_size)
         if bias is not None:
             out.add_(bias)
         return out.reshape(*x.shape[:-1], n)
@@ -338,17 +358,31 @@ class Library:
             self._register_native(m, n, k, a.get_device(), kern, ws_ptr, ws_size, align)
         return out
 
-    def _register_native(self, m, n, k, dev, kern, ws_ptr, ws_size, align) -> None:
+    def _native_plans(self):
+        """The C++ fast path's table of this library (made on the first plan), or None where it cannot load."""
         if self._plans is None:
             from kernelrl.library import native
             mod = native.load(say=_say)
             if mod is None:
-                return
+                return None
             with self._lock:
                 if self._plans is None:
                     self._plans = mod.Plans()
+        return self._plans
+
+    def _register_native(self, m, n, k, dev, kern, ws_ptr, ws_size, align) -> None:
+        if self._native_plans() is None:
+            return
         kind, fn, plan, algo = kern.native()
         self._plans.add(m, n, k, dev, kind, fn, plan, algo, ws_ptr or 0, ws_size, align)
+
+    def _register_linear(self, dtype, m, n, k, dev, kern, ws_ptr, ws_size) -> None:
+        """A decided linear shape's plan for the C++ fast path: `kern` (an nk kernel), or F.linear when None."""
+        if self._native_plans() is None:
+            return
+        from kernelrl.library.native import KERNEL, TORCH
+        kind, fn = (TORCH, 0) if kern is None else (KERNEL, kern.native()[1])
+        self._plans.add_linear(_LINEAR_TABLE[dtype], m, n, k, dev, kind, fn, ws_ptr or 0, ws_size, 15)
 
     def _lt_fallback(self) -> "_LtFallback":
         with self._lock:
@@ -372,6 +406,7 @@ class Library:
 
 _F16 = torch.float16
 _DTYPE_NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+_LINEAR_TABLE = {"fp16": 0, "bf16": 1}  # the C++ fast path's linear tables (fastpath.cpp: linear_table)
 _B_LAYOUT = {"nn": "kn", "nt": "nk"}  # the B a kernel must take for a layout (kernelrl_hgemm_b_layout)
 _FALLBACK = {"nn": "torch.matmul", "nt": "F.linear"}
 _LIBRARIES: list["Library"] = []  # every Library made in this process, by handle

@@ -43,9 +43,30 @@ def test_the_tuned_shape_runs_the_kernel_with_batch_dims_and_bias(library):
     x = torch.randn(2, M // 2, K, device="cuda", dtype=torch.float16)
     w = torch.randn(N, K, device="cuda", dtype=torch.float16)
     b = torch.randn(N, device="cuda", dtype=torch.float16)
-    y = kernelrl.linear(x, w, b)
-    assert y.shape == (2, M // 2, N) and close(y, torch.nn.functional.linear(x, w, b))
-    assert library.stats()[(M, N, K, "fp16", "nt")] == {"kernel": POINT.name, "calls": 1, "fallbacks": 0}
+    first, again = kernelrl.linear(x, w, b), kernelrl.linear(x, w, b)  # decided in Python, then from C++
+    ref = torch.nn.functional.linear(x, w, b)
+    assert first.shape == again.shape == (2, M // 2, N) and close(first, ref) and close(again, ref)
+    assert library.stats()[(M, N, K, "fp16", "nt")] == {"kernel": POINT.name, "calls": 2, "fallbacks": 0}
+
+
+def test_an_untuned_shape_falls_back_on_every_call_and_each_is_counted(library):
+    x, w = (torch.randn(8, 96, device="cuda", dtype=torch.float16),
+            torch.randn(40, 96, device="cuda", dtype=torch.float16))
+    for _ in range(3):
+        assert torch.equal(kernelrl.linear(x, w), torch.nn.functional.linear(x, w))
+    assert library.stats()[(8, 40, 96, "fp16", "nt")] == {"kernel": None, "calls": 0, "fallbacks": 3}
+
+
+def test_a_patched_model_in_eager_inference(library):
+    model = nn.Sequential(nn.Linear(K, N), nn.ReLU(), nn.Linear(N, 64)).cuda().half()
+    x = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    with torch.no_grad():
+        ref = model(x)
+        kernelrl.patch(model, library)
+        before = library.stats()[(M, N, K, "fp16", "nt")]["calls"]
+        assert close(model(x), ref) and close(model(x), ref)
+    assert library.stats()[(M, N, K, "fp16", "nt")]["calls"] == before + 2
+    kernelrl.unpatch(model)
 
 
 def test_a_cuda_graph_replay_recomputes_from_new_inputs(library):

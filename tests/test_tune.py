@@ -527,3 +527,19 @@ def test_the_confirmation_run_measures_afresh_on_the_same_builds(tmp_path):
     lucky_run(tmp_path, 2)
     keys = {r["method_key"] for r in Database(tmp_path / "t.db").rows("dummy")}
     assert any(k.endswith(":confirm15") for k in keys) and any(":" not in k for k in keys)
+
+
+def test_bench_library_labels_nt_bf16_shapes_by_their_own_keys(tmp_path):
+    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.library.export import shape_key
+    root = tmp_path / "lib"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "libtoy.so").write_bytes(b"not loaded by the dummy runner")
+    entry = {"n": 64, "k": 64, "acc": "fp32", "dtype": "bf16", "layout": "nt", "kernel": "toy"}
+    write_manifest(root, {shape_key(64, 64, 64, "fp32", "bf16", "nt"): {"m": 64, **entry, "dispatch": "kernel"},
+                          shape_key(128, 64, 64, "fp32", "bf16", "nt"): {"m": 128, **entry, "dispatch": "fallback"}},
+                   {"toy": {"library": "lib/libtoy.so"}})
+    cfg = BenchConfig(problems=parse_shapes("64x64x64,128x64x64", layout="nt", dtype="bf16"), modes=["device"],
+                      baselines=["torch"], runner="dummy", db_path=tmp_path / "b.db", library=root)
+    rows = run_bench(cfg, NullUI()).rows
+    assert {(r["m"], r["dispatch"]) for r in rows if r["method"] == "kernelrl"} == {(64, "toy"), (128, "F.linear")}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelrl.library.export import LT_FALLBACK as LT
-from kernelrl.library.export import MANIFEST
+from kernelrl.library.export import MANIFEST, shape_key
 from kernelrl.workloads.hgemm import GemmProblem
 
 METHOD = "kernelrl"
@@ -24,7 +24,8 @@ _RUNTIME = [Path(__file__).with_name(n) for n in ("runtime.py", "fastpath.cpp", 
 class LibraryPlan:
     root: Path
     key: str                                   # content hash of what runs: resume key of the `kernelrl` rows
-    choice: dict[tuple, str | None]            # (m, n, k, acc) -> kernel name, LT, or None for torch.matmul
+    choice: dict[tuple, str | None]            # (m, n, k, acc, dtype, layout) -> kernel name, LT, or None for the
+                                               # fallback (torch.matmul; F.linear for nt)
 
     @classmethod
     def make(cls, root: Path, problems: list[GemmProblem]) -> "LibraryPlan":
@@ -37,12 +38,12 @@ class LibraryPlan:
             raise LibraryError(f"{Path(root) / MANIFEST}: not a kernelrl manifest ({exc})") from None
         choice: dict[tuple, str | None] = {}
         for p in problems:
-            key, grid = (p.m, p.n, p.k, p.acc), lib.key(p.m, p.n, p.k, p.acc)
-            if grid in lib.table:  # on the grid: the manifest decides, no library needs loading
-                name = lib.table[grid]
-                choice[key] = name if name and lib.library_path(name) else (LT if grid in lib.lt_algos else None)
+            key = lib.key(p.m, p.n, p.k, p.acc, p.dtype, p.layout)
+            if key in lib.table:  # on the grid: the manifest decides, no library needs loading
+                name = lib.table[key]
+                choice[key] = name if name and lib.library_path(name) else (LT if key in lib.lt_algos else None)
             else:
-                choice[key] = lib.choose(p.m, p.n, p.k, p.acc)
+                choice[key] = lib.choose(p.m, p.n, p.k, p.acc, p.dtype, p.layout)
         digest = hashlib.sha256((Path(root) / MANIFEST).read_bytes())
         files = {lib.library_path(n) for n in choice.values() if n and n != LT} | {lib.native_path} | set(_RUNTIME)
         for path in sorted(str(f) for f in files if f is not None):
@@ -53,13 +54,16 @@ class LibraryPlan:
         """The worker's method spec. `runs` (what each shape dispatches to) is for runners that do not load the
         library, such as the dummy runner; a GPU worker ignores it and runs the library itself."""
         return {"name": METHOD, "kind": "library", "root": str(self.root),
-                "runs": {f"{m}x{n}x{k}:{acc}": name or FALLBACK for (m, n, k, acc), name in self.choice.items()}}
+                "runs": {shape_key(*key): name or FALLBACK for key, name in self.choice.items()}}
 
-    def label(self, m: int, n: int, k: int, acc: str) -> str:
-        name = self.choice.get((m, n, k, acc))
-        return {None: "torch.matmul", LT: "cuBLASLt (stored algorithm)"}.get(name, name)
+    def label(self, m: int, n: int, k: int, acc: str, dtype: str = "fp16", layout: str = "nn") -> str:
+        name = self.choice.get((m, n, k, acc, dtype, layout))
+        fallback = "F.linear" if layout == "nt" else "torch.matmul"
+        return {None: fallback, LT: "cuBLASLt (stored algorithm)"}.get(name, name)
 
     def rows(self, rows: list[dict]) -> list[dict]:
         """The rows with the `kernelrl` ones labelled by what the library dispatches to."""
-        return [{**r, "dispatch": self.label(r["m"], r["n"], r["k"], r["acc"])} if r["method"] == METHOD else r
+        return [{**r, "dispatch": self.label(r["m"], r["n"], r["k"], r["acc"], r.get("dtype", "fp16"),
+                                             r.get("layout", "nn"))} if r["method"] == METHOD else r
                 for r in rows]
+

@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kernelrl.library.export import shape_key
 from kernelrl.errors import UserError
 from kernelrl.harness.record import Record
 from kernelrl.harness.verdicts import Verdict
@@ -222,11 +223,12 @@ class DummyRunner(Runner, kind="dummy"):
 
 def _dummy_time_us(problem: GemmProblem, mode: str, spec: dict, rounds: int = 7) -> float:
     if spec.get("kind") == "library":  # a library takes the time of what it dispatches the shape to
-        return _dummy_time_us(problem, mode, {"name": spec["runs"].get(f"{problem.name}:{problem.acc}", "torch")},
-                              rounds)
+        key = shape_key(problem.m, problem.n, problem.k, problem.acc, problem.dtype, problem.layout)
+        return _dummy_time_us(problem, mode, {"name": spec["runs"].get(key, "torch")}, rounds)
     base = max(problem.flops / 600e12, problem.min_bytes / 3e12) * 1e6 + 2.0 + (8.0 if mode != "device" else 0.0)
     jitter = 1.0 + (zlib.crc32(f"{spec['name']}{problem}".encode()) % 100) / 1000.0
     name = spec["name"]
     factor = 2.0 if "slow" in name else 0.8 if "fast" in name else (0.7 if rounds < 10 else 1.2) if "lucky" in name \
         else 1.0
     return base * factor * jitter
+

@@ -5,12 +5,14 @@
 #   tune:   DIR/lib, `kernelrl tune --shapes DIR/shapes.json --families wgmma` (nt bf16, each (N, K) over an M grid);
 #   bench:  DIR/gemm_device.csv, the library (`kernelrl`) against F.linear's product (torch), cuBLAS TN and cuBLASLt
 #           autotuning TN on the recorded shapes, device mode;
-#   e2e:    DIR/e2e.csv and DIR/e2e.md (benchmarks/llama_e2e.py: eager, torch.compile max-autotune-no-cudagraphs,
-#           kernelrl.patch).
-# DIR defaults to $OUT/llama; carry a finished DIR between calls (it is small) with DIR=... on the next one.
+#   e2e:    DIR/e2e.csv and DIR/e2e.md (benchmarks/llama_e2e.py: eager and kernelrl.patch, then
+#           torch.compile max-autotune-no-cudagraphs in a process of its own).
+# DIR defaults to /tmp/kernelrl_llama; every step ends by packing it, without the library's compiled lib/, into
+# $OUT/llama_dir.tgz (a device call returns at most 8 files). Unpack that under .carry/ here, carry it, and point
+# DIR at it on the next call: the library rebuilds its lib/ from kernels/*.cu when it loads.
 set -uo pipefail
 source benchmarks/device_env.sh
-OUT="${OUT:-/tmp/out}"; DIR="${DIR:-$OUT/llama}"; mkdir -p "$DIR"
+OUT="${OUT:-/tmp/out}"; DIR="${DIR:-/tmp/kernelrl_llama}"; mkdir -p "$DIR"
 export COLUMNS=200
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
 STEPS=" ${STEPS:-record tune} "
@@ -20,8 +22,12 @@ if [[ $STEPS == *" record "* ]]; then
 fi
 if [[ $STEPS == *" tune "* ]]; then
   timeout "${TUNE_LIMIT:-540}" python3 -m kernelrl.cli tune --shapes "$DIR/shapes.json" --families wgmma \
-      --out "$DIR/lib" --db "$DIR/tune.db" --budget-minutes "${TUNE_MINUTES:-7}" > "$OUT/tune.log" 2>&1
+      --out "$DIR/lib" --db "$DIR/tune.db" --budget-minutes "${TUNE_MINUTES:-7}" ${TUNE_ARGS:-} > "$OUT/tune.log" 2>&1
   tail -n 12 "$OUT/tune.log"
+fi
+if [[ $STEPS == *" bench "* || $STEPS == *" e2e "* ]]; then
+  # a carried DIR has no lib/: build it here (content-hash cached, so a library just tuned here costs nothing)
+  python3 -m kernelrl.cli library build "$DIR/lib" > "$OUT/library_build.log" 2>&1; tail -n 2 "$OUT/library_build.log"
 fi
 if [[ $STEPS == *" bench "* ]]; then
   shapes=$(python3 -c "import json,sys; print(','.join(sorted({f\"{s['m']}x{s['n']}x{s['k']}\" for s in json.load(open(sys.argv[1]))['shapes'] if s['layout'] == 'nt'})))" "$DIR/shapes.json")
@@ -31,7 +37,15 @@ if [[ $STEPS == *" bench "* ]]; then
   tail -n 12 "$OUT/bench.log"
 fi
 if [[ $STEPS == *" e2e "* ]]; then
-  timeout "${E2E_LIMIT:-500}" python3 benchmarks/llama_e2e.py e2e --out "$DIR" --library "$DIR/lib" \
-      > "$OUT/e2e.log" 2>&1
-  tail -n 14 "$OUT/e2e.log"
+  # torch.compile in its own process: a CUDA error there (its max-autotune benchmarking) cannot end the others'
+  # rows. --append keeps DIR/e2e.csv's other rows (COMPILE=0 keeps an earlier run's compile rows as they are;
+  # COMPILE_ARGS="--settings decode_b64" re-measures one setting).
+  timeout "${E2E_LIMIT:-200}" python3 benchmarks/llama_e2e.py e2e --out "$DIR" --library "$DIR/lib" \
+      --methods eager,kernelrl --append > "$OUT/e2e.log" 2>&1
+  if [[ ${COMPILE:-1} == 1 ]]; then
+    timeout "${COMPILE_LIMIT:-360}" python3 benchmarks/llama_e2e.py e2e --out "$DIR" --methods compile --append \
+        ${COMPILE_ARGS:-} > "$OUT/e2e_compile.log" 2>&1
+  fi
+  cat "$DIR/e2e.md"
 fi
+tar -czf "$OUT/llama_dir.tgz" -C "$(dirname "$DIR")" --exclude='*.so' "$(basename "$DIR")"

@@ -16,6 +16,7 @@ import argparse
 import csv
 import statistics
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import kernelrl  # noqa: E402
 from kernelrl.environment import collect  # noqa: E402
 
-GEMM_KERNEL_WORDS = ("gemm", "nvjet", "wgmma", "cutlass", "sm90_xmma", "hgemm", "matmul")
+GEMM_KERNEL_WORDS = ("gemm", "nvjet", "wgmma", "cutlass", "sm90_xmma", "hgemm", "matmul", "triton_mm", "triton_tem")
 
 
 @dataclass
@@ -83,10 +84,13 @@ def _cache_for(model, setting: Setting, device: str):
     return cache
 
 
-def step_fn(model, setting: Setting, device: str):
-    """One timed step of the setting: the prompt's forward (prefill) or one token for every sequence (decode)."""
-    ids = torch.randint(0, model.config.vocab_size, (setting.batch, setting.new_tokens), device=device)
-    cache = _cache_for(model, setting, device) if setting.cache else None
+def step_fn(model, setting: Setting, device: str, base=None):
+    """One timed step of the setting: the prompt's forward (prefill) or one token for every sequence (decode). The
+    KV cache is prefilled by `base` (the eager model, where `model` is its compiled form: a compile for a prefill of
+    batch x cache tokens that is never timed would only cost minutes)."""
+    base = model if base is None else base
+    ids = torch.randint(0, base.config.vocab_size, (setting.batch, setting.new_tokens), device=device)
+    cache = _cache_for(base, setting, device) if setting.cache else None
 
     def step():
         with torch.no_grad():
@@ -106,26 +110,29 @@ def record(model, run: Run, device: str, path: Path) -> list[dict]:
     return rec.shapes()
 
 
+def timed(step, steps: int, device: str) -> float:
+    """Seconds for `steps` back-to-back steps (CUDA events on the GPU)."""
+    if device != "cuda":
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return time.perf_counter() - t0
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(steps):
+        step()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
+def steps_of(setting: Setting, run: Run) -> int:
+    return 1 if setting.name == "prefill" else run.decode_steps
+
+
 def time_tokens_per_s(step, setting: Setting, rounds: int, steps: int, device: str) -> float:
     step()  # warm-up (and compile, for torch.compile)
-    if device != "cuda":
-        import time
-        times = []
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                step()
-            times.append(time.perf_counter() - t0)
-    else:
-        times = []
-        for _ in range(rounds):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(steps):
-                step()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
+    times = [timed(step, steps, device) for _ in range(rounds)]
     return setting.batch * setting.new_tokens * steps / statistics.median(times)
 
 
@@ -146,52 +153,124 @@ def gemm_share(step, device: str) -> float | None:
     return gemm / total if total else None
 
 
-def e2e(model, run: Run, device: str, library_path: str | None, methods: list[str]) -> list[dict]:
+def e2e(model, run: Run, device: str, library_path: str | None, methods: list[str], out: Path | None = None,
+        command: str = "", rows: list[dict] | None = None) -> list[dict]:
+    """Rows per (method, setting), after `rows` (an earlier run's); with `out`, the CSV and table are rewritten
+    after every row (a run cut short by a time limit keeps what it measured). Eager and kernelrl.patch are timed in
+    interleaved rounds of one step closure (the same inputs and cache; the patch is a class swap), so a shared,
+    noisy machine moves both alike; torch.compile is timed after them. A setting that raises is a row with its
+    error, and ends its method (a CUDA error leaves the context unusable: run such a method in its own process, with
+    --append)."""
     env = collect({"mode": "e2e"})
-    rows = []
+    rows = list(rows or [])
     lib = kernelrl.load_library(library_path) if library_path else None
-    for method in methods:
-        if method == "kernelrl" and lib is None:
-            continue
-        m = model
-        if method == "compile":
-            m = torch.compile(model, mode="max-autotune-no-cudagraphs")
-        if method == "kernelrl":
-            kernelrl.patch(model, lib)
-        try:
-            for setting in run.settings:
-                step = step_fn(m, setting, device)
-                before = {k: dict(v) for k, v in lib.stats().items()} if lib is not None else {}
-                tps = time_tokens_per_s(step, setting, run.rounds, 1 if setting.name == "prefill" else run.decode_steps,
-                                        device)
-                calls = fallbacks = 0
-                if method == "kernelrl":
-                    for shape, now in lib.stats().items():
-                        was = before.get(shape, {"calls": 0, "fallbacks": 0})
-                        calls += now["calls"] - was["calls"]
-                        fallbacks += now["fallbacks"] - was["fallbacks"]
-                rows.append({"setting": setting.name, "batch": setting.batch, "method": method,
-                             "tokens_per_s": round(tps, 2), "gemm_share": gemm_share(step, device),
-                             "kernel_calls": calls if method == "kernelrl" else "",
-                             "fallback_calls": fallbacks if method == "kernelrl" else "",
-                             "gpu": env.get("gpu"), "torch": env.get("torch"), "date": env.get("date")})
-                print(rows[-1], flush=True)
-        finally:
-            if method == "kernelrl":
-                kernelrl.unpatch(model)
+    arms = [m for m in ("eager", "kernelrl") if m in methods and (m != "kernelrl" or lib is not None)]
+
+    def save(row):
+        rows.append(row)
+        print(row, flush=True)
+        if out is not None:
+            write(rows, out, command)
+
+    if arms:
+        for setting in run.settings:
+            try:
+                measured = interleaved(model, lib, setting, run, device, arms)
+            except Exception as exc:  # noqa: BLE001 - measured rows are kept, and the failure is one
+                for arm in arms:
+                    save(_failed(setting, arm, exc, env))
+                break
+            for arm in arms:
+                tps, share, calls, fallbacks = measured[arm]
+                save(_row(setting, arm, round(tps, 2), share, calls, fallbacks, env))
+    if "compile" in methods:
+        compiled = torch.compile(model, mode="max-autotune-no-cudagraphs")
+        for setting in run.settings:
+            try:
+                step = step_fn(compiled, setting, device, base=model)
+                tps = time_tokens_per_s(step, setting, run.rounds, steps_of(setting, run), device)
+            except Exception as exc:  # noqa: BLE001
+                save(_failed(setting, "compile", exc, env))
+                break
+            save(_row(setting, "compile", round(tps, 2), gemm_share(step, device), "", "", env))
     return rows
+
+
+def interleaved(model, lib, setting: Setting, run: Run, device: str, arms: list[str]) -> dict[str, tuple]:
+    """(tokens/s, GEMM share, kernel calls, fallback calls) per arm, from rounds that alternate the arms' order."""
+    step = step_fn(model, setting, device)
+    steps = steps_of(setting, run)
+
+    def use(arm):
+        kernelrl.unpatch(model)
+        if arm == "kernelrl":
+            kernelrl.patch(model, lib)
+
+    try:
+        for arm in arms:
+            use(arm)
+            step()  # warm-up: the library decides its shapes on this call
+        before = lib.stats() if lib is not None else {}
+        times = {arm: [] for arm in arms}
+        for r in range(run.rounds):
+            for arm in (arms if r % 2 == 0 else arms[::-1]):
+                use(arm)
+                times[arm].append(timed(step, steps, device))
+        calls = fallbacks = 0
+        if lib is not None:
+            for shape, now in lib.stats().items():
+                was = before.get(shape, {"calls": 0, "fallbacks": 0})
+                calls += now["calls"] - was["calls"]
+                fallbacks += now["fallbacks"] - was["fallbacks"]
+        result = {}
+        for arm in arms:
+            use(arm)
+            tps = setting.batch * setting.new_tokens * steps / statistics.median(times[arm])
+            counted = (calls, fallbacks) if arm == "kernelrl" else ("", "")
+            result[arm] = (tps, gemm_share(step, device), *counted)
+        return result
+    finally:
+        kernelrl.unpatch(model)
+
+
+def _failed(setting: Setting, method: str, exc: Exception, env: dict) -> dict:
+    error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    print(f"{method} {setting.name}: {type(exc).__name__}: {error}", flush=True)
+    return _row(setting, method, None, None, "", "", env) | {"error": error}
+
+
+def _row(setting: Setting, method: str, tps, share, calls, fallbacks, env: dict) -> dict:
+    return {"setting": setting.name, "batch": setting.batch, "method": method, "tokens_per_s": tps,
+            "gemm_share": share, "kernel_calls": calls, "fallback_calls": fallbacks, "error": "",
+            "gpu": env.get("gpu"), "torch": env.get("torch"), "date": env.get("date")}
+
+
+def read_rows(out: Path, methods: list[str], settings: list[str]) -> list[dict]:
+    """An earlier run's rows from out/e2e.csv, less those about to be measured again (these methods in these
+    settings)."""
+    path = out / "e2e.csv"
+    if not path.is_file():
+        return []
+    rows = list(csv.DictReader(open(path)))
+    for r in rows:
+        for key in ("tokens_per_s", "gemm_share"):
+            r[key] = float(r[key]) if r.get(key) not in (None, "", "None") else None
+    return [r for r in rows if not (r["method"] in methods and r["setting"] in settings)]
 
 
 def write(rows: list[dict], out: Path, command: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "e2e.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=list(_row(Setting("", 0, 0, 0), "", None, None, "", "", {})))
         writer.writeheader()
         writer.writerows(rows)
     lines = [f"# Llama decoder end to end\n\n- command: `{command}`\n- environment: {collect({'mode': 'e2e'})}\n",
              "| setting | method | tokens/s | vs eager | GEMM share | kernel / fallback calls |", "|---|---|---:|---:|---:|---|"]
-    eager = {r["setting"]: r["tokens_per_s"] for r in rows if r["method"] == "eager"}
+    eager = {r["setting"]: r["tokens_per_s"] for r in rows if r["method"] == "eager" and r["tokens_per_s"]}
     for r in rows:
+        if r.get("error"):
+            lines.append(f"| {r['setting']} | {r['method']} | failed: {r['error'][:120]} | | | |")
+            continue
         ratio = r["tokens_per_s"] / eager[r["setting"]] if r["setting"] in eager else float("nan")
         share = f"{r['gemm_share']:.2f}" if isinstance(r["gemm_share"], float) else "-"
         calls = f"{r['kernel_calls']} / {r['fallback_calls']}" if r["method"] == "kernelrl" else ""
@@ -204,7 +283,10 @@ def main(argv=None) -> int:
     ap.add_argument("step", choices=["record", "e2e"])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--library", default=None, help="e2e: a tuned library folder (kernelrl tune --out)")
-    ap.add_argument("--methods", default="eager,compile,kernelrl")
+    ap.add_argument("--methods", default="eager,kernelrl,compile",
+                    help="in this order (torch.compile's max-autotune is the slowest to start: last)")
+    ap.add_argument("--append", action="store_true",
+                    help="keep out/e2e.csv's rows of other methods (one method per process, e.g. torch.compile)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--hidden", type=int, default=4096)
@@ -216,10 +298,17 @@ def main(argv=None) -> int:
     ap.add_argument("--prefill", type=int, default=2048)
     ap.add_argument("--decode-batches", default="1,8,64")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--settings", default=None, help="only these settings (e.g. decode_b64), comma-separated")
     args = ap.parse_args(argv)
     spec = ModelSpec(args.hidden, args.intermediate, args.heads, args.kv_heads, args.layers, args.vocab, args.dtype)
     run = Run(prefill=args.prefill, decode_batches=tuple(int(b) for b in args.decode_batches.split(",")),
               rounds=args.rounds)
+    if args.settings:
+        wanted = [name.strip() for name in args.settings.split(",") if name.strip()]
+        unknown = sorted(set(wanted) - {st.name for st in run.settings})
+        if unknown:
+            ap.error(f"unknown settings {', '.join(unknown)}; these exist: {', '.join(st.name for st in run.settings)}")
+        run.settings = [st for st in run.settings if st.name in wanted]
     model = build_model(spec, args.device)
     command = "python benchmarks/llama_e2e.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.step == "record":
@@ -227,8 +316,12 @@ def main(argv=None) -> int:
         shapes = record(model, run, args.device, args.out / "shapes.json")
         print(f"{len(shapes)} distinct GEMMs: {args.out / 'shapes.json'}")
         return 0
-    rows = e2e(model, run, args.device, args.library, [m.strip() for m in args.methods.split(",") if m.strip()])
-    write(rows, args.out, command)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    earlier = read_rows(args.out, methods, [st.name for st in run.settings]) if args.append else []
+    rows = e2e(model, run, args.device, args.library, methods, args.out, command, earlier)
+    if not rows:
+        print("no rows measured (kernelrl alone needs --library)")
+        return 1
     print((args.out / "e2e.md").read_text())
     return 0
 

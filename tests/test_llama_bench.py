@@ -31,8 +31,28 @@ def test_e2e_writes_a_row_per_setting_and_method(tmp_path):
     assert llama_e2e.main(["e2e", "--out", str(tmp_path), "--library", str(tmp_path / "lib"),
                            "--methods", "eager,kernelrl"] + TINY) == 0
     rows = list(csv.DictReader(open(tmp_path / "e2e.csv")))
-    assert [(r["setting"], r["method"]) for r in rows] == [
-        ("prefill", "eager"), ("decode_b1", "eager"), ("decode_b2", "eager"),
-        ("prefill", "kernelrl"), ("decode_b1", "kernelrl"), ("decode_b2", "kernelrl")]
+    assert [(r["setting"], r["method"]) for r in rows] == [  # eager and kernelrl timed in interleaved rounds
+        ("prefill", "eager"), ("prefill", "kernelrl"), ("decode_b1", "eager"), ("decode_b1", "kernelrl"),
+        ("decode_b2", "eager"), ("decode_b2", "kernelrl")]
     assert all(float(r["tokens_per_s"]) > 0 for r in rows)
     assert all(int(r["kernel_calls"]) == 0 and int(r["fallback_calls"]) > 0 for r in rows if r["method"] == "kernelrl")
+
+
+def test_an_appended_run_keeps_the_other_methods_rows_and_a_failed_setting_is_a_row(tmp_path, monkeypatch):
+    assert llama_e2e.main(["e2e", "--out", str(tmp_path), "--methods", "eager"] + TINY) == 0
+    real = llama_e2e.time_tokens_per_s
+
+    def fails_at_decode_b1(step, setting, *args):
+        if setting.name == "decode_b1":
+            raise RuntimeError("CUDA error: an illegal memory access was encountered\nmore")
+        return real(step, setting, *args)
+
+    monkeypatch.setattr(llama_e2e, "time_tokens_per_s", fails_at_decode_b1)
+    monkeypatch.setattr(llama_e2e.torch, "compile", lambda model, **kw: model)  # the method, not inductor's time
+    assert llama_e2e.main(["e2e", "--out", str(tmp_path), "--methods", "compile", "--append"] + TINY) == 0
+    rows = list(csv.DictReader(open(tmp_path / "e2e.csv")))
+    assert [(r["setting"], r["method"]) for r in rows] == [
+        ("prefill", "eager"), ("decode_b1", "eager"), ("decode_b2", "eager"),
+        ("prefill", "compile"), ("decode_b1", "compile")]  # the failure ends its method
+    assert rows[-1]["error"] == "CUDA error: an illegal memory access was encountered"
+    assert "failed: CUDA error" in (tmp_path / "e2e.md").read_text()

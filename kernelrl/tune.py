@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelrl.harness.measure import BenchConfig, BenchError, require_gpu, run_bench
-from kernelrl.library.export import LT_FALLBACK
+from kernelrl.library.export import LT_FALLBACKS, LT_LAYOUT
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES, Variant
 from kernelrl.space.learned import variants_by_name
@@ -25,8 +25,8 @@ from kernelrl.workloads.hgemm import GemmProblem
 
 WORTH_MEASURING = 2.0  # keep points the model predicts within this factor of its best for the shape
 YARDSTICK = "torch"  # the runtime's default fallback: a tuned kernel is used only where it beats the fallback
-# The other fallback (LT_FALLBACK, kernelrl/library/export.py): cuBLASLt with the algorithm its autotuning search
-# picked for the shape. Where it beats torch.matmul, the library calls it instead.
+# The other fallback (LT_FALLBACKS, kernelrl/library/export.py): cuBLASLt with the algorithm its autotuning search
+# picked for the shape, in the shape's layout. Where it beats torch.matmul (F.linear), the library calls it instead.
 
 
 @dataclass
@@ -40,7 +40,7 @@ class TuneConfig:
     batch: int = 100  # shapes per worker run: fewer spawns; neighbours still come from earlier batches
     budget_minutes: float | None = None
     settings: RunSettings = field(default_factory=lambda: RunSettings(rounds=5))
-    lt_fallback: bool = True  # also measure cuBLASLt (autotuned, NN) per shape as a fallback the library can call
+    lt_fallback: bool = True  # also measure cuBLASLt (autotuned, the shape's layout) as a fallback the library calls
     db_path: Path | None = None
     arch: str | None = None
     runner: str = "local"
@@ -83,10 +83,12 @@ class ShapeResult:
 
     @property
     def fallback(self) -> str:
-        """What the library runs when no tuned kernel wins: the faster of torch.matmul and cuBLASLt (autotuned)."""
-        lt, torch_us = self.measured.get(LT_FALLBACK), self.measured.get(YARDSTICK)
+        """What the library runs when no tuned kernel wins: the faster of torch.matmul (F.linear for nt) and
+        cuBLASLt (autotuned)."""
+        name = LT_FALLBACKS[self.problem.layout]
+        lt, torch_us = self.measured.get(name), self.measured.get(YARDSTICK)
         if self.lt_algo and lt and (torch_us is None or lt < torch_us):
-            return LT_FALLBACK
+            return name
         return YARDSTICK
 
     @property
@@ -280,7 +282,8 @@ def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) ->
     names = variants_by_name(cfg.problems[0].acc) if cfg.problems else {}
 
     def short_list(r: ShapeResult) -> list[Variant]:
-        ranked = sorted((t, n) for n, t in r.measured.items() if n in names and n not in (YARDSTICK, LT_FALLBACK))
+        ranked = sorted((t, n) for n, t in r.measured.items()
+                        if n in names and n != YARDSTICK and n not in LT_FALLBACKS.values())
         return [names[n] for _, n in ranked[:cfg.confirm]] or [r.best]
 
     def merge(first: ShapeResult, again: ShapeResult) -> ShapeResult:
@@ -335,10 +338,13 @@ def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], comma
 
 
 def _fallbacks(cfg: TuneConfig) -> list[str]:
-    """torch, and cuBLASLt with a stored algorithm where the library can call it: fp16 nn shapes (kernelrl.hgemm).
-    nn.Linear's nt calls fall back to F.linear, which the torch baseline measures."""
-    lt = cfg.lt_fallback and any(p.layout == "nn" and p.dtype == "fp16" for p in cfg.problems)
-    return [YARDSTICK, LT_FALLBACK] if lt else [YARDSTICK]
+    """torch (F.linear's product for nt), and cuBLASLt with a stored algorithm where the library can call it: fp16
+    nn shapes (kernelrl.hgemm) and nt shapes (kernelrl.linear), each in its own layout."""
+    lts = []
+    if cfg.lt_fallback:
+        lts = [LT_FALLBACKS[layout] for layout in ("nn", "nt")
+               if any(p.layout == layout and (layout == "nt" or p.dtype == "fp16") for p in cfg.problems)]
+    return [YARDSTICK, *lts]
 
 
 def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> None:
@@ -352,7 +358,7 @@ def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> 
     finally:
         db.close()
     for r in results:
-        row = algos.get(lt_cache_key(r.problem, "nn", LT_WORKSPACE_BYTES))
+        row = algos.get(lt_cache_key(r.problem, LT_LAYOUT[r.problem.layout], LT_WORKSPACE_BYTES))
         r.lt_algo = row["algo"] if row else None
 
 
@@ -363,7 +369,9 @@ def _own(short_list: list[Variant]) -> dict[str, Variant]:
 
 
 def _pick(problem: GemmProblem, rows: list[dict], variants: dict[str, Variant]) -> ShapeResult:
-    mine = [r for r in rows if (r["m"], r["n"], r["k"], r["acc"]) == (problem.m, problem.n, problem.k, problem.acc)]
+    want = (problem.m, problem.n, problem.k, problem.acc, problem.dtype, problem.layout)
+    mine = [r for r in rows
+            if (r["m"], r["n"], r["k"], r["acc"], r.get("dtype", "fp16"), r.get("layout", "nn")) == want]
     measured = {r["method"]: r["time_us_median"] for r in mine if r["verified"] and r["time_us_median"]}
     failed = {r["method"]: r["reason"] for r in mine if not r["verified"]}
     tuned = {name: t for name, t in measured.items() if name in variants}

@@ -332,21 +332,22 @@ class SlowToy(ToySpace):
         return f"toyslowonly_{v.acc}_{v.p['tile']}"
 
 
-def _lt_faster_shape():
+def _lt_faster_shape(layout="nn", dtype="fp16"):
     """A shape on which the dummy runner's cuBLASLt time is below torch's (its jitter is a hash of the name)."""
     from kernelrl.run.runner import _dummy_time_us
+    lt = {"nn": "cublaslt_auto_nn", "nt": "cublaslt_auto_tn"}[layout]
     for spec in ("64x64x64", "128x128x128", "256x256x256", "512x512x512", "1024x1024x1024", "2048x2048x2048"):
-        p = parse_shapes(spec)[0]
-        if _dummy_time_us(p, "device", {"name": "cublaslt_auto_nn"}) < _dummy_time_us(p, "device", {"name": "torch"}):
+        p = parse_shapes(spec, layout=layout, dtype=dtype)[0]
+        if _dummy_time_us(p, "device", {"name": lt}) < _dummy_time_us(p, "device", {"name": "torch"}):
             return p
     raise AssertionError("no shape with cuBLASLt faster under the dummy runner")
 
 
-def _store_algo(db_path, problem, algo="ab" * 64):
+def _store_algo(db_path, problem, algo="ab" * 64, lt_layout="nn"):
     from kernelrl.db.database import Database
     from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
     db = Database(db_path)
-    db.add_lt_algo("dummy", 0, {"key": lt_cache_key(problem, "nn", LT_WORKSPACE_BYTES), "algo": algo,
+    db.add_lt_algo("dummy", 0, {"key": lt_cache_key(problem, lt_layout, LT_WORKSPACE_BYTES), "algo": algo,
                                 "algo_index": 3, "time_ms": 0.01, "candidates": 8, "search_s": 0.1})
     db.close()
 
@@ -360,6 +361,41 @@ def test_the_faster_cublaslt_fallback_is_recorded_with_its_algorithm(tmp_path):
     entry = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"][f"{problem.name}:fp32"]
     assert entry["fallback"]["method"] == "cublaslt_auto_nn" and entry["fallback"]["algo"] == "ab" * 64
     assert entry["dispatch"] == "fallback"
+
+
+def test_an_nt_shape_s_faster_cublaslt_fallback_is_the_tn_one_with_its_algorithm(tmp_path):
+    from kernelrl.library.export import shape_key
+    problem = _lt_faster_shape("nt", "bf16")
+    _store_algo(tmp_path / "t.db", problem, "cd" * 64, lt_layout="tn")
+    cfg = TuneConfig(problems=[problem], families=["toy_slow_only"], out=tmp_path / "lib", runner="dummy",
+                     db_path=tmp_path / "t.db")
+    tune(cfg, NullUI())
+    key = shape_key(problem.m, problem.n, problem.k, "fp32", "bf16", "nt")
+    entry = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"][key]
+    assert entry["fallback"]["method"] == "cublaslt_auto_tn" and entry["fallback"]["algo"] == "cd" * 64
+
+
+def test_tuning_nt_shapes_measures_the_tn_cublaslt_fallback_and_fp16_nn_ones_the_nn_one():
+    from kernelrl.tune import _fallbacks
+    nt = parse_shapes("64x64x64", layout="nt", dtype="bf16")
+    nn = parse_shapes("64x64x64")
+    assert _fallbacks(TuneConfig(problems=nt, families=["toy"], out="x")) == ["torch", "cublaslt_auto_tn"]
+    assert _fallbacks(TuneConfig(problems=nn + nt, families=["toy"], out="x")) == \
+        ["torch", "cublaslt_auto_nn", "cublaslt_auto_tn"]
+    assert _fallbacks(TuneConfig(problems=nt, families=["toy"], out="x", lt_fallback=False)) == ["torch"]
+
+
+def test_library_keeps_an_nt_shape_s_cublaslt_algorithm_and_names_it_in_stats(tmp_path):
+    from kernelrl.library.export import shape_key
+    shape = {"m": 64, "n": 64, "k": 64, "acc": "fp32", "dtype": "bf16", "layout": "nt", "kernel": None,
+             "dispatch": "fallback", "fallback": {"method": "cublaslt_auto_tn", "algo": "ab" * 64}}
+    (tmp_path / "lib").mkdir(parents=True)
+    (tmp_path / "lib" / "libkr_blas.so").write_bytes(b"")
+    (tmp_path / "manifest.json").write_text(json.dumps({"shapes": {shape_key(64, 64, 64, "fp32", "bf16", "nt"): shape},
+                                                        "kernels": {}, "native": "lib/libkr_blas.so"}))
+    lib = Library(tmp_path)
+    key = Library.key(64, 64, 64, "fp32", "bf16", "nt")
+    assert lib.lt_algos == {key: "ab" * 64} and lib._route(key) == "cublaslt_auto_tn"
 
 
 def test_without_a_stored_algorithm_the_fallback_stays_torch(tmp_path):

@@ -9,7 +9,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl.library.export import LT_FALLBACK, built_library, read_manifest, write_manifest
+from kernelrl.library.export import LT_FALLBACKS, built_library, read_manifest, write_manifest
 
 
 @dataclass
@@ -33,7 +33,8 @@ def build_library(root: str | Path, builder=None, workers: int | None = None, on
             out.failed[name] = f"its source {source} is missing"
             continue
         requests.append(BuildRequest(source.read_text(), name=name))
-    needs_shim = any((e.get("fallback") or {}).get("method") == LT_FALLBACK for e in manifest.get("shapes", {}).values())
+    needs_shim = any((e.get("fallback") or {}).get("method") in LT_FALLBACKS.values()
+                     for e in manifest.get("shapes", {}).values())
     if needs_shim:
         from kernelrl.baselines import native_lib
         requests.append(native_lib.build_request(builder.toolchain))
@@ -74,7 +75,7 @@ def library_info(root: str | Path) -> list[str]:
             route = f"kernel {entry['kernel']}" + (" (not built: runs torch)" if entry["kernel"] in missing else "")
         else:
             route = (entry.get("fallback") or {}).get("method") or "torch"
-            if route == LT_FALLBACK and not shim:
+            if route in LT_FALLBACKS.values() and not shim:
                 route += " (no lib/libkr_blas.so: runs torch)"
         by_route[route] = by_route.get(route, 0) + 1
     kinds: dict[str, int] = {}

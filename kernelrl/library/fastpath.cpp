@@ -5,8 +5,8 @@
 // and registers the plan here.
 //
 // kernelrl.linear (y = x @ W^T, W stored N x K) has its own tables, one per dtype (fp16, bf16): a tuned nk kernel's
-// plan, or F.linear's (at::linear) where the library has no kernel for the shape. Those plans count their calls, so
-// Library.stats() sees every call the fast path served.
+// plan, cuBLASLt (TN) with its stored algorithm, or F.linear's (at::linear) where the library has nothing faster.
+// Those plans count their calls, so Library.stats() sees every call the fast path served.
 //
 // Built by torch.utils.cpp_extension when a library is loaded (kernelrl/library/native.py). It uses only c10's
 // device-generic stream API, so it compiles without CUDA headers; the CUDA stream handle comes from the registered
@@ -72,15 +72,17 @@ class Plans {
                                         uintptr_t(align)};
   }
 
-  // dtype: 0 fp16, 1 bf16 (linear_table); kind kKernel (an nk kernel) or kTorch (F.linear)
-  void add_linear(int64_t dtype, int64_t m, int64_t n, int64_t k, int64_t dev, int64_t kind, int64_t fn, int64_t ws,
-                  int64_t ws_size, int64_t align) {
+  // dtype: 0 fp16, 1 bf16 (linear_table); kind kKernel (an nk kernel), kLt (cuBLASLt TN: plan and algo) or kTorch
+  // (F.linear)
+  void add_linear(int64_t dtype, int64_t m, int64_t n, int64_t k, int64_t dev, int64_t kind, int64_t fn, int64_t plan,
+                  int64_t algo, int64_t ws, int64_t ws_size, int64_t align) {
     if (!packable(m, n, k, dev)) return;
     TORCH_CHECK(dtype == 0 || dtype == 1, "kernelrl fast path: unknown linear dtype ", dtype);
-    TORCH_CHECK(kind == kKernel || kind == kTorch, "kernelrl fast path: a linear plan is a kernel or F.linear");
+    TORCH_CHECK(kind == kKernel || kind == kLt || kind == kTorch, "kernelrl fast path: unknown plan kind ", kind);
     std::lock_guard<std::mutex> lock(mutex_);
-    linear_[dtype][key_of(m, n, k, dev)] = Plan{kind, reinterpret_cast<void*>(fn), nullptr, nullptr,
-                                                reinterpret_cast<void*>(ws), size_t(ws_size), uintptr_t(align)};
+    linear_[dtype][key_of(m, n, k, dev)] = Plan{kind, reinterpret_cast<void*>(fn), reinterpret_cast<void*>(plan),
+                                                reinterpret_cast<void*>(algo), reinterpret_cast<void*>(ws),
+                                                size_t(ws_size), uintptr_t(align)};
   }
 
   // (dtype, m, n, k, device, kind, calls) of every linear plan
@@ -119,7 +121,7 @@ class Plans {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = linear_[t].find(key_of(m, n, k, dev));
-      if (it == linear_[t].end() || (it->second.kind == kKernel && ((px | pw) & it->second.align)))
+      if (it == linear_[t].end() || (it->second.kind != kTorch && ((px | pw) & it->second.align)))
         return c10::nullopt;
       ++it->second.calls;
       p = it->second;
@@ -127,10 +129,16 @@ class Plans {
     if (p.kind == kTorch) return at::linear(x, w, bias);
     std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
     sizes.back() = n;
-    at::Tensor out = at::empty(sizes, x.options());  // the caching allocator's blocks are 512-byte aligned
-    const int rc = reinterpret_cast<KernelFn>(p.fn)(x.data_ptr(), w.data_ptr(), out.data_ptr(), int(m), int(n),
-                                                    int(k), p.ws, p.ws_size, current_stream(dev));
-    TORCH_CHECK(rc == 0, "kernelrl: the tuned kernel for linear ", m, "x", n, "x", k, " failed with error ", rc);
+    at::Tensor out = at::empty(sizes, x.options());
+    if (uintptr_t(out.data_ptr()) & p.align) return at::linear(x, w, bias);  // the caching allocator aligns to 512
+    void* stream = current_stream(dev);
+    const int rc = p.kind == kKernel
+        ? reinterpret_cast<KernelFn>(p.fn)(x.data_ptr(), w.data_ptr(), out.data_ptr(), int(m), int(n), int(k), p.ws,
+                                           p.ws_size, stream)
+        : reinterpret_cast<LtFn>(p.fn)(p.plan, p.algo, x.data_ptr(), w.data_ptr(), out.data_ptr(), p.ws, p.ws_size,
+                                       stream);
+    TORCH_CHECK(rc == 0, "kernelrl: the ", p.kind == kKernel ? "tuned kernel" : "cuBLASLt call", " for linear ", m,
+                "x", n, "x", k, " failed with error ", rc);
     if (bias.has_value()) out.add_(*bias);
     return out;
   }

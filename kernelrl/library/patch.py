@@ -32,7 +32,8 @@ class KernelrlLinear(nn.Linear):
         # The custom op is what torch.compile traces and autograd differentiates, but its Python dispatch costs
         # ~50-100 us a call: eager calls that need no gradient (inference, under no_grad or inference_mode) go
         # straight to the library, whose C++ fast path launches a decided shape in one call.
-        if torch.compiler.is_compiling() or (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad)):
+        needs_grad = torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad)
+        if torch.compiler.is_compiling() or needs_grad:
             return torch.ops.kernelrl.linear(x, self.weight, self.bias, self.kernelrl_library)
         return library_by_handle(self.kernelrl_library).linear(x, self.weight, self.bias)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from kernelrl.library.export import LT_FALLBACK, LibraryError, built_library, read_manifest
+from kernelrl.library.export import LT_FALLBACK, LT_FALLBACKS, LT_LAYOUT, LibraryError, built_library, read_manifest
 
 
 class _Kernel:
@@ -73,10 +73,13 @@ class _LtFallback:
             raise RuntimeError(f"cuBLAS context: {native_lib.last_error(self.lib)}")
         self.bound: dict[tuple, "_BoundLt"] = {}
 
-    def bind(self, m: int, n: int, k: int, acc: str, algo_hex: str) -> "_BoundLt":
-        key = (m, n, k, acc, algo_hex)
+    def bind(self, m: int, n: int, k: int, acc: str, algo_hex: str, layout: str = "nn",
+             dtype: str = "fp16") -> "_BoundLt":
+        """The plan of one shape in a layout (nt: x @ W^T, W read as N x K) and dtype, with its stored algorithm."""
+        key = (m, n, k, acc, algo_hex, layout, dtype)
         if key not in self.bound:
-            plan = self.lib.kr_lt_plan_create(self.ctx, self.native.LAYOUTS["nn"], self.native.ACCS[acc], m, n, k)
+            plan = self.lib.kr_lt_plan_create(self.ctx, self.native.LAYOUTS[LT_LAYOUT[layout]],
+                                              self.native.CODES[(dtype, acc)], m, n, k)
             if not plan:
                 raise RuntimeError(f"cuBLASLt plan for {m}x{n}x{k}: {self.native.last_error(self.lib)}")
             algo = ctypes.create_string_buffer(bytes.fromhex(algo_hex), self.native.ALGO_BYTES)
@@ -127,8 +130,9 @@ class Library:
             name = entry["kernel"] if entry.get("dispatch") == "kernel" else None
             self.table[key] = name
             fallback = entry.get("fallback") or {}
-            if fallback.get("method") == LT_FALLBACK and fallback.get("algo") and self.native_path is not None \
-                    and key[4:] == ("fp16", "nn"):
+            layout = key[5]
+            if fallback.get("method") == LT_FALLBACKS[layout] and fallback.get("algo") and \
+                    self.native_path is not None and (layout == "nt" or key[4] == "fp16"):
                 self.lt_algos[key] = fallback["algo"]
         self._lt: _LtFallback | None = None
         self._loaded: dict[str, _Kernel | None] = {}
@@ -178,7 +182,7 @@ class Library:
         wanted = sorted({name for name in self.table.values() if name is not None})
         missing = [name for name in wanted if self.library_path(name) is None]
         lt_lost = sum(1 for e in manifest.get("shapes", {}).values()
-                      if (e.get("fallback") or {}).get("method") == LT_FALLBACK and self.native_path is None)
+                      if (e.get("fallback") or {}).get("method") in LT_FALLBACKS.values() and self.native_path is None)
         if missing or lt_lost:
             parts = [f"{len(missing)} of {len(wanted)} kernels are not built in lib/"] if missing else []
             parts += [f"{lt_lost} cuBLASLt fallbacks have no lib/libkr_blas.so"] if lt_lost else []
@@ -230,7 +234,8 @@ class Library:
         return kern is not None and kern.b_layout == _B_LAYOUT[layout]
 
     def stats(self) -> dict[tuple, dict]:
-        """Calls through linear() per (M, N, K, dtype, layout): the kernel that ran, kernel calls and fallbacks."""
+        """Calls through linear() per (M, N, K, dtype, layout): the kernel that ran (or the cuBLASLt fallback's name),
+        kernel calls and fallbacks (F.linear or cuBLASLt)."""
         counted = {shape: list(pair) for shape, pair in self._calls.items()}
         if self._plans is not None:  # the calls the C++ fast path served
             from kernelrl.library.native import KERNEL
@@ -238,9 +243,16 @@ class Library:
             for table, m, n, k, _dev, kind, calls in self._plans.linear_counts():
                 pair = counted.setdefault((m, n, k, names[table], "nt"), [0, 0])
                 pair[0 if kind == KERNEL else 1] += calls
-        return {shape: {"kernel": self._decisions.get(self.key(*shape[:3], "fp32", *shape[3:])),
+        return {shape: {"kernel": self._route(self.key(*shape[:3], "fp32", *shape[3:])),
                         "calls": calls, "fallbacks": fallbacks}
                 for shape, (calls, fallbacks) in sorted(counted.items())}
+
+    def _route(self, key: tuple) -> str | None:
+        """What a decided shape runs: its kernel, the cuBLASLt fallback's name, or None (torch.matmul, F.linear)."""
+        name = self._decisions.get(key)
+        if name is None and key in self.lt_algos:
+            return LT_FALLBACKS[key[5]]
+        return name
 
     # -- nn.Linear: y = x @ W^T (+ bias) -------------------------------------------------------------------------
     def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -265,19 +277,24 @@ class Library:
         n, k = weight.shape
         m = x.numel() // k if k else 0
         dtype = _DTYPE_NAMES.get(x.dtype)
-        name = None
+        counts = self._calls.setdefault((m, n, k, dtype or str(x.dtype).removeprefix("torch."), "nt"), [0, 0])
+        # What runs: the shape's tuned kernel, else cuBLASLt with its stored algorithm, else F.linear
+        kern, align, name = None, 0, None
         if x.is_cuda and dtype is not None and m and weight.is_contiguous():
             name = self.choose(m, n, k, "fp32", dtype, "nt")
-        counts = self._calls.setdefault((m, n, k, dtype or str(x.dtype).removeprefix("torch."), "nt"), [0, 0])
-        if name is None and x.is_cuda and dtype is not None and m and weight.is_contiguous():
-            self._register_linear(dtype, m, n, k, x.get_device(), None, None, 0)  # F.linear is this shape's choice
-        x2 = x.reshape(m, k) if name is not None else None
-        if name is None or (x2.data_ptr() | weight.data_ptr() | (out.data_ptr() if out is not None else 0)) % 16:
+            algo = None if name is not None else self.lt_algos.get(self.key(m, n, k, "fp32", dtype, "nt"))
+            if name is not None:
+                kern, align = self.kernel(name), 15  # kernels load 16 bytes at a time
+            elif algo is not None:  # the algorithm was chosen for 256-byte aligned operands
+                kern, align = self._lt_fallback().bind(m, n, k, "fp32", algo, "nt", dtype), 255
+            else:  # F.linear is this shape's choice: later calls run it from C++
+                self._register_linear(dtype, m, n, k, x.get_device(), None, None, 0, 0)
+        x2 = x.reshape(m, k) if kern is not None else None
+        if kern is None or (x2.data_ptr() | weight.data_ptr() | (out.data_ptr() if out is not None else 0)) & align:
             counts[1] += 1
             if out is not None:
                 return torch.mm(x, weight.t(), out=out)
             return torch.nn.functional.linear(x, weight, bias)
-        kern = self.kernel(name)
         if out is None:
             out = torch.empty((m, n), dtype=x.dtype, device=x.device)
         ws = self._workspace(x.device, kern.workspace(m, n, k))
@@ -285,10 +302,10 @@ class Library:
         rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size,
                      _raw_stream(x.get_device()))
         if rc:
-            raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
-        counts[0] += 1
+            raise RuntimeError(f"kernelrl {name or LT_FALLBACKS['nt']} failed on {m}x{n}x{k} with error {rc}")
+        counts[0 if name is not None else 1] += 1  # cuBLASLt is a fallback, if a faster one than F.linear
         # the workspace only grows (see _hgemm_checked), so later calls of this shape can launch from C++
-        self._register_linear(dtype, m, n, k, x.get_device(), kern, ws_ptr, ws_size)
+        self._register_linear(dtype, m, n, k, x.get_device(), kern, ws_ptr, ws_size, align)
         if bias is not None:
             out.add_(bias)
         return out.reshape(*x.shape[:-1], n)
@@ -376,13 +393,13 @@ class Library:
         kind, fn, plan, algo = kern.native()
         self._plans.add(m, n, k, dev, kind, fn, plan, algo, ws_ptr or 0, ws_size, align)
 
-    def _register_linear(self, dtype, m, n, k, dev, kern, ws_ptr, ws_size) -> None:
-        """A decided linear shape's plan for the C++ fast path: `kern` (an nk kernel), or F.linear when None."""
+    def _register_linear(self, dtype, m, n, k, dev, kern, ws_ptr, ws_size, align) -> None:
+        """A decided linear shape's plan for the C++ fast path: `kern` (an nk kernel, or cuBLASLt bound to its
+        stored algorithm), or F.linear when None."""
         if self._native_plans() is None:
             return
-        from kernelrl.library.native import KERNEL, TORCH
-        kind, fn = (TORCH, 0) if kern is None else (KERNEL, kern.native()[1])
-        self._plans.add_linear(_LINEAR_TABLE[dtype], m, n, k, dev, kind, fn, ws_ptr or 0, ws_size, 15)
+        kind, fn, plan, algo = _TorchPlan.native() if kern is None else kern.native()
+        self._plans.add_linear(_LINEAR_TABLE[dtype], m, n, k, dev, kind, fn, plan, algo, ws_ptr or 0, ws_size, align)
 
     def _lt_fallback(self) -> "_LtFallback":
         with self._lock:

@@ -74,7 +74,7 @@ def test_names_are_unique_and_procedural(points):
 def test_resources():
     r = SPACE.resources(F32_WIDE_KN)
     assert r == {"threads": 384, "smem_bytes": 4 * ((128 + 256) * 64 * 2 + 16) + 16 + 1024, "tile": (128, 256, 64),
-                 "split_k": 1, "stages": 4}
+                 "split_k": 1, "stages": 4, "raster": 8, "schedule": "cooperative"}
     assert SPACE.resources(F32_PINGPONG_SPLIT)["split_k"] == 4
     assert SPACE.threads(V(BM=64, schedule="pingpong")) == 384  # ping-pong always has two consumers
 
@@ -244,3 +244,31 @@ def test_the_evaluator_hands_an_nk_point_b_transposed(built):
     assert nk.b_layout == "nk" and nk.needs_bt
     _, result = built[F32_WIDE_KN.name]
     assert not Candidate("kn", result.lib_path).needs_bt
+
+
+# -- the cost model's view of a point's tile order ---------------------------------------------------------------
+
+def _nk_bf16(raster, stages=3):
+    return Variant.of("wgmma", "fp32", BM=128, BN=224, stages=stages, raster=raster, b_layout="nk", dtype="bf16")
+
+
+def test_row_major_tiles_read_a_b_larger_than_l2_again_for_each_row_of_tiles():
+    from kernelrl.space.model import operand_hbm_bytes
+    wide = GemmProblem(8192, 14336, 4096, "fp32", "nt", "bf16")  # B is 117 MB
+    a, b = 2 * 8192 * 4096, 2 * 4096 * 14336
+    row_major, grouped = operand_hbm_bytes(_nk_bf16(1), wide), operand_hbm_bytes(_nk_bf16(8), wide)
+    assert row_major > a + 30 * b and a + b < grouped < a + 8 * b < row_major
+
+
+def test_a_b_that_fits_in_l2_is_read_once_whatever_the_order():
+    from kernelrl.space.model import operand_hbm_bytes
+    small = GemmProblem(8192, 1024, 4096, "fp32", "nt", "bf16")  # B is 8 MB
+    assert operand_hbm_bytes(_nk_bf16(1), small) == operand_hbm_bytes(_nk_bf16(8), small) == 2 * 4096 * (8192 + 1024)
+
+
+def test_among_points_the_model_cannot_tell_apart_the_grouped_order_and_the_deeper_pipeline_rank_first():
+    from kernelrl.space.model import predict_us, rank
+    wide = GemmProblem(8192, 4096, 4096, "fp32", "nt", "bf16")
+    points = [_nk_bf16(raster, stages) for raster in (1, 8) for stages in (2, 3, 4)]
+    assert len({predict_us(v, wide) for v in points}) == 1  # compute-bound: one predicted time
+    assert [v.name for _, v in rank(points, wide)][:2] == [_nk_bf16(8, 4).name, _nk_bf16(8, 3).name]

@@ -2,8 +2,10 @@
 
 It is a pruning device, not a predictor of record: roofline time of the *padded* tile work at a per-family fraction of
 the tensor-core peak, multiplied out by wave quantization (a partial last wave costs a full wave), bounded below by
-the bytes that must cross HBM (split-K partials included), the operand panels every tile streams through L2, and a
-fixed launch/prologue latency. Measurement decides."""
+the bytes that must cross HBM (split-K partials included, and for a family that declares its tile order the operand
+panels L2 cannot keep between reuses), the operand panels every tile streams through L2, and a fixed
+launch/prologue latency. Points the model cannot tell apart are ranked by those HBM bytes, then by pipeline depth.
+Measurement decides."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ class Machine:
     tensor_tflops: float = 990.0     # dense fp16 tensor-core peak (datasheet lead; ~750 measured through cuBLAS)
     hbm_tbps: float = 4.3            # device-to-device copy measured on the H200 (bytes read + written)
     l2_tbps: float = 12.0            # L2 → SM operand bandwidth (lead, not measured here): small tiles re-read more
+    l2_bytes: int = 50 << 20         # the H200's L2
     smem_per_sm: int = HOPPER["smem_per_sm"]
     max_threads_per_sm: int = HOPPER["max_threads_per_sm"]
     max_blocks_per_sm: int = HOPPER["max_blocks_per_sm"]
@@ -35,6 +38,11 @@ H200 = Machine()
 FAMILY_EFFICIENCY = {"cutlass_sm90": 0.80, "mma_sync": 0.60, "small": 0.60, "wmma_reference": 0.35,
                      "wgmma": 0.69}
 LAUNCH_US = 2.0
+# Share of L2 that still holds an operand panel when its next reader comes (a lead, not measured: the L2 is two
+# partitions, and C tiles and the other operand pass through it too). It puts the wgmma family's raster-1 points
+# at 8192x14336x4096 (bf16, nt) on the HBM roof at about 1.3 ms, where they measured 1.61 ms and cuBLAS 1.24 ms
+# (benchmarks/results/h200/llama/wgmma_vs_flinear.csv): B re-read for every row of tiles.
+L2_RESIDENT = 0.6
 CLUSTER_REDUCE_US = 0.3
 # Clusters of 4 or more K slices sustain less than the model's rate: on the H200 the small family's cluster_k 4 and 8
 # points measured 1.65x the prediction (geomean, 1,935 measurements), its cluster_k 1 and 2 points 1.15x
@@ -68,6 +76,22 @@ def waves(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> tu
     return ctas, n_waves, ctas / (n_waves * slots)
 
 
+def operand_hbm_bytes(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> float:
+    """A and B bytes read from HBM. For a family whose resources declare its tile order (`raster`: tile rows per
+    group, the group walked column by column; 1 is row-major), B is read once per group of tile rows, and only the
+    part of it L2 no longer holds when the next group comes back costs HBM again. Otherwise: each read once."""
+    a, b = 2.0 * problem.m * problem.k, 2.0 * problem.k * problem.n
+    r = _resources(variant)
+    group = r.get("raster")
+    if not group:
+        return a + b
+    bm = r["tile"][0]
+    passes = math.ceil(math.ceil(problem.m / bm) / group)
+    between_visits = b + group * bm * problem.k * 2.0  # all of B, and the group's A panels
+    miss = max(0.0, 1.0 - machine.l2_bytes * L2_RESIDENT / between_visits)
+    return a + b * (1.0 + (passes - 1) * miss)
+
+
 def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> float:
     r = _resources(variant)
     bm, bn, _ = r["tile"]
@@ -78,7 +102,8 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
     compute_us = padded_flops / rate / quantization * 1e6
     if r.get("split_reduce") == "cluster" and split >= 4:
         compute_us /= CLUSTER_SPLIT_EFFICIENCY
-    memory_us = problem.min_bytes / (machine.hbm_tbps * 1e12) * 1e6
+    hbm_bytes = max(problem.min_bytes, operand_hbm_bytes(variant, problem, machine) + 2.0 * problem.m * problem.n)
+    memory_us = hbm_bytes / (machine.hbm_tbps * 1e12) * 1e6
     # Split-K through a workspace writes fp32 partials and a second kernel reads them back: time added after the
     # main kernel. A cluster reduction (DSMEM) stays on chip: a barrier and a few hundred nanoseconds.
     on_chip = r.get("split_reduce") == "cluster"
@@ -100,11 +125,14 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
 
 def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,
          correction=None) -> list[tuple[float, Variant]]:
-    """Variants that can run `problem`, fastest predicted first (ties broken by name, so the order is stable). With a
-    `correction` (kernelrl/space/learned.py) each prediction is scaled by what this GPU measured."""
+    """Variants that can run `problem`, fastest predicted first. Ties (the model knows tiles, not schedules) go to
+    the point that reads fewer bytes from HBM, then to the deeper pipeline, then by name, so the order is stable.
+    With a `correction` (kernelrl/space/learned.py) each prediction is scaled by what this GPU measured."""
     scored = []
     for v in variants:
         if SPACES[v.family].runs(v, problem) is None:
             us = predict_us(v, problem, machine)
-            scored.append((us * correction.factor(v, problem, us) if correction is not None else us, v))
-    return sorted(scored, key=lambda sv: (sv[0], sv[1].name))
+            us = us * correction.factor(v, problem, us) if correction is not None else us
+            tie = (operand_hbm_bytes(v, problem, machine), -_resources(v).get("stages", 0), v.name)
+            scored.append((us, tie, v))
+    return [(us, v) for us, _, v in sorted(scored, key=lambda s: (s[0], s[1]))]

@@ -165,6 +165,7 @@ def e2e(model, run: Run, device: str, library_path: str | None, methods: list[st
     rows = list(rows or [])
     lib = kernelrl.load_library(library_path) if library_path else None
     arms = [m for m in ("eager", "kernelrl") if m in methods and (m != "kernelrl" or lib is not None)]
+    layers: list[dict] = []
 
     def save(row):
         rows.append(row)
@@ -183,6 +184,9 @@ def e2e(model, run: Run, device: str, library_path: str | None, methods: list[st
             for arm in arms:
                 tps, share, calls, fallbacks = measured[arm]
                 save(_row(setting, arm, round(tps, 2), share, calls, fallbacks, env))
+            if lib is not None and out is not None:
+                layers += layer_routes(model, lib, setting)
+                write_layers(layers, out)
     if "compile" in methods:
         compiled = torch.compile(model, mode="max-autotune-no-cudagraphs")
         for setting in run.settings:
@@ -233,6 +237,29 @@ def interleaved(model, lib, setting: Setting, run: Run, device: str, arms: list[
         kernelrl.unpatch(model)
 
 
+def layer_routes(model, lib, setting: Setting) -> list[dict]:
+    """Per nn.Linear of the model, what kernelrl.patch runs for it in this setting (the library's own dispatch
+    answer for the layer's (M, N, K, dtype)): the per-layer hit rate."""
+    from torch import nn
+    m = setting.batch * setting.new_tokens
+    rows = []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear):
+            n, k = module.weight.shape
+            dtype = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(module.weight.dtype)
+            runs = lib.runs(m, n, k, dtype) if dtype else "F.linear"
+            rows.append({"setting": setting.name, "layer": name, "m": m, "n": n, "k": k, "runs": runs,
+                         "tuned_kernel": int(runs not in ("F.linear", "cublaslt_auto_tn"))})
+    return rows
+
+
+def write_layers(rows: list[dict], out: Path) -> None:
+    with open(out / "e2e_layers.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def _failed(setting: Setting, method: str, exc: Exception, env: dict) -> dict:
     error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
     print(f"{method} {setting.name}: {type(exc).__name__}: {error}", flush=True)
@@ -265,7 +292,8 @@ def write(rows: list[dict], out: Path, command: str) -> None:
         writer.writeheader()
         writer.writerows(rows)
     lines = [f"# Llama decoder end to end\n\n- command: `{command}`\n- environment: {collect({'mode': 'e2e'})}\n",
-             "| setting | method | tokens/s | vs eager | GEMM share | kernel / fallback calls |", "|---|---|---:|---:|---:|---|"]
+             "| setting | method | tokens/s | vs eager | GEMM share | kernel / fallback calls |",
+             "|---|---|---:|---:|---:|---|"]
     eager = {r["setting"]: r["tokens_per_s"] for r in rows if r["method"] == "eager" and r["tokens_per_s"]}
     for r in rows:
         if r.get("error"):

@@ -183,6 +183,14 @@ def test_nt_dispatch_skips_kernels_that_decline_the_call_or_take_b_the_other_way
 
 
 @needs_cc
+def test_runs_names_what_a_call_of_a_shape_runs(tmp_path):
+    lib = nt_library(tmp_path, [(64, 256, 256, "k"), (128, 256, 256, None)])
+    assert lib.runs(32, 256, 256, "bf16") == "k"  # the nearest tuned M at or above
+    assert lib.runs(128, 256, 256, "bf16") == "F.linear"  # tuned, and the fallback won
+    assert lib.runs(64, 256, 256, "fp16") == "F.linear"  # another dtype's table
+
+
+@needs_cc
 def test_kernelrl_log_says_each_decision_once(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KERNELRL_LOG", "1")
     lib = nt_library(tmp_path, [(64, 256, 256, "k")])

@@ -36,6 +36,10 @@ def test_e2e_writes_a_row_per_setting_and_method(tmp_path):
         ("decode_b2", "eager"), ("decode_b2", "kernelrl")]
     assert all(float(r["tokens_per_s"]) > 0 for r in rows)
     assert all(int(r["kernel_calls"]) == 0 and int(r["fallback_calls"]) > 0 for r in rows if r["method"] == "kernelrl")
+    layers = list(csv.DictReader(open(tmp_path / "e2e_layers.csv")))  # the per-layer hit rate: none, CPU tensors
+    assert {r["setting"] for r in layers} == {"prefill", "decode_b1", "decode_b2"} and \
+        {r["runs"] for r in layers} == {"F.linear"} and {"lm_head", "model.layers.0.mlp.down_proj"} <= {
+            r["layer"] for r in layers}
 
 
 def test_an_appended_run_keeps_the_other_methods_rows_and_a_failed_setting_is_a_row(tmp_path, monkeypatch):

@@ -254,6 +254,12 @@ class Library:
             return LT_FALLBACKS[key[5]]
         return name
 
+    def runs(self, m: int, n: int, k: int, dtype: str = "fp16", layout: str = "nt") -> str:
+        """What a well-aligned CUDA call of this shape (fp32 accumulation) runs here: a kernel's name, a cuBLASLt
+        fallback's method name, or the plain fallback ("F.linear" for nt, "torch.matmul" for nn)."""
+        self.choose(m, n, k, "fp32", dtype, layout)
+        return self._route(self.key(m, n, k, "fp32", dtype, layout)) or _FALLBACK[layout]
+
     # -- nn.Linear: y = x @ W^T (+ bias) -------------------------------------------------------------------------
     def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
                out: torch.Tensor | None = None) -> torch.Tensor:

@@ -90,11 +90,3 @@ def test_bf16_gemms_of_a_shapes_file_are_bf16_problems_with_fp32_accumulation(tm
 def test_bf16_with_an_fp16_accumulator_is_one_clear_line():
     with pytest.raises(ShapeError, match="accumulate in fp32"):
         GemmProblem(64, 64, 64, "fp16", dtype="bf16")
-
-
-def test_nt_tuning_measures_f_linear_as_its_only_fallback():
-    from kernelrl.tune import _fallbacks
-    nt = TuneConfig(problems=parse_shapes("256x512x1024", layout="nt"), families=["wgmma"], out="x")
-    mixed = TuneConfig(problems=parse_shapes("256x512x1024") + parse_shapes("64x64x64", layout="nt"),
-                       families=["wgmma"], out="x")
-    assert _fallbacks(nt) == ["torch"] and _fallbacks(mixed) == ["torch", "cublaslt_auto_nn"]

@@ -74,7 +74,7 @@ def test_names_are_unique_and_procedural(points):
 def test_resources():
     r = SPACE.resources(F32_WIDE_KN)
     assert r == {"threads": 384, "smem_bytes": 4 * ((128 + 256) * 64 * 2 + 16) + 16 + 1024, "tile": (128, 256, 64),
-                 "split_k": 1, "stages": 4, "raster": 8, "schedule": "cooperative"}
+                 "split_k": 1, "stages": 4, "raster": 8, "schedule": "cooperative", "epilogue": "direct"}
     assert SPACE.resources(F32_PINGPONG_SPLIT)["split_k"] == 4
     assert SPACE.threads(V(BM=64, schedule="pingpong")) == 384  # ping-pong always has two consumers
 
@@ -272,3 +272,11 @@ def test_among_points_the_model_cannot_tell_apart_the_grouped_order_and_the_deep
     points = [_nk_bf16(raster, stages) for raster in (1, 8) for stages in (2, 3, 4)]
     assert len({predict_us(v, wide) for v in points}) == 1  # compute-bound: one predicted time
     assert [v.name for _, v in rank(points, wide)][:2] == [_nk_bf16(8, 4).name, _nk_bf16(8, 3).name]
+
+
+def test_among_tied_points_a_tma_store_epilogue_ranks_ahead_of_direct_stores():
+    from kernelrl.space.model import rank
+    wide = GemmProblem(8192, 4096, 4096, "fp32", "nt", "bf16")
+    twins = [Variant.of("wgmma", "fp32", BM=128, BN=256, stages=4, raster=8, b_layout="nk", dtype="bf16",
+                        epilogue=e) for e in ("direct", "tma")]
+    assert [v.p["epilogue"] for _, v in rank(twins, wide)] == ["tma", "direct"]

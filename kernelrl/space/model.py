@@ -4,8 +4,8 @@ It is a pruning device, not a predictor of record: roofline time of the *padded*
 the tensor-core peak, multiplied out by wave quantization (a partial last wave costs a full wave), bounded below by
 the bytes that must cross HBM (split-K partials included, and for a family that declares its tile order the operand
 panels L2 cannot keep between reuses), the operand panels every tile streams through L2, and a fixed
-launch/prologue latency. Points the model cannot tell apart are ranked by those HBM bytes, then by pipeline depth.
-Measurement decides."""
+launch/prologue latency. Points the model cannot tell apart are ranked by those HBM bytes, then by pipeline depth,
+then by epilogue. Measurement decides."""
 
 from __future__ import annotations
 
@@ -43,6 +43,13 @@ LAUNCH_US = 2.0
 # at 8192x14336x4096 (bf16, nt) on the HBM roof at about 1.3 ms, where they measured 1.61 ms and cuBLAS 1.24 ms
 # (benchmarks/results/h200/llama/wgmma_vs_flinear.csv): B re-read for every row of tiles.
 L2_RESIDENT = 0.6
+# Among tied points, an epilogue that stores C through shared memory and TMA ranks ahead of direct register stores:
+# on the H200 the wgmma family's TMA-store points ran 1.04-1.06x their direct twins at K = 4096 and 1.01x at 14336
+# (17 of 18 bf16 nt shapes, the Llama tune's database: benchmarks/results/h200/llama/tune.db.gz).
+EPILOGUE_RANK = {"tma": 0, "direct": 1}
+# Stages that keep enough loads in flight (4 x 64 of K, CUTLASS's usual depth for these tiles): among tied points a
+# deeper pipeline ranks first up to this, the epilogue next, and more stages only after that.
+DEEP_ENOUGH = 4
 CLUSTER_REDUCE_US = 0.3
 # Clusters of 4 or more K slices sustain less than the model's rate: on the H200 the small family's cluster_k 4 and 8
 # points measured 1.65x the prediction (geomean, 1,935 measurements), its cluster_k 1 and 2 points 1.15x
@@ -126,13 +133,17 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
 def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,
          correction=None) -> list[tuple[float, Variant]]:
     """Variants that can run `problem`, fastest predicted first. Ties (the model knows tiles, not schedules) go to
-    the point that reads fewer bytes from HBM, then to the deeper pipeline, then by name, so the order is stable.
+    the point that reads fewer bytes from HBM, then to the deeper pipeline (up to DEEP_ENOUGH stages), then to a
+    TMA-store epilogue, then to more stages, then by name, so the order is stable.
     With a `correction` (kernelrl/space/learned.py) each prediction is scaled by what this GPU measured."""
     scored = []
     for v in variants:
         if SPACES[v.family].runs(v, problem) is None:
             us = predict_us(v, problem, machine)
             us = us * correction.factor(v, problem, us) if correction is not None else us
-            tie = (operand_hbm_bytes(v, problem, machine), -_resources(v).get("stages", 0), v.name)
+            r = _resources(v)
+            stages = r.get("stages", 0)
+            tie = (operand_hbm_bytes(v, problem, machine), -min(stages, DEEP_ENOUGH),
+                   EPILOGUE_RANK.get(r.get("epilogue"), 1), -stages, v.name)
             scored.append((us, tie, v))
     return [(us, v) for us, _, v in sorted(scored, key=lambda s: (s[0], s[1]))]

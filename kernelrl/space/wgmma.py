@@ -146,7 +146,7 @@ class WgmmaSpace(KernelSpace):
         return {"threads": self.threads(variant), "smem_bytes": self.smem_bytes(variant),
                 "tile": (p["BM"], p["BN"], BK), "split_k": p["split_k"], "stages": p["stages"],
                 "raster": p["raster"],  # tile_coords: groups of `raster` tile rows, column-major inside a group
-                "schedule": p["schedule"]}
+                "schedule": p["schedule"], "epilogue": p["epilogue"]}
 
     def name_of(self, variant: Variant) -> str:
         p = variant.p

@@ -45,7 +45,7 @@ LAUNCH_US = 2.0
 L2_RESIDENT = 0.6
 # Among tied points, an epilogue that stores C through shared memory and TMA ranks ahead of direct register stores:
 # on the H200 the wgmma family's TMA-store points ran 1.04-1.06x their direct twins at K = 4096 and 1.01x at 14336
-# (17 of 18 bf16 nt shapes, the Llama tune's database: benchmarks/results/h200/llama/tune.db.gz).
+# (16 of 18 bf16 nt shapes faster: benchmarks/results/h200/wgmma/epilogue_pairs_llama.csv, from the Llama tune).
 EPILOGUE_RANK = {"tma": 0, "direct": 1}
 # Stages that keep enough loads in flight (4 x 64 of K, CUTLASS's usual depth for these tiles): among tied points a
 # deeper pipeline ranks first up to this, the epilogue next, and more stages only after that.

@@ -167,8 +167,13 @@ def test_wrapper_has_the_entry_points_and_includes_the_file_last(tmp_path):
     assert info == {"acc": "fp32", "family": "cuda_l2",
                     "params": {"BM": 32, "BN": 64, "BK": 16, "source": "256_128_64.cu", "function": "cuda_l2_synth_fp32",
                                "declared_acc": "fp32", "mma": [], "shape": [256, 128, 64], "padding": "timed",
-                               "sha256": spec.sha256[:16]}}
+                               "sha256": spec.sha256[:16], "device_syncs": 0}}
     assert _info_from(untimed)["params"]["padding"] == "untimed"
+
+
+def test_device_synchronizes_in_the_code_are_counted_and_those_in_comments_are_not():
+    text = SYNTHETIC.replace("{\n", "{\n    cudaDeviceSynchronize();  // cudaDeviceSynchronize()\n", 1)
+    assert parse_cuda_l2(text).device_syncs == 1 and parse_cuda_l2(SYNTHETIC).device_syncs == 0
 
 
 def test_workspace_sizing_padded_and_unpadded():

@@ -53,6 +53,8 @@ _ACC_EVIDENCE = (
     re.compile(r"wgmma\.mma_async\.sync\.aligned\.m\d+n\d+k\d+\.f(16|32)\.f16\.f16"),
     re.compile(r"wmma::accumulator\s*,[^,<>]+,[^,<>]+,[^,<>]+,\s*(?:__)?(half|float)\b"),
 )
+# Host calls that wait for the whole device: a CUDA graph cannot capture them (device mode says so in its verdict).
+_DEVICE_SYNC = re.compile(r"\bcudaDeviceSynchronize\s*\(")
 # What the function may do with `b` without reading its data.
 _B_METADATA = re.compile(r"\s*\.\s*(?:size|sizes|dim|ndimension|options|dtype|scalar_type|device|is_cuda|numel|"
                          r"stride|strides|is_contiguous)\b")
@@ -73,6 +75,7 @@ class CudaL2File:
     param_types: tuple[str, ...]           # the four parameter types, as written (for the forward declaration)
     reads_b: bool                          # the function may read `b`'s data (not only its sizes)
     sha256: str
+    device_syncs: int = 0                  # cudaDeviceSynchronize() calls in the code (not in comments)
 
     @property
     def name(self) -> str:
@@ -120,7 +123,8 @@ def parse_cuda_l2(text: str, path: str | os.PathLike = "<text>") -> CudaL2File:
                       acc_evidence=tuple(dict.fromkeys(e for e, _ in evidence)), tiles=extract_tiles(text),
                       shape=tuple(int(g) for g in shape_match.groups()) if shape_match else None,
                       param_types=types, reads_b=_reads(body, b_name),
-                      sha256=hashlib.sha256(text.encode()).hexdigest())
+                      sha256=hashlib.sha256(text.encode()).hexdigest(),
+                      device_syncs=len(_DEVICE_SYNC.findall(_blank_strings(code))))
 
 
 def extract_tiles(text: str) -> tuple[int, int, int] | None:
@@ -162,7 +166,8 @@ def info(spec: CudaL2File, untimed_padding: bool = False) -> dict:
             "params": {"BM": bm, "BN": bn, "BK": bk, "source": spec.name, "function": spec.function,
                        "declared_acc": spec.declared_acc, "mma": list(spec.acc_evidence),
                        "shape": list(spec.shape) if spec.shape else None,
-                       "padding": "untimed" if untimed_padding else "timed", "sha256": spec.sha256[:16]}}
+                       "padding": "untimed" if untimed_padding else "timed", "sha256": spec.sha256[:16],
+                       "device_syncs": spec.device_syncs}}
 
 
 def wrapper_source(spec: CudaL2File, untimed_padding: bool = False, any_shape: bool = False) -> str:

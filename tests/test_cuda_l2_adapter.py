@@ -163,6 +163,7 @@ def test_wrapper_has_the_entry_points_and_includes_the_file_last(tmp_path):
     untimed = wrapper_source(spec, untimed_padding=True)
     assert "#define KR_CL2_UNTIMED 1" in untimed and "int kernelrl_hgemm_stage(const __half* A, const __half* B," in untimed
     assert "@@" not in source + untimed
+    assert "const char* kernelrl_hgemm_b_layout(void)" in source and "constexpr bool kr_reads_b = false;" in source
     info = _info_from(source)
     assert info == {"acc": "fp32", "family": "cuda_l2",
                     "params": {"BM": 32, "BN": 64, "BK": 16, "source": "256_128_64.cu", "function": "cuda_l2_synth_fp32",
@@ -180,18 +181,19 @@ def test_workspace_sizing_padded_and_unpadded():
     spec = parse_cuda_l2(SYNTHETIC)  # tiles 32 x 64 x 16, b not read
     aligned = cuda_l2.layout(spec, 256, 128, 64)
     assert aligned["padded"] == (256, 128, 64)
-    assert aligned["regions"] == {"b_col_major": 0}  # A, B and C used in place
-    assert workspace_bytes(spec, 256, 128, 64) == 128 * 64 * 2 + ALIGN
+    assert aligned["regions"] == {}  # A, C and B^T (the caller's, b_col_major's memory: b is not read) in place
+    assert workspace_bytes(spec, 256, 128, 64) == ALIGN
     padded = cuda_l2.layout(spec, 100, 200, 72)  # -> 128 x 256 x 80
     assert padded["padded"] == (128, 256, 80)
     a_bytes, bcm_bytes, c_bytes = 128 * 80 * 2, 256 * 80 * 2, 128 * 256 * 2
     assert padded["regions"] == {"a": 0, "b_col_major": a_bytes, "c": a_bytes + bcm_bytes}
     assert workspace_bytes(spec, 100, 200, 72) == a_bytes + bcm_bytes + c_bytes + ALIGN
     only_m = cuda_l2.layout(spec, 100, 128, 64)  # M alone padded: A and C, not B
-    assert set(only_m["regions"]) == {"a", "b_col_major", "c"}
+    assert set(only_m["regions"]) == {"a", "c"}
     reads_b = parse_cuda_l2(SYNTHETIC.replace("b_col_major.data_ptr()", "b.data_ptr()"))
     both = cuda_l2.layout(reads_b, 100, 200, 72)
     assert list(both["regions"]) == ["a", "b", "b_col_major", "c"]
+    assert set(cuda_l2.layout(reads_b, 256, 128, 64)["regions"]) == {"b_col_major"}  # it reads B: B^T is made
     assert all(off % ALIGN == 0 for off in both["regions"].values())
     odd = cuda_l2.layout(spec, 33, 65, 17)  # 64 x 128 x 32; regions stay aligned
     assert odd["padded"] == (64, 128, 32) and all(off % ALIGN == 0 for off in odd["regions"].values())
@@ -319,18 +321,21 @@ def test_on_gpu_untimed_padding_needs_the_stage_call(tmp_path):
     lib.kernelrl_hgemm_stage.argtypes = [vp, vp, i, i, i, vp, sz, vp]
     lib.kernelrl_hgemm_workspace.argtypes = [i, i, i]
     lib.kernelrl_hgemm_workspace.restype = sz
+    lib.kernelrl_hgemm_b_layout.restype = ctypes.c_char_p
+    assert lib.kernelrl_hgemm_b_layout() == b"nk"  # the file never reads b: it is given B^T
     spec = parse_cuda_l2(SYNTHETIC)
     for shape in ((100, 200, 72), (256, 128, 64), (33, 65, 17)):
         assert lib.kernelrl_hgemm_workspace(*shape) == workspace_bytes(spec, *shape)  # C++ and Python agree
     m, n, k = 100, 200, 72
     a = torch.randn(m, k, device="cuda").half()
     b = torch.randn(k, n, device="cuda").half()
+    bt = b.t().contiguous()
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.half)
     ws = torch.full((lib.kernelrl_hgemm_workspace(m, n, k),), 0xFF, dtype=torch.uint8, device="cuda")
     stream = torch.cuda.Stream()
-    args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, ws.data_ptr(), ws.numel(), stream.cuda_stream)
+    args = (a.data_ptr(), bt.data_ptr(), c.data_ptr(), m, n, k, ws.data_ptr(), ws.numel(), stream.cuda_stream)
     assert lib.kernelrl_hgemm(*args) == 600  # cudaErrorNotReady: nothing staged yet
-    assert lib.kernelrl_hgemm_stage(a.data_ptr(), b.data_ptr(), m, n, k, ws.data_ptr(), ws.numel(),
+    assert lib.kernelrl_hgemm_stage(a.data_ptr(), bt.data_ptr(), m, n, k, ws.data_ptr(), ws.numel(),
                                     stream.cuda_stream) == 0
     assert lib.kernelrl_hgemm(*args) == 0
     torch.cuda.synchronize()

@@ -12,7 +12,9 @@ its name. Files launch with `<<<grid, block, smem>>>`, that is on the default st
 The wrapper built here gives such a file kernelrl's contract: A, B, C unpadded and row-major, a workspace and a
 stream. Inside kernelrl_hgemm it pads A and B into the workspace where the shape is not a multiple of the tiles,
 writes b_col_major there, calls the file's function on torch::from_blob views, and copies the valid M×N block into
-C when C was padded. The wrapper is compiled with `--default-stream per-thread`, so the file's default-stream
+C when C was padded. A file that never reads `b` (845 of the 1000 released H100 files) is built to take B as N×K
+(`kernelrl_hgemm_b_layout` "nk": the caller's B^T, made outside the timed call as cuBLAS TN gets it), which is
+b_col_major's memory itself: no transpose kernel per call, and a copy only where the shape must be padded. The wrapper is compiled with `--default-stream per-thread`, so the file's default-stream
 launches go to the per-thread stream; that stream is made torch's current stream for the call and joined to the
 caller's stream with events before and after, so the work is ordered on the given stream and CUDA graphs capture it.
 
@@ -146,8 +148,11 @@ def layout(spec: CudaL2File, m: int, n: int, k: int) -> dict:
     mp, np_, kp = _round_up(m, bm), _round_up(n, bn), _round_up(k, bk)
     pad_a, pad_c = (mp, kp) != (m, k), (mp, np_) != (m, n)
     pad_b = spec.reads_b and (kp, np_) != (k, n)
+    # A file that never reads `b` is given B^T (kernelrl_hgemm_b_layout "nk"), which is b_col_major's memory: a
+    # copy only where it must be padded.
+    own_bcm = spec.reads_b or (kp, np_) != (k, n)
     off, regions = 0, {}
-    for region, needed, elems in (("a", pad_a, mp * kp), ("b", pad_b, kp * np_), ("b_col_major", True, np_ * kp),
+    for region, needed, elems in (("a", pad_a, mp * kp), ("b", pad_b, kp * np_), ("b_col_major", own_bcm, np_ * kp),
                                   ("c", pad_c, mp * np_)):
         if needed:
             regions[region] = off
@@ -309,6 +314,9 @@ constexpr int64_t kr_bm = @@BM@@, kr_bn = @@BN@@, kr_bk = @@BK@@;      // 1: the
 constexpr bool kr_exact = @@EXACT@@;                                   // only the shape in the file's name
 constexpr int64_t kr_shape_m = @@SM@@, kr_shape_n = @@SN@@, kr_shape_k = @@SK@@;
 constexpr bool kr_reads_b = @@READS_B@@;                               // else `b` only lends its sizes
+// A file that never reads `b` takes B as N x K (B^T: kernelrl_hgemm_b_layout "nk", given by the caller outside the
+// timed call, as cuBLAS TN gets it), which is b_col_major's memory itself: no transpose per call, a copy only to pad.
+constexpr bool kr_b_nk = !kr_reads_b;
 constexpr size_t kr_align = @@ALIGN@@;
 const char* const kr_info = "@@INFO@@";
 
@@ -326,7 +334,7 @@ int64_t kr_round_up(int64_t x, int64_t t) { return (x + t - 1) / t * t; }
 
 struct Layout {
   int64_t mp, np, kp;
-  bool pad_a, pad_b, pad_c;
+  bool pad_a, pad_b, pad_c, own_bcm;
   size_t a_off, b_off, bcm_off, c_off, bytes;
 };
 
@@ -337,6 +345,7 @@ Layout kr_layout(int64_t m, int64_t n, int64_t k) {
   l.pad_a = l.mp != m || l.kp != k;
   l.pad_b = kr_reads_b && (l.kp != k || l.np != n);
   l.pad_c = l.mp != m || l.np != n;
+  l.own_bcm = !kr_b_nk || l.kp != k || l.np != n;
   size_t off = 0;
   auto take = [&](bool needed, int64_t elems) {
     size_t at = off;
@@ -345,7 +354,7 @@ Layout kr_layout(int64_t m, int64_t n, int64_t k) {
   };
   l.a_off = take(l.pad_a, l.mp * l.kp);
   l.b_off = take(l.pad_b, l.kp * l.np);
-  l.bcm_off = take(true, l.np * l.kp);
+  l.bcm_off = take(l.own_bcm, l.np * l.kp);
   l.c_off = take(l.pad_c, l.mp * l.np);
   l.bytes = off;
   return l;
@@ -407,13 +416,16 @@ cudaError_t kr_pad(const __half* src, int64_t rows, int64_t cols, __half* dst, i
   return cudaGetLastError();
 }
 
-// Padded A, padded B (if the file reads it) and b_col_major into the workspace, on stream s.
+// Padded A, padded B (if the file reads it) and b_col_major into the workspace, on stream s. In nk mode b is B^T
+// (n x k): b_col_major is b itself, or its padded copy.
 int kr_stage(const Layout& l, const __half* a, const __half* b, int64_t m, int64_t n, int64_t k, char* base,
              cudaStream_t s) {
   cudaError_t e = cudaSuccess;
   if (l.pad_a) e = kr_pad(a, m, k, reinterpret_cast<__half*>(base + l.a_off), l.mp, l.kp, s);
   if (e == cudaSuccess && l.pad_b) e = kr_pad(b, k, n, reinterpret_cast<__half*>(base + l.b_off), l.kp, l.np, s);
-  if (e == cudaSuccess) {
+  if (e == cudaSuccess && kr_b_nk && l.own_bcm) {
+    e = kr_pad(b, n, k, reinterpret_cast<__half*>(base + l.bcm_off), l.np, l.kp, s);
+  } else if (e == cudaSuccess && !kr_b_nk) {
     dim3 grid((unsigned)((l.np + 31) / 32), (unsigned)((l.kp + 31) / 32));
     kr_transpose_pad<<<grid, dim3(32, 8), 0, s>>>(b, k, n, reinterpret_cast<__half*>(base + l.bcm_off), l.kp, l.np);
     e = cudaGetLastError();
@@ -450,12 +462,13 @@ int kr_run(const Layout& l, const __half* a, const __half* b, __half* c, int64_t
   Events ev;
   if (int rc = kr_events(device, ev)) return kr_fail(rc, "cannot create the fork/join events");
   const auto o = at::TensorOptions().dtype(at::kHalf).device(at::Device(at::kCUDA, (c10::DeviceIndex)device));
+  const void* bcm = l.own_bcm ? static_cast<const void*>(base + l.bcm_off) : static_cast<const void*>(b);
   const void* pb = l.pad_b ? static_cast<const void*>(base + l.b_off)
-                 : (l.kp == k && l.np == n) ? static_cast<const void*>(b)
-                 : static_cast<const void*>(base + l.bcm_off);  // padded shape, never read (kr_reads_b is false)
+                 : kr_reads_b ? static_cast<const void*>(b)
+                 : bcm;  // padded shape, never read (kr_reads_b is false)
   at::Tensor ta = kr_view(l.pad_a ? static_cast<const void*>(base + l.a_off) : a, l.mp, l.kp, o);
   at::Tensor tb = kr_view(pb, l.kp, l.np, o);
-  at::Tensor tbcm = kr_view(base + l.bcm_off, l.kp, l.np, o);  // like CUDA-L2's as_col_major: shape (K, N), memory B^T
+  at::Tensor tbcm = kr_view(bcm, l.kp, l.np, o);  // like CUDA-L2's as_col_major: shape (K, N), memory B^T
   at::Tensor tc = kr_view(l.pad_c ? static_cast<void*>(base + l.c_off) : static_cast<void*>(c), l.mp, l.np, o);
   e = cudaEventRecord(ev.fork, s);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(cudaStreamPerThread, ev.fork, 0);
@@ -494,8 +507,10 @@ int kernelrl_hgemm_supports(int M, int N, int K) {
   if (M < 1 || N < 1 || K < 1) return 0;
   if (kr_cl2::kr_exact && (M != kr_cl2::kr_shape_m || N != kr_cl2::kr_shape_n || K != kr_cl2::kr_shape_k)) return 0;
   const kr_cl2::Layout l = kr_cl2::kr_layout(M, N, K);
-  return (l.kp + 31) / 32 <= 65535;  // the transpose's grid
+  return kr_cl2::kr_b_nk || (l.kp + 31) / 32 <= 65535;  // the transpose's grid
 }
+
+const char* kernelrl_hgemm_b_layout(void) { return kr_cl2::kr_b_nk ? "nk" : "kn"; }
 
 size_t kernelrl_hgemm_workspace(int M, int N, int K) {
   if (M < 1 || N < 1 || K < 1) return 0;

@@ -177,3 +177,10 @@ def test_a_candidate_that_did_not_build_gets_its_verdict_on_every_shape(tmp_path
                   failures={"broken_k": "compile error: k.cu(3): error: expected a ';'"})
     rows = [r for r in measure(built, cfg, NullUI()).rows if r["method"] == "broken_k"]
     assert len(rows) == 2 and all(r["verdict"] == "compile error" and not r["verified"] for r in rows)
+
+
+def test_a_cuda_l2_file_is_measured_on_its_own_shape_only(tmp_path):
+    text = "void cuda_l2_h100_fp32(torch::Tensor a, torch::Tensor b, torch::Tensor b_col_major, torch::Tensor c) {}\n"
+    path = candidate(tmp_path, "64_64_64", text)
+    rows = bench(tmp_path, [path], shapes="64x64x64,128x128x128", modes=["device"], baselines=["torch"]).rows
+    assert sorted((r["m"], r["method"]) for r in rows) == [(64, "64_64_64"), (64, "torch"), (128, "torch")]

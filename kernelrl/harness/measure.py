@@ -137,12 +137,14 @@ def db_gpu(runner: str, env: dict) -> str:
 class Built:
     """The builder's artifacts for one measurement, all the measuring needs of them: each method's spec (what the
     worker loads: baselines and built libraries), each method's key (the content hash results are stored and resumed
-    by), the candidates that did not build with their verdicts, and the cuBLAS shim's library."""
+    by), the candidates that did not build with their verdicts, the cuBLAS shim's library, and the candidates made
+    for one shape only (a CUDA-L2 file named M_N_K.cu: measured on that shape, not reported unsupported on others)."""
 
     specs: list[dict]
     keys: dict[str, str]
     failures: dict[str, str] = field(default_factory=dict)
     blas_lib: str | None = None
+    only_on: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
@@ -209,9 +211,10 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
         for name, text in texts.items():
             keys[name] = hashlib.sha256(text.encode()).hexdigest()[:24]
             specs.append({"name": name, "kind": "candidate", "lib_path": names.get(name)})
+    only_on = {n: shape for n, p in names.items() if (shape := cuda_l2_shape(p)) is not None}
     if cfg.key_salt:
         keys = {name: f"{key}:{cfg.key_salt}" for name, key in keys.items()}
-    return Built(specs, keys, failures, blas_lib)
+    return Built(specs, keys, failures, blas_lib, only_on)
 
 
 def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started: float | None = None) \
@@ -242,7 +245,9 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
     candidates = {s["name"] for s in specs if s["kind"] == "candidate"} | set(failures)
 
     def runs_here(problem) -> set[str]:
-        return candidates if cfg.methods_for is None else candidates & set(cfg.methods_for(problem))
+        here = candidates if cfg.methods_for is None else candidates & set(cfg.methods_for(problem))
+        shape = (problem.m, problem.n, problem.k)
+        return {name for name in here if built.only_on.get(name, shape) == shape}
 
     for i, problem in enumerate(cfg.problems):
         here = runs_here(problem)
@@ -312,6 +317,18 @@ def candidate_request(name: str, path: str, cfg: BenchConfig) -> tuple[BuildRequ
         return cuda_l2.build_request(path, name=name, untimed_padding=cfg.cuda_l2_untimed_padding,
                                      extra_flags=cfg.candidate_flags), True
     return BuildRequest.from_file(path, name=name, flags=cfg.candidate_flags), False
+
+
+def cuda_l2_shape(path: str) -> tuple[int, int, int] | None:
+    """The one shape a CUDA-L2 kernel file is for (from its name, M_N_K.cu), or None (not such a file)."""
+    from kernelrl.adapters import cuda_l2
+    text = Path(path).read_text(errors="replace")
+    if not cuda_l2.is_cuda_l2_source(text):
+        return None
+    try:
+        return cuda_l2.parse_cuda_l2(text, path).shape
+    except ValueError:
+        return None
 
 
 def expand_candidates(paths: list[str]) -> list[str]:

@@ -21,6 +21,8 @@ if [[ $STEPS == *" record "* ]]; then
   tail -n 2 "$OUT/record.log"
 fi
 if [[ $STEPS == *" tune "* ]]; then
+  # without a record step in this DIR: the shapes recorded on the H200 and committed
+  [ -f "$DIR/shapes.json" ] || cp benchmarks/results/h200/llama/shapes.json "$DIR/"
   timeout "${TUNE_LIMIT:-540}" python3 -m kernelrl.cli tune --shapes "$DIR/shapes.json" --families wgmma \
       --out "$DIR/lib" --db "$DIR/tune.db" --budget-minutes "${TUNE_MINUTES:-7}" ${TUNE_ARGS:-} > "$OUT/tune.log" 2>&1
   tail -n 12 "$OUT/tune.log"

@@ -2,7 +2,7 @@
 # The wgmma family on one H200 (from the repository root; nothing to carry: the family is plain CUDA, no CUTLASS):
 #   1. wgmma_smoke.md: six points called directly on five shapes (benchmarks/wgmma_smoke.py), the gate for 2 and 3;
 #   2. wgmma_device.csv: `kernelrl bench`, device mode, fp32 accumulation, kn points (cooperative and ping-pong,
-#      split-K 1 to 16, direct and TMA-store epilogues) beside torch, cuBLAS (NN and TN) and cuBLASLt autotuning, and one nk point (it gets B^T
+#      split-K 1 to 16 (4 and 8 also with the reduce launched by PDL), direct and TMA-store epilogues) beside torch, cuBLAS (NN and TN) and cuBLASLt autotuning, and one nk point (it gets B^T
 #      made outside timing, as cublas_tn does);
 #   3. gpu_tests_wgmma.log: tests/gpu/test_wgmma.py (every evaluator check on representative points).
 set -uo pipefail
@@ -24,9 +24,11 @@ for bm, bn, stages, raster, layout, split, schedule, *rest in [
         (128, 128, 6, 8, "kn", 2, "pingpong"), (64, 128, 8, 1, "kn", 4, "cooperative"),
         (64, 128, 8, 1, "kn", 8, "cooperative"), (64, 128, 8, 8, "kn", 16, "pingpong"),
         (128, 128, 6, 8, "nk", 1, "pingpong"), (128, 256, 3, 8, "kn", 1, "cooperative", "tma"),
-        (128, 128, 5, 8, "kn", 1, "pingpong", "tma"), (64, 256, 4, 8, "kn", 1, "pingpong", "tma")]:
+        (128, 128, 5, 8, "kn", 1, "pingpong", "tma"), (64, 256, 4, 8, "kn", 1, "pingpong", "tma"),
+        (64, 128, 8, 1, "kn", 4, "cooperative", "direct", True), (64, 128, 8, 1, "kn", 8, "cooperative", "direct", True)]:
+    epilogue, pdl = (list(rest) + ["direct", False][len(rest):])[:2]
     v = Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split,
-                   schedule=schedule, epilogue=(rest or ["direct"])[0])
+                   schedule=schedule, epilogue=epilogue, pdl=pdl)
     (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
 PY
 timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINTS" \

@@ -132,7 +132,7 @@ def shortlist(problem: GemmProblem, families: list[str], top_k: int, winners: di
     for v in ranked:
         r = SPACES[v.family].resources(v)
         tile = (v.family, r["tile"])
-        shape = (*tile, r.get("split_k", 1), r.get("cluster", (1, 1)), r.get("schedule"))
+        shape = (*tile, r.get("split_k", 1), r.get("cluster", (1, 1)), r.get("schedule"), r.get("split_reduce"))
         if len(chosen) >= top_k or per_family.get(v.family, 0) >= quota or per_tile.get(tile, 0) >= 2 \
                 or shape in shapes_seen:
             continue

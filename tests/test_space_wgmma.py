@@ -17,9 +17,9 @@ EXPORTS = ("kernelrl_hgemm", "kernelrl_hgemm_workspace", "kernelrl_hgemm_support
 
 
 def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, schedule="cooperative",
-      dtype="fp16", epilogue="direct"):
+      dtype="fp16", epilogue="direct", pdl=False):
     return Variant.of("wgmma", acc, BM=BM, BN=BN, stages=stages, raster=raster, b_layout=b_layout, split_k=split_k,
-                      schedule=schedule, dtype=dtype, epilogue=epilogue)
+                      schedule=schedule, dtype=dtype, epilogue=epilogue, pdl=pdl)
 
 
 # The points the nvcc tests build: the largest fp32 tile (two consumers, 128 accumulators a thread) on the paper's
@@ -27,7 +27,7 @@ def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, 
 # ping-pong split-K point.
 F32_WIDE_KN = V("fp32", 128, 256, 4, 8, "kn")
 F16_NARROW_NK = V("fp16", 64, 96, 8, 1, "nk")
-F32_PINGPONG_SPLIT = V("fp32", 128, 128, 6, 8, "kn", split_k=4, schedule="pingpong")
+F32_PINGPONG_SPLIT = V("fp32", 128, 128, 6, 8, "kn", split_k=4, schedule="pingpong", pdl=True)
 BF16_NK = V("fp32", 128, 128, 6, 8, "nk", schedule="pingpong", dtype="bf16")
 F16_PINGPONG_TMA_STORE = V("fp16", 128, 128, 4, 8, "kn", schedule="pingpong", epilogue="tma")
 BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE]
@@ -64,18 +64,21 @@ def test_names_are_unique_and_procedural(points):
     assert len(names) == len(set(names))
     assert F32_WIDE_KN.name == "wgmma_f32_kn_128x256x64_s4_r8_k1_co"
     assert F16_NARROW_NK.name == "wgmma_f16_nk_64x96x64_s8_r1_k1_co"
-    assert F32_PINGPONG_SPLIT.name == "wgmma_f32_kn_128x128x64_s6_r8_k4_pp"
+    assert F32_PINGPONG_SPLIT.name == "wgmma_f32_kn_128x128x64_s6_r8_k4_pp_pdl"
+    assert V(split_k=4).name == "wgmma_f32_kn_128x128x64_s4_r8_k4_co"  # points without PDL keep their names
     assert BF16_NK.name == "wgmma_bf16f32_nk_128x128x64_s6_r8_k1_pp"
     assert F16_PINGPONG_TMA_STORE.name == "wgmma_f16_kn_128x128x64_s4_r8_k1_pp_et"
-    assert all(re.fullmatch(r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d_r\d+_k\d+_(co|pp)(_et)?", n)
+    assert all(re.fullmatch(r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d_r\d+_k\d+_(co|pp)(_et)?(_pdl)?", n)
                for n in names)
 
 
 def test_resources():
     r = SPACE.resources(F32_WIDE_KN)
     assert r == {"threads": 384, "smem_bytes": 4 * ((128 + 256) * 64 * 2 + 16) + 16 + 1024, "tile": (128, 256, 64),
-                 "split_k": 1, "stages": 4, "raster": 8, "schedule": "cooperative", "epilogue": "direct"}
+                 "split_k": 1, "stages": 4, "raster": 8, "schedule": "cooperative", "epilogue": "direct",
+                 "split_reduce": None}
     assert SPACE.resources(F32_PINGPONG_SPLIT)["split_k"] == 4
+    assert SPACE.resources(F32_PINGPONG_SPLIT)["split_reduce"] == "pdl"
     assert SPACE.threads(V(BM=64, schedule="pingpong")) == 384  # ping-pong always has two consumers
 
 
@@ -92,6 +95,7 @@ def test_resources():
     (V(BN=96, b_layout="nk", epilogue="tma"), "BN % 64 == 0"),
     (V(BM=128, BN=256, stages=4, epilogue="tma"), "exceeds"),  # the 64 KB of C staging leaves room for 3 stages
     (V(BM=128, BN=256, schedule="pingpong"), "exceeds the 168 a 384-thread kernel"),  # 2 x 128 accumulators
+    (V(pdl=True), "split_k > 1 only"),
 ])
 def test_check_rejects_with_a_reason(variant, reason):
     why = SPACE.check(variant)

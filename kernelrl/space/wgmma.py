@@ -46,8 +46,9 @@ class WgmmaSpace(KernelSpace):
         "schedule": ["cooperative", "pingpong"],
         "dtype": ["fp16", "bf16"],
         "epilogue": ["direct", "tma"],
+        "pdl": [False, True],
     }
-    later_knobs = {"split_k": 1, "schedule": "cooperative", "dtype": "fp16", "epilogue": "direct"}
+    later_knobs = {"split_k": 1, "schedule": "cooperative", "dtype": "fp16", "epilogue": "direct", "pdl": False}
 
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
@@ -104,6 +105,8 @@ class WgmmaSpace(KernelSpace):
             return "split-K sums fp32 partials: fp32 accumulator only"
         if p["dtype"] == "bf16" and variant.acc != "fp32":
             return "bf16 wgmma accumulates in fp32 only"
+        if p["pdl"] and p["split_k"] == 1:
+            return "pdl overlaps the split-K reduce kernel's launch with the main kernel: split_k > 1 only"
         if p["epilogue"] == "tma" and (p["split_k"] > 1 or p["BN"] % 64):
             return ("the TMA-store epilogue stores 16-bit C in 64-column boxes: split_k 1 and BN % 64 == 0 (split-K "
                     "partials are fp32, stored directly)")
@@ -146,7 +149,9 @@ class WgmmaSpace(KernelSpace):
         return {"threads": self.threads(variant), "smem_bytes": self.smem_bytes(variant),
                 "tile": (p["BM"], p["BN"], BK), "split_k": p["split_k"], "stages": p["stages"],
                 "raster": p["raster"],  # tile_coords: groups of `raster` tile rows, column-major inside a group
-                "schedule": p["schedule"], "epilogue": p["epilogue"]}
+                "schedule": p["schedule"], "epilogue": p["epilogue"],
+                # programmatic dependent launch: the reduce kernel is launched while the main kernel runs
+                "split_reduce": "pdl" if p["pdl"] else None}
 
     def name_of(self, variant: Variant) -> str:
         p = variant.p
@@ -155,8 +160,9 @@ class WgmmaSpace(KernelSpace):
             acc = "bf16f32"  # bf16 inputs and output, fp32 accumulation (fp16 points keep their first names)
         schedule = {"cooperative": "co", "pingpong": "pp"}[p["schedule"]]
         epilogue = "_et" if p["epilogue"] == "tma" else ""  # direct-store points keep their first names
+        pdl = "_pdl" if p["pdl"] else ""
         return (f"wgmma_{acc}_{p['b_layout']}_{p['BM']}x{p['BN']}x{BK}_s{p['stages']}_r{p['raster']}"
-                f"_k{p['split_k']}_{schedule}{epilogue}")
+                f"_k{p['split_k']}_{schedule}{epilogue}{pdl}")
 
     def render(self, variant: Variant) -> str:
         reason = self.check(variant)
@@ -177,6 +183,7 @@ class WgmmaSpace(KernelSpace):
             "@PACK2@": "__floats2bfloat162_rn" if p["dtype"] == "bf16" else "__floats2half2_rn",
             "@TMA_TYPE@": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" if p["dtype"] == "bf16" else "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
             "@DTYPE@": p["dtype"], "@TMA_STORE@": "true" if p["epilogue"] == "tma" else "false",
+            "@PDL@": "true" if p["pdl"] else "false",
         }
         source = SOURCE
         for key, value in subs.items():
@@ -251,6 +258,7 @@ static constexpr bool B_KMAJOR = @B_KMAJOR@;             // nk layout: B given a
 static constexpr bool ACC_F16 = @ACC_F16@;               // fp16 accumulator (else fp32)
 static constexpr int SPLIT_K = @SPLIT_K@;                // K slices per output tile (fp32 partials when > 1)
 static constexpr bool PINGPONG = @PINGPONG@;             // consumers alternate whole units (else split rows)
+static constexpr bool PDL = @PDL@;                       // the reduce kernel: programmatic dependent launch
 static constexpr int CONSUMERS = PINGPONG ? 2 : BM / 64;
 using Elem = @ELEM@;                                      // A, B and C elements (@DTYPE@)
 using Elem2 = @ELEM2@;
@@ -370,6 +378,9 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
     const int units = tiles_m * tiles_n * SPLIT_K;
     const int ktiles = (K + BK - 1) / BK;
     const int warpgroup = threadIdx.x / 128;
+    // PDL: the reduce kernel may be launched now (its CTAs wait in griddepcontrol.wait until this grid has finished
+    // and its writes are visible), so its launch latency hides behind this kernel's tail.
+    if constexpr (PDL) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);                  // the producer's arrive.expect_tx (plus the copy's bytes)
@@ -541,6 +552,7 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
 // C = the sum of the SPLIT_K fp32 partial products, eight elements (two float4 per slice, one 16-byte store) per step.
 __global__ void __launch_bounds__(256)
 splitk_reduce_kernel(const float* __restrict__ partials, Elem* __restrict__ C, size_t mn) {
+    if constexpr (PDL) asm volatile("griddepcontrol.wait;" ::: "memory");  // every partial written and visible
     const size_t step = (size_t)gridDim.x * blockDim.x * 8;
     for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 8; i < mn; i += step) {
         float4 lo = make_float4(0.f, 0.f, 0.f, 0.f), hi = lo;
@@ -672,6 +684,18 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     if (err != cudaSuccess || SPLIT_K == 1) return (int)err;
     const size_t mn = (size_t)M * N, groups = mn / 8;
     const unsigned blocks = (unsigned)(groups / 256 + 1 < (size_t)sms * 8 ? groups / 256 + 1 : (size_t)sms * 8);
+    if constexpr (PDL) {
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3(blocks);
+        config.blockDim = dim3(256);
+        config.stream = stream;
+        cudaLaunchAttribute attribute[1];
+        attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute[0].val.programmaticStreamSerializationAllowed = 1;
+        config.attrs = attribute;
+        config.numAttrs = 1;
+        return (int)cudaLaunchKernelEx(&config, splitk_reduce_kernel, (const float*)partials, out, mn);
+    }
     splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(partials, out, mn);
     return (int)cudaGetLastError();
 }

@@ -15,16 +15,17 @@ pytestmark = pytest.mark.gpu
 SHAPES = "64x64x64,333x200x72,1024x1024x1024,256x512x4096"
 
 
-def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative", epilogue="direct"):
+def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative", epilogue="direct", pdl=False):
     return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split_k,
-                      schedule=schedule, epilogue=epilogue)
+                      schedule=schedule, epilogue=epilogue, pdl=pdl)
 
 
 @pytest.mark.parametrize("acc, points", [
     ("fp32", [point("fp32", 128, 256, 4, 8, "kn"), point("fp32", 64, 128, 6, 1, "kn", split_k=2),
               point("fp32", 128, 128, 6, 8, "nk", schedule="pingpong"),
               point("fp32", 64, 256, 4, 8, "kn", split_k=4, schedule="pingpong"),
-              point("fp32", 128, 256, 3, 8, "kn", epilogue="tma")]),
+              point("fp32", 128, 256, 3, 8, "kn", epilogue="tma"),
+              point("fp32", 64, 128, 8, 1, "kn", split_k=8, pdl=True)]),  # the reduce launched programmatically
     ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma")]),
 ])

@@ -13,6 +13,7 @@
 // CUDA guard.
 #include <torch/extension.h>
 
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <cstdint>
@@ -131,6 +132,7 @@ class Plans {
     sizes.back() = n;
     at::Tensor out = at::empty(sizes, x.options());
     if (uintptr_t(out.data_ptr()) & p.align) return at::linear(x, w, bias);  // the caching allocator aligns to 512
+    const c10::DeviceGuard guard(x.device());  // the launch goes to the current device: make it x's
     void* stream = current_stream(dev);
     const int rc = p.kind == kKernel
         ? reinterpret_cast<KernelFn>(p.fn)(x.data_ptr(), w.data_ptr(), out.data_ptr(), int(m), int(n), int(k), p.ws,

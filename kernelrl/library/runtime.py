@@ -305,8 +305,9 @@ class Library:
             out = torch.empty((m, n), dtype=x.dtype, device=x.device)
         ws = self._workspace(x.device, kern.workspace(m, n, k))
         ws_ptr, ws_size = (ws.data_ptr(), ws.numel()) if ws is not None else (None, 0)
-        rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size,
-                     _raw_stream(x.get_device()))
+        dev = x.get_device()
+        with torch.cuda.device(dev):  # the launch goes to the current device: make it x's
+            rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size, _raw_stream(dev))
         if rc:
             raise RuntimeError(f"kernelrl {name or LT_FALLBACKS['nt']} failed on {m}x{n}x{k} with error {rc}")
         counts[0 if name is not None else 1] += 1  # cuBLASLt is a fallback, if a faster one than F.linear

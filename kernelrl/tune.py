@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelrl.harness.measure import BenchConfig, BenchError, require_gpu, run_bench
-from kernelrl.library.export import LT_FALLBACKS, LT_LAYOUT
+from kernelrl.library import policy
+from kernelrl.library.policy import LT_FALLBACKS, LT_LAYOUT, YARDSTICK
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES, Variant
 from kernelrl.space.learned import variants_by_name
@@ -24,9 +25,6 @@ from kernelrl.space.model import rank
 from kernelrl.workloads.hgemm import GemmProblem
 
 WORTH_MEASURING = 2.0  # keep points the model predicts within this factor of its best for the shape
-YARDSTICK = "torch"  # the runtime's default fallback: a tuned kernel is used only where it beats the fallback
-# The other fallback (LT_FALLBACKS, kernelrl/library/export.py): cuBLASLt with the algorithm its autotuning search
-# picked for the shape, in the shape's layout. Where it beats torch.matmul (F.linear), the library calls it instead.
 
 
 @dataclass
@@ -83,13 +81,8 @@ class ShapeResult:
 
     @property
     def fallback(self) -> str:
-        """What the library runs when no tuned kernel wins: the faster of torch.matmul (F.linear for nt) and
-        cuBLASLt (autotuned)."""
-        name = LT_FALLBACKS[self.problem.layout]
-        lt, torch_us = self.measured.get(name), self.measured.get(YARDSTICK)
-        if self.lt_algo and lt and (torch_us is None or lt < torch_us):
-            return name
-        return YARDSTICK
+        """What the library runs when no tuned kernel wins (kernelrl/library/policy.py)."""
+        return policy.fallback(self.problem.layout, self.measured, self.lt_algo)
 
     @property
     def fallback_us(self) -> float | None:
@@ -98,9 +91,7 @@ class ShapeResult:
     @property
     def uses_kernel(self) -> bool:
         """Whether the library dispatches this shape to its tuned kernel rather than to the fallback."""
-        if self.best is None or not self.best_us:
-            return False
-        return self.fallback_us is None or self.fallback_us / self.best_us > self.min_gain
+        return self.best is not None and policy.dispatches_kernel(self.best_us, self.fallback_us, self.min_gain)
 
     @property
     def library_us(self) -> float | None:

@@ -11,21 +11,22 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelrl.library.export import LT_FALLBACK as LT
 from kernelrl.library.export import MANIFEST, shape_key
+from kernelrl.library.policy import FALLBACK_LABEL, LT_FALLBACKS
 from kernelrl.workloads.hgemm import GemmProblem
 
 METHOD = "kernelrl"
 FALLBACK = "torch"
-_RUNTIME = [Path(__file__).with_name(n) for n in ("runtime.py", "fastpath.cpp", "native.py")]
+_RUNTIME = [Path(__file__).with_name(n) for n in ("runtime.py", "policy.py", "fastpath.cpp", "native.py")]
 
 
 @dataclass
 class LibraryPlan:
     root: Path
     key: str                                   # content hash of what runs: resume key of the `kernelrl` rows
-    choice: dict[tuple, str | None]            # (m, n, k, acc, dtype, layout) -> kernel name, LT, or None for the
-                                               # fallback (torch.matmul; F.linear for nt)
+    # (m, n, k, acc, dtype, layout) -> a kernel's name, the layout's cuBLASLt fallback (policy.LT_FALLBACKS), or
+    # None for the plain fallback (torch.matmul; F.linear for nt)
+    choice: dict[tuple, str | None]
 
     @classmethod
     def make(cls, root: Path, problems: list[GemmProblem]) -> "LibraryPlan":
@@ -41,11 +42,13 @@ class LibraryPlan:
             key = lib.key(p.m, p.n, p.k, p.acc, p.dtype, p.layout)
             if key in lib.table:  # on the grid: the manifest decides, no library needs loading
                 name = lib.table[key]
-                choice[key] = name if name and lib.library_path(name) else (LT if key in lib.lt_algos else None)
+                lt = LT_FALLBACKS[p.layout] if key in lib.lt_algos else None
+                choice[key] = name if name and lib.library_path(name) else lt
             else:
                 choice[key] = lib.choose(p.m, p.n, p.k, p.acc, p.dtype, p.layout)
         digest = hashlib.sha256((Path(root) / MANIFEST).read_bytes())
-        files = {lib.library_path(n) for n in choice.values() if n and n != LT} | {lib.native_path} | set(_RUNTIME)
+        files = {lib.library_path(n) for n in choice.values() if n and n not in LT_FALLBACKS.values()} \
+            | {lib.native_path} | set(_RUNTIME)
         for path in sorted(str(f) for f in files if f is not None):
             digest.update(Path(path).read_bytes())
         return cls(Path(root).resolve(), digest.hexdigest()[:24], choice)
@@ -58,8 +61,9 @@ class LibraryPlan:
 
     def label(self, m: int, n: int, k: int, acc: str, dtype: str = "fp16", layout: str = "nn") -> str:
         name = self.choice.get((m, n, k, acc, dtype, layout))
-        fallback = "F.linear" if layout == "nt" else "torch.matmul"
-        return {None: fallback, LT: "cuBLASLt (stored algorithm)"}.get(name, name)
+        if name in LT_FALLBACKS.values():
+            return "cuBLASLt (stored algorithm)"
+        return FALLBACK_LABEL[layout] if name is None else name
 
     def rows(self, rows: list[dict]) -> list[dict]:
         """The rows with the `kernelrl` ones labelled by what the library dispatches to."""

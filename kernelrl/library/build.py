@@ -9,7 +9,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl.library.export import LT_FALLBACKS, built_library, read_manifest, write_manifest
+from kernelrl.library.export import built_library, read_manifest, write_manifest
+from kernelrl.library.policy import LT_FALLBACKS
 
 
 @dataclass

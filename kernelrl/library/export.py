@@ -13,13 +13,6 @@ from kernelrl import __version__
 from kernelrl.errors import UserError
 
 MANIFEST = "manifest.json"
-# The fallback method a manifest names for shapes the library sends to cuBLASLt with a stored autotuned algorithm:
-# the evaluator's baseline of the same name, reading B as the caller holds it (nn: row-major K x N, for
-# kernelrl.hgemm; nt: W as N x K, for kernelrl.linear).
-LT_FALLBACKS = {"nn": "cublaslt_auto_nn", "nt": "cublaslt_auto_tn"}
-LT_FALLBACK = LT_FALLBACKS["nn"]
-# The shim's layout name (kr_blas LAYOUTS, lt_cache_key) of a problem layout.
-LT_LAYOUT = {"nn": "nn", "nt": "tn"}
 
 
 class LibraryError(UserError, ValueError):

@@ -14,7 +14,6 @@ LibraryError with one line saying what to pass."""
 from __future__ import annotations
 
 import ctypes
-import math
 import os
 import sys
 import threading
@@ -22,7 +21,11 @@ from pathlib import Path
 
 import torch
 
-from kernelrl.library.export import LT_FALLBACK, LT_FALLBACKS, LT_LAYOUT, LibraryError, built_library, read_manifest
+from kernelrl.library import policy
+from kernelrl.library.export import LibraryError, built_library, read_manifest
+from kernelrl.library.policy import FALLBACK_LABEL, LT_FALLBACKS, LT_LAYOUT
+
+LT_FALLBACK = LT_FALLBACKS["nn"]  # kernelrl.hgemm's cuBLASLt fallback
 
 
 class _Kernel:
@@ -205,9 +208,8 @@ class Library:
     def choose(self, m: int, n: int, k: int, acc: str = "fp32", dtype: str = "fp16", layout: str = "nn") -> str | None:
         """The kernel that runs (m, n, k), or None for the fallback (torch.matmul, F.linear). Decisions are cached.
 
-        Off the tuned grid: for nn, the kernel of the nearest tuned shape (log distance) that supports this one;
-        for nt, whose N and K are the weight's and whose M (tokens) changes from call to call, the kernel of the
-        nearest tuned M at or above this one with the same N and K that supports it."""
+        On the tuned grid the manifest decides; off it, the first kernel of `policy.off_grid` that is built, takes
+        B as this layout holds it and supports the shape."""
         key = self.key(m, n, k, acc, dtype, layout)
         if key in self._decisions:
             return self._decisions[key]
@@ -215,17 +217,11 @@ class Library:
             name = self.table[key]
             choice = name if name is not None and self.usable(name, layout) else None
         else:
-            if layout == "nt":
-                tuned = sorted((other[0], name) for other, name in self.table.items() if name is not None
-                               and other[1:] == key[1:] and other[0] >= m)
-            else:
-                tuned = sorted((_distance(key, other), name) for other, name in self.table.items()
-                               if name is not None and other[3:] == key[3:])
-            choice = next((name for _, name in tuned if self.usable(name, layout) and
-                           self.kernel(name).supports(m, n, k)), None)
+            choice = next((name for name in policy.off_grid(key, self.table)
+                           if self.usable(name, layout) and self.kernel(name).supports(m, n, k)), None)
         self._decisions[key] = choice
         if self._log:
-            _say(f"{m}x{n}x{k} {dtype} {layout}: {choice or 'fallback (' + _FALLBACK[layout] + ')'}")
+            _say(f"{m}x{n}x{k} {dtype} {layout}: {choice or 'fallback (' + FALLBACK_LABEL[layout] + ')'}")
         return choice
 
     def usable(self, name: str, layout: str = "nn") -> bool:
@@ -258,7 +254,7 @@ class Library:
         """What a well-aligned CUDA call of this shape (fp32 accumulation) runs here: a kernel's name, a cuBLASLt
         fallback's method name, or the plain fallback ("F.linear" for nt, "torch.matmul" for nn)."""
         self.choose(m, n, k, "fp32", dtype, layout)
-        return self._route(self.key(m, n, k, "fp32", dtype, layout)) or _FALLBACK[layout]
+        return self._route(self.key(m, n, k, "fp32", dtype, layout)) or FALLBACK_LABEL[layout]
 
     # -- nn.Linear: y = x @ W^T (+ bias) -------------------------------------------------------------------------
     def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -432,7 +428,6 @@ _F16 = torch.float16
 _DTYPE_NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 _LINEAR_TABLE = {"fp16": 0, "bf16": 1}  # the C++ fast path's linear tables (fastpath.cpp: linear_table)
 _B_LAYOUT = {"nn": "kn", "nt": "nk"}  # the B a kernel must take for a layout (kernelrl_hgemm_b_layout)
-_FALLBACK = {"nn": "torch.matmul", "nt": "F.linear"}
 _LIBRARIES: list["Library"] = []  # every Library made in this process, by handle
 
 
@@ -448,10 +443,6 @@ def _raw_stream(index: int) -> int:
     if _RAW_STREAM is None:
         return torch.cuda.current_stream(index).cuda_stream
     return _RAW_STREAM(index)
-
-
-def _distance(a: tuple, b: tuple) -> float:
-    return sum(abs(math.log2(x) - math.log2(y)) for x, y in zip(a[:3], b[:3]))
 
 
 def _check(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> None:

@@ -105,7 +105,9 @@ class Executor(Registered):
 
 
 def _serve(conn, judge_fn) -> None:
-    """The local evaluation worker: one batch at a time, until told to stop (None) or the pipe closes."""
+    """The local evaluation worker: one batch at a time, until told to stop (None) or the pipe closes. It says
+    "ready" first: its imports (judge_fn's module came with it) are done, and a batch's deadline starts after them."""
+    conn.send("ready")
     while True:
         try:
             msg = conn.recv()
@@ -135,6 +137,17 @@ class _Proc:
                     else:
                         os.environ[k] = v
         child.close()
+        self.ready = self._await_ready()
+
+    def _await_ready(self) -> bool:
+        """Whether the worker started within STARTUP_TIMEOUT_S (a slow start is not the candidate's hang)."""
+        try:
+            if self.conn.poll(STARTUP_TIMEOUT_S) and self.conn.recv() == "ready":
+                return True
+        except (EOFError, OSError):
+            pass
+        self.kill()
+        return False
 
     def kill(self) -> None:
         if self.proc.is_alive():
@@ -152,6 +165,7 @@ class _Proc:
 
 
 _ENV_LOCK = threading.Lock()
+STARTUP_TIMEOUT_S = 300.0  # a fresh worker's interpreter and imports (torch), on a loaded machine
 
 
 class LocalExecutor(Executor, kind="local"):
@@ -180,6 +194,8 @@ class LocalExecutor(Executor, kind="local"):
         slot = next(i for i in range(self.capacity) if i not in self.busy)
         p = self._proc(slot)
         try:
+            if not p.ready:
+                raise OSError("the worker did not start")
             p.conn.send((batch.spec, batch.codes))
         except (OSError, BrokenPipeError):
             self.procs[slot] = None  # restarted on the next start; this job reads as lost
@@ -354,7 +370,8 @@ class RewardService:
             while queue and len(running) < ex.capacity:
                 batch = queue.popleft()
                 self.stats["batches"] += 1
-                running[ex.start(batch)] = (batch, self.clock() + self.settings.timeout_s)
+                job = ex.start(batch)  # a fresh worker has started and imported by now: not part of the deadline
+                running[job] = (batch, self.clock() + self.settings.timeout_s)
             soonest = min(d for _, d in running.values())
             for job in ex.wait(list(running), soonest - self.clock()):
                 batch, _ = running.pop(job)

@@ -334,7 +334,7 @@ def _fallbacks(cfg: TuneConfig) -> list[str]:
     lts = []
     if cfg.lt_fallback:
         lts = [LT_FALLBACKS[layout] for layout in ("nn", "nt")
-               if any(p.layout == layout and (layout == "nt" or p.dtype == "fp16") for p in cfg.problems)]
+               if any(p.layout == layout and policy.lt_callable(layout, p.dtype) for p in cfg.problems)]
     return [YARDSTICK, *lts]
 
 

@@ -20,6 +20,12 @@ LT_LAYOUT = {"nn": "nn", "nt": "tn"}  # the shim's layout name (kr_blas LAYOUTS,
 FALLBACK_LABEL = {"nn": "torch.matmul", "nt": "F.linear"}  # what the yardstick is called where users see it
 
 
+def lt_callable(layout: str, dtype: str) -> bool:
+    """Whether the library can call cuBLASLt for such a shape: kernelrl.linear (nt) in either dtype, kernelrl.hgemm
+    (nn) in fp16 only."""
+    return layout == "nt" or dtype == "fp16"
+
+
 def fallback(layout: str, measured: dict[str, float], lt_algo: str | None) -> str:
     """What a tuned shape runs when no tuned kernel wins: the faster of the yardstick and cuBLASLt with its stored
     algorithm (only when an algorithm was stored)."""

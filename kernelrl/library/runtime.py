@@ -135,7 +135,7 @@ class Library:
             fallback = entry.get("fallback") or {}
             layout = key[5]
             if fallback.get("method") == LT_FALLBACKS[layout] and fallback.get("algo") and \
-                    self.native_path is not None and (layout == "nt" or key[4] == "fp16"):
+                    self.native_path is not None and policy.lt_callable(layout, key[4]):
                 self.lt_algos[key] = fallback["algo"]
         self._lt: _LtFallback | None = None
         self._loaded: dict[str, _Kernel | None] = {}

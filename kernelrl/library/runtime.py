@@ -282,6 +282,7 @@ class Library:
         counts = self._calls.setdefault((m, n, k, dtype or str(x.dtype).removeprefix("torch."), "nt"), [0, 0])
         # What runs: the shape's tuned kernel, else cuBLASLt with its stored algorithm, else F.linear
         kern, align, name = None, 0, None
+        dev = x.get_device()
         if x.is_cuda and dtype is not None and m and weight.is_contiguous():
             name = self.choose(m, n, k, "fp32", dtype, "nt")
             algo = None if name is not None else self.lt_algos.get(self.key(m, n, k, "fp32", dtype, "nt"))
@@ -290,7 +291,7 @@ class Library:
             elif algo is not None:  # the algorithm was chosen for 256-byte aligned operands
                 kern, align = self._lt_fallback().bind(m, n, k, "fp32", algo, "nt", dtype), 255
             else:  # F.linear is this shape's choice: later calls run it from C++
-                self._register_linear(dtype, m, n, k, x.get_device(), None, None, 0, 0)
+                self._register_linear(dtype, m, n, k, dev, None, None, 0, 0)
         x2 = x.reshape(m, k) if kern is not None else None
         if kern is None or (x2.data_ptr() | weight.data_ptr() | (out.data_ptr() if out is not None else 0)) & align:
             counts[1] += 1
@@ -301,14 +302,13 @@ class Library:
             out = torch.empty((m, n), dtype=x.dtype, device=x.device)
         ws = self._workspace(x.device, kern.workspace(m, n, k))
         ws_ptr, ws_size = (ws.data_ptr(), ws.numel()) if ws is not None else (None, 0)
-        dev = x.get_device()
         with torch.cuda.device(dev):  # the launch goes to the current device: make it x's
             rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size, _raw_stream(dev))
         if rc:
             raise RuntimeError(f"kernelrl {name or LT_FALLBACKS['nt']} failed on {m}x{n}x{k} with error {rc}")
         counts[0 if name is not None else 1] += 1  # cuBLASLt is a fallback, if a faster one than F.linear
         # the workspace only grows (see _hgemm_checked), so later calls of this shape can launch from C++
-        self._register_linear(dtype, m, n, k, x.get_device(), kern, ws_ptr, ws_size, align)
+        self._register_linear(dtype, m, n, k, dev, kern, ws_ptr, ws_size, align)
         if bias is not None:
             out.add_(bias)
         return out.reshape(*x.shape[:-1], n)

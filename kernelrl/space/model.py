@@ -100,6 +100,11 @@ def operand_hbm_bytes(variant: Variant, problem: GemmProblem, machine: Machine =
 
 
 def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> float:
+    return _predict(variant, problem, machine)[0]
+
+
+def _predict(variant: Variant, problem: GemmProblem, machine: Machine) -> tuple[float, float]:
+    """(predicted µs, operand bytes from HBM): rank breaks ties by the second without computing it again."""
     r = _resources(variant)
     bm, bn, _ = r["tile"]
     split = r.get("split_k", 1)
@@ -109,7 +114,8 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
     compute_us = padded_flops / rate / quantization * 1e6
     if r.get("split_reduce") == "cluster" and split >= 4:
         compute_us /= CLUSTER_SPLIT_EFFICIENCY
-    hbm_bytes = max(problem.min_bytes, operand_hbm_bytes(variant, problem, machine) + 2.0 * problem.m * problem.n)
+    operands = operand_hbm_bytes(variant, problem, machine)
+    hbm_bytes = max(problem.min_bytes, operands + 2.0 * problem.m * problem.n)
     memory_us = hbm_bytes / (machine.hbm_tbps * 1e12) * 1e6
     # Split-K through a workspace writes fp32 partials and a second kernel reads them back: time added after the
     # main kernel. A cluster reduction (DSMEM) stays on chip: a barrier and a few hundred nanoseconds.
@@ -130,7 +136,7 @@ def predict_us(variant: Variant, problem: GemmProblem, machine: Machine = H200) 
     # taken as hidden (a lead, to be measured).
     pdl = r.get("split_reduce") == "pdl"
     launches = 2 if split > 1 and not (on_chip or fixup or pdl) else 1
-    return max(compute_us, memory_us, l2_us) + reduce_us + LAUNCH_US * launches
+    return max(compute_us, memory_us, l2_us) + reduce_us + LAUNCH_US * launches, operands
 
 
 def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,
@@ -142,11 +148,11 @@ def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,
     scored = []
     for v in variants:
         if SPACES[v.family].runs(v, problem) is None:
-            us = predict_us(v, problem, machine)
+            us, operands = _predict(v, problem, machine)
             us = us * correction.factor(v, problem, us) if correction is not None else us
             r = _resources(v)
             stages = r.get("stages", 0)
-            tie = (operand_hbm_bytes(v, problem, machine), -min(stages, DEEP_ENOUGH),
+            tie = (operands, -min(stages, DEEP_ENOUGH),
                    EPILOGUE_RANK.get(r.get("epilogue"), 1), -stages, v.name)
             scored.append((us, tie, v))
     return [(us, v) for us, _, v in sorted(scored, key=lambda s: (s[0], s[1]))]

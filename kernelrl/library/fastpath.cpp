@@ -50,6 +50,17 @@ inline void* current_stream(int64_t dev) {
   return cuda->getStreamNativeHandle(cuda->getStream(c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(dev))));
 }
 
+// Runs a kernel or cuBLASLt plan on C = A @ B (or x @ W^T) on dev's current stream, with dev as the current device
+// (a launch goes to the current device, whichever the tensors are on). Returns the callee's error code.
+inline int launch(const Plan& p, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t k,
+                  int64_t dev) {
+  const c10::DeviceGuard guard(c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(dev)));
+  void* stream = current_stream(dev);
+  if (p.kind == kKernel)
+    return reinterpret_cast<KernelFn>(p.fn)(a, b, c, int(m), int(n), int(k), p.ws, p.ws_size, stream);
+  return reinterpret_cast<LtFn>(p.fn)(p.plan, p.algo, a, b, c, p.ws, p.ws_size, stream);
+}
+
 // The key packs (m, n, k, device): each dimension below 2^20, the device below 2^4.
 inline uint64_t key_of(int64_t m, int64_t n, int64_t k, int64_t dev) {
   return (uint64_t(m) << 44) | (uint64_t(n) << 24) | (uint64_t(k) << 4) | uint64_t(dev);
@@ -132,13 +143,7 @@ class Plans {
     sizes.back() = n;
     at::Tensor out = at::empty(sizes, x.options());
     if (uintptr_t(out.data_ptr()) & p.align) return at::linear(x, w, bias);  // the caching allocator aligns to 512
-    const c10::DeviceGuard guard(x.device());  // the launch goes to the current device: make it x's
-    void* stream = current_stream(dev);
-    const int rc = p.kind == kKernel
-        ? reinterpret_cast<KernelFn>(p.fn)(x.data_ptr(), w.data_ptr(), out.data_ptr(), int(m), int(n), int(k), p.ws,
-                                           p.ws_size, stream)
-        : reinterpret_cast<LtFn>(p.fn)(p.plan, p.algo, x.data_ptr(), w.data_ptr(), out.data_ptr(), p.ws, p.ws_size,
-                                       stream);
+    const int rc = launch(p, x.data_ptr(), w.data_ptr(), out.data_ptr(), m, n, k, dev);
     TORCH_CHECK(rc == 0, "kernelrl: the ", p.kind == kKernel ? "tuned kernel" : "cuBLASLt call", " for linear ", m,
                 "x", n, "x", k, " failed with error ", rc);
     if (bias.has_value()) out.add_(*bias);
@@ -180,15 +185,7 @@ class Plans {
     }
     const uintptr_t pa = uintptr_t(a.data_ptr()), pb = uintptr_t(b.data_ptr()), pc = uintptr_t(out.data_ptr());
     if ((pa | pb | pc) & p.align) return c10::nullopt;
-    void* stream = current_stream(dev);
-    int rc;
-    if (p.kind == kKernel) {
-      rc = reinterpret_cast<KernelFn>(p.fn)(a.data_ptr(), b.data_ptr(), out.data_ptr(), int(m), int(n), int(k),
-                                            p.ws, p.ws_size, stream);
-    } else {
-      rc = reinterpret_cast<LtFn>(p.fn)(p.plan, p.algo, a.data_ptr(), b.data_ptr(), out.data_ptr(), p.ws,
-                                        p.ws_size, stream);
-    }
+    const int rc = launch(p, a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k, dev);
     TORCH_CHECK(rc == 0, "kernelrl: the tuned ", p.kind == kKernel ? "kernel" : "cuBLASLt call", " for ", m, "x",
                 n, "x", k, " failed with error ", rc);
     return out;

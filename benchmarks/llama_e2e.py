@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import kernelrl  # noqa: E402
 from kernelrl.environment import collect  # noqa: E402
+from kernelrl.library.policy import FALLBACK_LABEL, LT_FALLBACKS  # noqa: E402
 
 GEMM_KERNEL_WORDS = ("gemm", "nvjet", "wgmma", "cutlass", "sm90_xmma", "hgemm", "matmul", "triton_mm", "triton_tem")
 
@@ -247,9 +248,9 @@ def layer_routes(model, lib, setting: Setting) -> list[dict]:
         if isinstance(module, nn.Linear):
             n, k = module.weight.shape
             dtype = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(module.weight.dtype)
-            runs = lib.runs(m, n, k, dtype) if dtype else "F.linear"
+            runs = lib.runs(m, n, k, dtype) if dtype else FALLBACK_LABEL["nt"]
             rows.append({"setting": setting.name, "layer": name, "m": m, "n": n, "k": k, "runs": runs,
-                         "tuned_kernel": int(runs not in ("F.linear", "cublaslt_auto_tn"))})
+                         "tuned_kernel": int(runs not in (FALLBACK_LABEL["nt"], LT_FALLBACKS["nt"]))})
     return rows
 
 

@@ -126,7 +126,7 @@ def parse_cuda_l2(text: str, path: str | os.PathLike = "<text>") -> CudaL2File:
                       shape=tuple(int(g) for g in shape_match.groups()) if shape_match else None,
                       param_types=types, reads_b=_reads(body, b_name),
                       sha256=hashlib.sha256(text.encode()).hexdigest(),
-                      device_syncs=len(_DEVICE_SYNC.findall(_blank_strings(code))))
+                      device_syncs=len(_DEVICE_SYNC.findall(bare)))
 
 
 def extract_tiles(text: str) -> tuple[int, int, int] | None:

@@ -281,6 +281,17 @@ static_assert(BN % 8 == 0 && BN <= 256 && (CONSUMERS == 1 || CONSUMERS == 2), "w
 static_assert(SPLIT_K == 1 || !ACC_F16, "split-K partials are fp32");
 
 @WGMMA@
+// The two C pairs of n8 block j of an accumulator set, as 16-bit elements: rows g and g + 8 of the fragment (above).
+__device__ __forceinline__ void c_pairs(const AccT (&d)[ACC_REGS], int j, Elem2& top, Elem2& bottom) {
+    if constexpr (ACC_F16) {  // fp16 only (check() keeps bf16 on fp32 accumulators)
+        top = *reinterpret_cast<const Elem2*>(&d[2 * j]);
+        bottom = *reinterpret_cast<const Elem2*>(&d[2 * j + 1]);
+    } else {
+        top = pack2(d[4 * j], d[4 * j + 1]);
+        bottom = pack2(d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -486,13 +497,7 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
 #pragma unroll
                     for (int j = 0; j < BN / 8; ++j) {
                         Elem2 top, bottom;
-                        if constexpr (ACC_F16) {
-                            top = *reinterpret_cast<const Elem2*>(&d[mb][2 * j]);
-                            bottom = *reinterpret_cast<const Elem2*>(&d[mb][2 * j + 1]);
-                        } else {
-                            top = pack2(d[mb][4 * j], d[mb][4 * j + 1]);
-                            bottom = pack2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
-                        }
+                        c_pairs(d[mb], j, top, bottom);
                         uint8_t* box = mine + (mb * (BN / 64) + j / 8) * 64 * 128;
                         const int at = (((j % 8) ^ (r % 8)) * 16) + (lane % 4) * 4;  // rows r and r + 8 share r % 8
                         *reinterpret_cast<Elem2*>(box + r * 128 + at) = top;
@@ -530,13 +535,7 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
                             continue;
                         }
                         Elem2 top, bottom;
-                        if constexpr (ACC_F16) {  // fp16 only (check() keeps bf16 on fp32 accumulators)
-                            top = *reinterpret_cast<const Elem2*>(&d[mb][2 * j]);
-                            bottom = *reinterpret_cast<const Elem2*>(&d[mb][2 * j + 1]);
-                        } else {
-                            top = pack2(d[mb][4 * j], d[mb][4 * j + 1]);
-                            bottom = pack2(d[mb][4 * j + 2], d[mb][4 * j + 3]);
-                        }
+                        c_pairs(d[mb], j, top, bottom);
                         if (row < M) *reinterpret_cast<Elem2*>(C + (size_t)row * N + n) = top;
                         if (row + 8 < M) *reinterpret_cast<Elem2*>(C + (size_t)(row + 8) * N + n) = bottom;
                     }

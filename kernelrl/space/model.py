@@ -40,12 +40,13 @@ FAMILY_EFFICIENCY = {"cutlass_sm90": 0.80, "mma_sync": 0.60, "small": 0.60, "wmm
 LAUNCH_US = 2.0
 # Share of L2 that still holds an operand panel when its next reader comes (a lead, not measured: the L2 is two
 # partitions, and C tiles and the other operand pass through it too). It puts the wgmma family's raster-1 points
-# at 8192x14336x4096 (bf16, nt) on the HBM roof at about 1.3 ms, where they measured 1.61 ms and cuBLAS 1.24 ms
+# at 8192x14336x4096 (bf16, nt) on the HBM roof at about 1.3 ms, where they measured 1.61 ms and F.linear 1.21 ms
 # (benchmarks/results/h200/llama/wgmma_vs_flinear.csv): B re-read for every row of tiles.
 L2_RESIDENT = 0.6
 # Among tied points, an epilogue that stores C through shared memory and TMA ranks ahead of direct register stores:
-# on the H200 the wgmma family's TMA-store points ran 1.04-1.06x their direct twins at K = 4096 and 1.01x at 14336
-# (16 of 18 bf16 nt shapes faster: benchmarks/results/h200/wgmma/epilogue_pairs_llama.csv, from the Llama tune).
+# on the H200 the wgmma family's TMA-store points ran 1.04-1.06x their direct twins on 13 of 14 shapes with K = 4096
+# (0.99x on the largest) and 1.00-1.02x with K = 14336 (bf16 nt;
+# benchmarks/results/h200/wgmma/epilogue_pairs_llama.csv).
 EPILOGUE_RANK = {"tma": 0, "direct": 1}
 # Stages that keep enough loads in flight (4 x 64 of K, CUTLASS's usual depth for these tiles): among tied points a
 # deeper pipeline ranks first up to this, the epilogue next, and more stages only after that.

@@ -398,6 +398,19 @@ def test_library_keeps_an_nt_shape_s_cublaslt_algorithm_and_names_it_in_stats(tm
     assert lib.lt_algos == {key: "ab" * 64} and lib._route(key) == "cublaslt_auto_tn"
 
 
+def test_kernelrl_log_names_the_cublaslt_fallback_a_shape_runs(tmp_path, monkeypatch, capsys):
+    from kernelrl.library.export import shape_key
+    monkeypatch.setenv("KERNELRL_LOG", "1")
+    shape = {"m": 64, "n": 64, "k": 64, "acc": "fp32", "dtype": "bf16", "layout": "nt", "kernel": None,
+             "dispatch": "fallback", "fallback": {"method": "cublaslt_auto_tn", "algo": "ab" * 64}}
+    (tmp_path / "lib").mkdir(parents=True)
+    (tmp_path / "lib" / "libkr_blas.so").write_bytes(b"")
+    (tmp_path / "manifest.json").write_text(json.dumps({"shapes": {shape_key(64, 64, 64, "fp32", "bf16", "nt"): shape},
+                                                        "kernels": {}, "native": "lib/libkr_blas.so"}))
+    Library(tmp_path).choose(64, 64, 64, dtype="bf16", layout="nt")
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "kernelrl: 64x64x64 bf16 nt: fallback (cublaslt_auto_tn)"
+
+
 def test_without_a_stored_algorithm_the_fallback_stays_torch(tmp_path):
     problem = _lt_faster_shape()
     cfg = TuneConfig(problems=[problem], families=["toy_slow_only"], out=tmp_path / "lib", runner="dummy",

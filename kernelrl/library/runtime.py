@@ -221,7 +221,8 @@ class Library:
                            if self.usable(name, layout) and self.kernel(name).supports(m, n, k)), None)
         self._decisions[key] = choice
         if self._log:
-            _say(f"{m}x{n}x{k} {dtype} {layout}: {choice or 'fallback (' + FALLBACK_LABEL[layout] + ')'}")
+            ran = self._route(key) or FALLBACK_LABEL[layout]  # a stored cuBLASLt algorithm says so too
+            _say(f"{m}x{n}x{k} {dtype} {layout}: {choice or 'fallback (' + ran + ')'}")
         return choice
 
     def usable(self, name: str, layout: str = "nn") -> bool:

@@ -296,6 +296,8 @@ class Library:
         x2 = x.reshape(m, k) if kern is not None else None
         if kern is None or (x2.data_ptr() | weight.data_ptr() | (out.data_ptr() if out is not None else 0)) & align:
             counts[1] += 1
+            if kern is not None and self._log and counts[1] == 1:  # the decision said otherwise: say why, once
+                _say(f"{m}x{n}x{k} {dtype} nt: operands not {align + 1}-byte aligned: F.linear for such calls")
             if out is not None:
                 return torch.mm(x, weight.t(), out=out)
             return torch.nn.functional.linear(x, weight, bias)

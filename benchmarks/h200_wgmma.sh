@@ -2,7 +2,8 @@
 # The wgmma family on one H200 (from the repository root; nothing to carry: the family is plain CUDA, no CUTLASS):
 #   1. wgmma_smoke.md: six points called directly on five shapes (benchmarks/wgmma_smoke.py), the gate for 2 and 3;
 #   2. wgmma_device.csv: `kernelrl bench`, device mode, fp32 accumulation, kn points (cooperative and ping-pong,
-#      split-K 1 to 16 (4 and 8 also with the reduce launched by PDL), direct and TMA-store epilogues) beside torch, cuBLAS (NN and TN) and cuBLASLt autotuning, and one nk point (it gets B^T
+#      split-K 1 to 16 (4 and 8 also with the reduce launched by PDL), direct and TMA-store epilogues, 2-CTA
+#      clusters with TMA multicast) beside torch, cuBLAS (NN and TN) and cuBLASLt autotuning, and one nk point (it gets B^T
 #      made outside timing, as cublas_tn does);
 #   3. gpu_tests_wgmma.log: tests/gpu/test_wgmma.py (every evaluator check on representative points).
 set -uo pipefail
@@ -13,8 +14,13 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=cs
 timeout "${SMOKE_LIMIT:-150}" python3 benchmarks/wgmma_smoke.py --out "$OUT/wgmma_smoke.md"
 smoke=$?
 if [ "$smoke" -ne 0 ]; then echo "smoke test failed ($smoke): no bench"; exit 1; fi
+# The cluster points have their own gate: if they fail, the rest is still benched without them.
+timeout "${SMOKE_LIMIT:-150}" python3 benchmarks/wgmma_smoke.py --clusters --out "$OUT/wgmma_smoke_clusters.md"
+export CLUSTERS_OK=$([ $? -eq 0 ] && echo 1 || echo 0)
+echo "cluster points verified: $CLUSTERS_OK"
 POINTS=/tmp/wgmma_points; mkdir -p "$POINTS"
 python3 - "$POINTS" <<'PY'
+import os
 import sys
 from pathlib import Path
 from kernelrl.space import Variant
@@ -25,10 +31,17 @@ for bm, bn, stages, raster, layout, split, schedule, *rest in [
         (64, 128, 8, 1, "kn", 8, "cooperative"), (64, 128, 8, 8, "kn", 16, "pingpong"),
         (128, 128, 6, 8, "nk", 1, "pingpong"), (128, 256, 3, 8, "kn", 1, "cooperative", "tma"),
         (128, 128, 5, 8, "kn", 1, "pingpong", "tma"), (64, 256, 4, 8, "kn", 1, "pingpong", "tma"),
-        (64, 128, 8, 1, "kn", 4, "cooperative", "direct", True), (64, 128, 8, 1, "kn", 8, "cooperative", "direct", True)]:
-    epilogue, pdl = (list(rest) + ["direct", False][len(rest):])[:2]
+        (64, 128, 8, 1, "kn", 4, "cooperative", "direct", True), (64, 128, 8, 1, "kn", 8, "cooperative", "direct", True),
+        # 2-CTA clusters, twins of points above: B multicast (2x1) or A multicast (1x2)
+        (128, 256, 3, 8, "kn", 1, "cooperative", "tma", False, "2x1"), (128, 128, 6, 8, "kn", 1, "pingpong", "direct", False, "2x1"),
+        (128, 128, 6, 8, "kn", 1, "pingpong", "direct", False, "1x2"), (64, 256, 4, 8, "kn", 1, "pingpong", "direct", False, "2x1"),
+        (64, 128, 8, 8, "kn", 1, "pingpong", "direct", False, "2x1"), (128, 128, 5, 8, "kn", 1, "pingpong", "tma", False, "2x1"),
+        (128, 192, 4, 8, "kn", 1, "cooperative", "direct", False, "2x1"), (128, 256, 4, 8, "kn", 1, "cooperative", "direct", False, "2x1")]:
+    epilogue, pdl, cluster = (list(rest) + ["direct", False, "1x1"][len(rest):])[:3]
+    if cluster != "1x1" and os.environ.get("CLUSTERS_OK") != "1":
+        continue
     v = Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split,
-                   schedule=schedule, epilogue=epilogue, pdl=pdl)
+                   schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster)
     (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
 PY
 timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINTS" \

@@ -3,7 +3,7 @@ shapes, and say per point and shape whether it returned, finished within a time 
 with a look at where it went wrong when it did not. A hang is caught by running each point in a child process (its
 later shapes are then not tried).
 
-    python benchmarks/wgmma_smoke.py --out wgmma_smoke.md [--points NAME ...] [--shapes MxNxK ...]
+    python benchmarks/wgmma_smoke.py --out wgmma_smoke.md [--points NAME ... | --clusters] [--shapes MxNxK ...]
 
 Exit status 0 only when every point matched on every shape it supports (a gate before spending time in `kernelrl bench`)."""
 
@@ -21,7 +21,7 @@ from kernelrl.build.toolchain import Toolchain
 from kernelrl.environment import collect
 from kernelrl.space import Variant
 
-# (acc, BM, BN, stages, raster, b_layout, split_k, schedule[, dtype, epilogue])
+# (acc, BM, BN, stages, raster, b_layout, split_k, schedule[, dtype, epilogue, cluster])
 POINTS = {
     "wgmma_f32_kn_128x256x64_s4_r8_k1_co": ("fp32", 128, 256, 4, 8, "kn", 1, "cooperative"),
     "wgmma_f32_kn_128x128x64_s6_r8_k1_pp": ("fp32", 128, 128, 6, 8, "kn", 1, "pingpong"),
@@ -33,14 +33,21 @@ POINTS = {
     "wgmma_f32_kn_128x256x64_s3_r8_k1_co_et": ("fp32", 128, 256, 3, 8, "kn", 1, "cooperative", "fp16", "tma"),
     "wgmma_f16_kn_128x128x64_s4_r8_k1_pp_et": ("fp16", 128, 128, 4, 8, "kn", 1, "pingpong", "fp16", "tma"),
 }
+# 2-CTA clusters with TMA multicast, their own gate (benchmarks/h200_wgmma.sh): B shared (2x1), A shared (1x2)
+CLUSTER_POINTS = {
+    "wgmma_f32_kn_128x256x64_s3_r8_k1_co_et_c2x1": ("fp32", 128, 256, 3, 8, "kn", 1, "cooperative", "fp16", "tma",
+                                                    "2x1"),
+    "wgmma_f32_nk_64x128x64_s6_r1_k1_co_c1x2": ("fp32", 64, 128, 6, 1, "nk", 1, "cooperative", "fp16", "direct", "1x2"),
+    "wgmma_f16_kn_128x128x64_s5_r8_k1_pp_c2x1": ("fp16", 128, 128, 5, 8, "kn", 1, "pingpong", "fp16", "direct", "2x1"),
+}
 SHAPES = ["64x64x64", "256x512x128", "1000x1000x1000", "2048x2048x2048", "256x512x16384"]
 
 
 def variant(name: str) -> Variant:
-    acc, bm, bn, stages, raster, layout, split_k, schedule, *rest = POINTS[name]
-    dtype, epilogue = (list(rest) + ["fp16", "direct"][len(rest):])[:2]
+    acc, bm, bn, stages, raster, layout, split_k, schedule, *rest = {**POINTS, **CLUSTER_POINTS}[name]
+    dtype, epilogue, cluster = (list(rest) + ["fp16", "direct", "1x1"][len(rest):])[:3]
     return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split_k,
-                      schedule=schedule, dtype=dtype, epilogue=epilogue)
+                      schedule=schedule, dtype=dtype, epilogue=epilogue, cluster=cluster)
 
 
 def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue, dtype_name: str = "fp16") -> None:
@@ -108,10 +115,12 @@ def check_point(lib_path, layout, acc, shapes, timeout_s=40.0, dtype="fp16") -> 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--points", nargs="*", default=list(POINTS))
+    ap.add_argument("--points", nargs="*", default=None, help="point names (default: POINTS)")
+    ap.add_argument("--clusters", action="store_true", help="the 2-CTA cluster points (CLUSTER_POINTS) instead")
     ap.add_argument("--shapes", nargs="*", default=SHAPES)
     args = ap.parse_args(argv)
-    variants = [variant(p) for p in args.points]
+    names = args.points or list(CLUSTER_POINTS if args.clusters else POINTS)
+    variants = [variant(p) for p in names]
     builder = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False),
                            cache_dir=Path(tempfile.mkdtemp(prefix="wgmma-smoke-")))
     built = builder.build_many([BuildRequest(v.source(), name=v.name) for v in variants], workers=8)

@@ -17,9 +17,9 @@ EXPORTS = ("kernelrl_hgemm", "kernelrl_hgemm_workspace", "kernelrl_hgemm_support
 
 
 def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, schedule="cooperative",
-      dtype="fp16", epilogue="direct", pdl=False):
+      dtype="fp16", epilogue="direct", pdl=False, cluster="1x1"):
     return Variant.of("wgmma", acc, BM=BM, BN=BN, stages=stages, raster=raster, b_layout=b_layout, split_k=split_k,
-                      schedule=schedule, dtype=dtype, epilogue=epilogue, pdl=pdl)
+                      schedule=schedule, dtype=dtype, epilogue=epilogue, pdl=pdl, cluster=cluster)
 
 
 # The points the nvcc tests build: the largest fp32 tile (two consumers, 128 accumulators a thread) on the paper's
@@ -30,7 +30,11 @@ F16_NARROW_NK = V("fp16", 64, 96, 8, 1, "nk")
 F32_PINGPONG_SPLIT = V("fp32", 128, 128, 6, 8, "kn", split_k=4, schedule="pingpong", pdl=True)
 BF16_NK = V("fp32", 128, 128, 6, 8, "nk", schedule="pingpong", dtype="bf16")
 F16_PINGPONG_TMA_STORE = V("fp16", 128, 128, 4, 8, "kn", schedule="pingpong", epilogue="tma")
-BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE]
+# 2-CTA clusters: B tiles multicast on the paper's layout (N-major boxes split by k rows), A tiles on nn.Linear's
+F32_CLUSTER_B = V("fp32", 128, 256, 3, 8, "kn", epilogue="tma", cluster="2x1")
+F16_CLUSTER_A = V("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2")
+BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE, F32_CLUSTER_B,
+         F16_CLUSTER_A]
 
 
 @pytest.fixture(scope="module")
@@ -68,15 +72,16 @@ def test_names_are_unique_and_procedural(points):
     assert V(split_k=4).name == "wgmma_f32_kn_128x128x64_s4_r8_k4_co"  # points without PDL keep their names
     assert BF16_NK.name == "wgmma_bf16f32_nk_128x128x64_s6_r8_k1_pp"
     assert F16_PINGPONG_TMA_STORE.name == "wgmma_f16_kn_128x128x64_s4_r8_k1_pp_et"
-    assert all(re.fullmatch(r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d_r\d+_k\d+_(co|pp)(_et)?(_pdl)?", n)
-               for n in names)
+    pattern = r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d_r\d+_k\d+_(co|pp)(_et)?(_pdl)?(_c2x1|_c1x2)?"
+    assert all(re.fullmatch(pattern, n) for n in names)
 
 
 def test_resources():
     r = SPACE.resources(F32_WIDE_KN)
     assert r == {"threads": 384, "smem_bytes": 4 * ((128 + 256) * 64 * 2 + 16) + 16 + 1024, "tile": (128, 256, 64),
                  "split_k": 1, "stages": 4, "raster": 8, "schedule": "cooperative", "epilogue": "direct",
-                 "split_reduce": None}
+                 "split_reduce": None, "cluster": (1, 1)}
+    assert SPACE.resources(F32_CLUSTER_B)["cluster"] == (2, 1) and SPACE.resources(F16_CLUSTER_A)["cluster"] == (1, 2)
     assert SPACE.resources(F32_PINGPONG_SPLIT)["split_k"] == 4
     assert SPACE.resources(F32_PINGPONG_SPLIT)["split_reduce"] == "pdl"
     assert SPACE.threads(V(BM=64, schedule="pingpong")) == 384  # ping-pong always has two consumers
@@ -96,6 +101,8 @@ def test_resources():
     (V(BM=128, BN=256, stages=4, epilogue="tma"), "exceeds"),  # the 64 KB of C staging leaves room for 3 stages
     (V(BM=128, BN=256, schedule="pingpong"), "exceeds the 168 a 384-thread kernel"),  # 2 x 128 accumulators
     (V(pdl=True), "split_k > 1 only"),
+    (V(split_k=2, cluster="2x1"), "clusters with split_k 1 only"),
+    (V(cluster="2x2"), "cluster='2x2' is not one of"),
 ])
 def test_check_rejects_with_a_reason(variant, reason):
     why = SPACE.check(variant)
@@ -187,6 +194,27 @@ def test_only_two_consumer_points_trade_registers():
     assert "if constexpr (CONSUMERS == 2) regs_down<PRODUCER_REGS>();" in src
 
 
+def test_a_cluster_point_names_its_cluster_and_older_points_keep_their_names():
+    assert F32_CLUSTER_B.name == "wgmma_f32_kn_128x256x64_s3_r8_k1_co_et_c2x1"
+    assert F16_CLUSTER_A.name.endswith("_pp_c1x2")
+    assert V().name == "wgmma_f32_kn_128x128x64_s4_r8_k1_co"
+    stored = {k: v for k, v in V().p.items() if k != "cluster"}  # a point stored before clusters existed
+    assert Variant.of("wgmma", "fp32", **stored) == V()
+
+
+@pytest.mark.parametrize("variant, multicast, box", [
+    (F32_CLUSTER_B, "tma_load_multicast(b + j * 64 * BK * 2 + rank * B_BOX_ROWS * 128", "B_BOX_ROWS = B_KMAJOR"),
+    (F16_CLUSTER_A, "tma_load_multicast(a + rank * A_BOX_ROWS * 128", "A_BOX_ROWS = BM / CLUSTER_N")])
+def test_a_cluster_pair_multicasts_the_operand_it_shares(variant, multicast, box):
+    src = variant.source()
+    cm, cn = SPACE.cluster(variant)
+    assert "__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__" in src
+    assert f"static constexpr int CLUSTER_M = {cm}, CLUSTER_N = {cn};" in src
+    assert multicast in src and box in src
+    assert "mapa.shared::cluster.u32" in src and "cudaOccupancyMaxActiveClusters" in src
+    assert "__cluster_dims__" not in V().source()  # a point without a cluster launches as before
+
+
 def test_render_refuses_an_invalid_point():
     with pytest.raises(ValueError, match="not a valid point"):
         V(BN=96, b_layout="kn").source()
@@ -276,6 +304,16 @@ def test_among_points_the_model_cannot_tell_apart_the_grouped_order_and_the_deep
     points = [_nk_bf16(raster, stages) for raster in (1, 8) for stages in (2, 3, 4)]
     assert len({predict_us(v, wide) for v in points}) == 1  # compute-bound: one predicted time
     assert [v.name for _, v in rank(points, wide)][:2] == [_nk_bf16(8, 4).name, _nk_bf16(8, 3).name]
+
+
+def test_a_cluster_that_multicasts_a_shared_tile_halves_what_l2_serves_of_it():
+    from kernelrl.space.model import predict_us
+    deep = GemmProblem(1024, 1024, 8192)  # 128 tiles of 64x128: L2-bound in the model
+    alone, paired = V(BM=64, BN=128, stages=6), V(BM=64, BN=128, stages=6, cluster="2x1")
+    assert predict_us(paired, deep) < predict_us(alone, deep)
+    wide_alone, wide_paired = V(BM=128, BN=256), V(BM=128, BN=256, stages=3, epilogue="tma", cluster="2x1")
+    compute_bound = GemmProblem(8192, 8192, 8192)  # 128x256 tiles: the tensor cores bound it either way
+    assert predict_us(wide_paired, compute_bound) == predict_us(wide_alone, compute_bound)
 
 
 def test_among_tied_points_a_tma_store_epilogue_ranks_ahead_of_direct_stores():

@@ -47,8 +47,12 @@ class WgmmaSpace(KernelSpace):
         "dtype": ["fp16", "bf16"],
         "epilogue": ["direct", "tma"],
         "pdl": [False, True],
+        # CMxCN CTAs per thread-block cluster: 2x1 pairs two tile rows, which share their B tile (each CTA loads
+        # half of it and the copy engine multicasts it to both); 1x2 pairs two tile columns sharing A.
+        "cluster": ["1x1", "2x1", "1x2"],
     }
-    later_knobs = {"split_k": 1, "schedule": "cooperative", "dtype": "fp16", "epilogue": "direct", "pdl": False}
+    later_knobs = {"split_k": 1, "schedule": "cooperative", "dtype": "fp16", "epilogue": "direct", "pdl": False,
+                   "cluster": "1x1"}
 
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
@@ -61,6 +65,11 @@ class WgmmaSpace(KernelSpace):
     def m_blocks(variant: Variant) -> int:
         """m64 wgmma blocks per consumer per k-step (and accumulator sets per consumer thread)."""
         return variant.p["BM"] // 64 if variant.p["schedule"] == "pingpong" else 1
+
+    @staticmethod
+    def cluster(variant: Variant) -> tuple[int, int]:
+        cm, cn = variant.p["cluster"].split("x")
+        return int(cm), int(cn)
 
     def threads(self, variant: Variant) -> int:
         return (self.consumers(variant) + 1) * 128
@@ -110,6 +119,9 @@ class WgmmaSpace(KernelSpace):
         if p["epilogue"] == "tma" and (p["split_k"] > 1 or p["BN"] % 64):
             return ("the TMA-store epilogue stores 16-bit C in 64-column boxes: split_k 1 and BN % 64 == 0 (split-K "
                     "partials are fp32, stored directly)")
+        if p["cluster"] != "1x1" and p["split_k"] > 1:
+            return ("clusters with split_k 1 only: a split-K point already spreads each tile over several CTAs "
+                    "(kept off the grid until measured)")
         regs = self.accumulator_regs(variant) + REG_OVERHEAD
         limit = MAX_REGS[self.threads(variant)]
         if regs > limit:
@@ -151,7 +163,8 @@ class WgmmaSpace(KernelSpace):
                 "raster": p["raster"],  # tile_coords: groups of `raster` tile rows, column-major inside a group
                 "schedule": p["schedule"], "epilogue": p["epilogue"],
                 # programmatic dependent launch: the reduce kernel is launched while the main kernel runs
-                "split_reduce": "pdl" if p["pdl"] else None}
+                "split_reduce": "pdl" if p["pdl"] else None,
+                "cluster": self.cluster(variant)}  # CM > 1 multicasts B tiles, CN > 1 A tiles
 
     def name_of(self, variant: Variant) -> str:
         p = variant.p
@@ -161,8 +174,9 @@ class WgmmaSpace(KernelSpace):
         schedule = {"cooperative": "co", "pingpong": "pp"}[p["schedule"]]
         epilogue = "_et" if p["epilogue"] == "tma" else ""  # direct-store points keep their first names
         pdl = "_pdl" if p["pdl"] else ""
+        cluster = f"_c{p['cluster']}" if p["cluster"] != "1x1" else ""
         return (f"wgmma_{acc}_{p['b_layout']}_{p['BM']}x{p['BN']}x{BK}_s{p['stages']}_r{p['raster']}"
-                f"_k{p['split_k']}_{schedule}{epilogue}{pdl}")
+                f"_k{p['split_k']}_{schedule}{epilogue}{pdl}{cluster}")
 
     def render(self, variant: Variant) -> str:
         reason = self.check(variant)
@@ -170,6 +184,7 @@ class WgmmaSpace(KernelSpace):
             raise ValueError(f"wgmma {variant.acc} {variant.p} is not a valid point: {reason}")
         p = variant.p
         fp32 = variant.acc == "fp32"
+        cm, cn = self.cluster(variant)
         subs = {
             "@NAME@": self.name_of(variant), "@ACC@": variant.acc, "@LAYOUT@": p["b_layout"],
             "@BM@": str(p["BM"]), "@BN@": str(p["BN"]), "@BK@": str(BK), "@STAGES@": str(p["stages"]),
@@ -184,6 +199,8 @@ class WgmmaSpace(KernelSpace):
             "@TMA_TYPE@": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" if p["dtype"] == "bf16" else "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
             "@DTYPE@": p["dtype"], "@TMA_STORE@": "true" if p["epilogue"] == "tma" else "false",
             "@PDL@": "true" if p["pdl"] else "false",
+            "@CLUSTER_M@": str(cm), "@CLUSTER_N@": str(cn),
+            "@CLUSTER_DIMS@": f"__cluster_dims__({cm * cn}, 1, 1) " if cm * cn > 1 else "",
         }
         source = SOURCE
         for key, value in subs.items():
@@ -237,6 +254,10 @@ SOURCE = r"""// kernelrl wgmma family: @NAME@
 // every unit (64 rows each); ping-pong consumers take alternate units whole (skipping the other's k-steps in the
 // ring), so one stores its tile while the other multiplies. With SPLIT_K > 1 each unit stores fp32 partials to the
 // workspace (every element of its slice, so no zeroing is needed) and a second kernel sums them into C.
+// Clusters (CLUSTER_M x CLUSTER_N = 2): the two CTAs of a cluster take the two tiles of one cluster tile (adjacent
+// rows with 2x1, columns with 1x2) in lockstep. The operand they share is loaded half by each and multicast into
+// both CTAs' stage, so L2 serves it once; a stage is refilled only when the consumers of both CTAs have freed it
+// (they arrive on both CTAs' empty barriers). A CTA whose tile lies past the matrix edge still loads its half.
 // Accumulator fragment of m64nNk16 (warp w of the warpgroup, lane l, g = l / 4, t = l % 4), per n8 block j:
 //   fp32: d[4j], d[4j+1] = C[16w+g][8j+2t, +1]; d[4j+2], d[4j+3] = C[16w+g+8][8j+2t, +1]
 //   fp16: d[2j] = the first pair (half2), d[2j+1] = the second.
@@ -259,12 +280,17 @@ static constexpr bool ACC_F16 = @ACC_F16@;               // fp16 accumulator (el
 static constexpr int SPLIT_K = @SPLIT_K@;                // K slices per output tile (fp32 partials when > 1)
 static constexpr bool PINGPONG = @PINGPONG@;             // consumers alternate whole units (else split rows)
 static constexpr bool PDL = @PDL@;                       // the reduce kernel: programmatic dependent launch
+static constexpr int CLUSTER_M = @CLUSTER_M@, CLUSTER_N = @CLUSTER_N@;  // 2x1: B tiles multicast; 1x2: A tiles
+static constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
 static constexpr int CONSUMERS = PINGPONG ? 2 : BM / 64;
 using Elem = @ELEM@;                                      // A, B and C elements (@DTYPE@)
 using Elem2 = @ELEM2@;
 __device__ __forceinline__ Elem2 pack2(float lo, float hi) { return @PACK2@(lo, hi); }
 static constexpr int MB = PINGPONG ? BM / 64 : 1;        // m64 blocks per consumer and k-step
-static constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4;  // the warps that read a stage
+// The warps that read a stage, in every CTA whose copies write it
+static constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4 * CLUSTER;
+// Rows of one TMA box: a shared operand is loaded in halves, one per CTA of the pair
+static constexpr int A_BOX_ROWS = BM / CLUSTER_N, B_BOX_ROWS = B_KMAJOR ? BN / CLUSTER_M : BK / CLUSTER_M;
 static constexpr int THREADS = (CONSUMERS + 1) * 128;
 static constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
 static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
@@ -279,6 +305,8 @@ static_assert(A_STAGE_BYTES % 1024 == 0 && B_STAGE_BYTES % 1024 == 0, "stages ke
 static_assert(B_KMAJOR || BN % 64 == 0, "N-major B comes in 64-column boxes");
 static_assert(BN % 8 == 0 && BN <= 256 && (CONSUMERS == 1 || CONSUMERS == 2), "wgmma n and warpgroup count");
 static_assert(SPLIT_K == 1 || !ACC_F16, "split-K partials are fp32");
+static_assert(CLUSTER <= 2 && (CLUSTER == 1 || SPLIT_K == 1), "pairs of CTAs, without split-K");
+static_assert(A_BOX_ROWS % 8 == 0 && B_BOX_ROWS % 8 == 0, "half tiles keep whole 1024-byte swizzle periods");
 
 @WGMMA@
 // The two C pairs of n8 block j of an accumulator set, as 16-bit elements: rows g and g + 8 of the fragment (above).
@@ -333,6 +361,53 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, uint
         : "memory");
 }
 
+// The same barrier in CTA `rank` of this cluster (mapa), arrived on from here: frees a stage the peer's copy writes.
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "}\n" :: "r"(smem_addr(bar)), "r"(rank) : "memory");
+}
+
+// A warp's release of a stage: to its own CTA's empty barrier, and with a cluster to the peer's too (the peer's
+// producer multicasts into this CTA's copy of the stage).
+__device__ __forceinline__ void release_stage(uint64_t* bar) {
+    if constexpr (CLUSTER == 1) {
+        mbar_arrive(bar);
+    } else {
+#pragma unroll
+        for (uint32_t r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(bar, r);
+    }
+}
+
+// One box into the same shared-memory offset of every CTA of the cluster, each CTA's barrier there getting the bytes.
+__device__ __forceinline__ void tma_load_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int inner,
+                                                   int outer) {
+    const uint16_t all = (uint16_t)((1u << CLUSTER) - 1);
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;"
+        :: "r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(inner), "r"(outer),
+           "h"(all) : "memory");
+}
+
+__device__ __forceinline__ uint32_t cluster_reg(int which) {
+    uint32_t v = 0;
+    if (which == 0) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(v));
+    else if (which == 1) asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(v));
+    else asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(v));
+    return v;
+}
+
+// Every thread of every CTA of the cluster: barriers initialised before a peer's copy signals them, and no CTA
+// leaves while a peer may still write its shared memory or arrive on its barriers.
+__device__ __forceinline__ void cluster_sync() {
+    __syncwarp();
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -373,7 +448,16 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
     tn = in_group / rows;
 }
 
-__global__ void __launch_bounds__(THREADS, 1)
+// The tile of work unit u for the CTA of cluster rank `rank`: units walk cluster tiles (CLUSTER_M x CLUSTER_N
+// tiles) in the raster order, SPLIT_K units per tile.
+__device__ __forceinline__ void unit_tile(int u, int tiles_m, int tiles_n, int rank, int& tm, int& tn) {
+    int cm, cn;
+    tile_coords(u / SPLIT_K, (tiles_m + CLUSTER_M - 1) / CLUSTER_M, (tiles_n + CLUSTER_N - 1) / CLUSTER_N, cm, cn);
+    tm = cm * CLUSTER_M + (CLUSTER_M > 1 ? rank : 0);
+    tn = cn * CLUSTER_N + (CLUSTER_N > 1 ? rank : 0);
+}
+
+__global__ void @CLUSTER_DIMS@__launch_bounds__(THREADS, 1)
 hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                    const __grid_constant__ CUtensorMap map_c, Elem* __restrict__ C, float* __restrict__ partials, int M, int N, int K, int tiles_m,
                    int tiles_n, int per_split) {
@@ -386,9 +470,13 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
     uint64_t* empty = full + STAGES;
     uint64_t* turn = empty + STAGES;  // ping-pong: turn[c] completes each time consumer c has taken a unit's k-steps
 
-    const int units = tiles_m * tiles_n * SPLIT_K;
+    const int units = ((tiles_m + CLUSTER_M - 1) / CLUSTER_M) * ((tiles_n + CLUSTER_N - 1) / CLUSTER_N) * SPLIT_K;
     const int ktiles = (K + BK - 1) / BK;
     const int warpgroup = threadIdx.x / 128;
+    // A persistent cluster takes units first, first + step, ...: both CTAs of a cluster the same ones.
+    const int rank = CLUSTER > 1 ? (int)cluster_reg(0) : 0;
+    const int first = CLUSTER > 1 ? (int)cluster_reg(1) : (int)blockIdx.x;
+    const int step = CLUSTER > 1 ? (int)cluster_reg(2) : (int)gridDim.x;
     // PDL: the reduce kernel may be launched now (its CTAs wait in griddepcontrol.wait until this grid has finished
     // and its writes are visible), so its launch latency hides behind this kernel's tail.
     if constexpr (PDL) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -401,7 +489,8 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
         mbar_init(&turn[1], 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    if constexpr (CLUSTER > 1) cluster_sync();
+    else __syncthreads();
 
     if (warpgroup == 0) {
         // ---- producer: one thread drives the copy engine --------------------------------------------------
@@ -411,21 +500,36 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
             asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<uint64_t>(&map_b)) : "memory");
             int stage = 0;
             uint32_t phase = 0;
-            for (int u = blockIdx.x; u < units; u += gridDim.x) {
+            for (int u = first; u < units; u += step) {
                 int tm, tn;
-                tile_coords(u / SPLIT_K, tiles_m, tiles_n, tm, tn);
+                unit_tile(u, tiles_m, tiles_n, rank, tm, tn);
                 const int kt0 = (u % SPLIT_K) * per_split, kt1 = min(ktiles, kt0 + per_split);
                 for (int kt = kt0; kt < kt1; ++kt) {
                     mbar_wait(&empty[stage], phase ^ 1);
-                    mbar_expect_tx(&full[stage], STAGE_BYTES);   // out-of-bounds box elements count too
-                    tma_load(smem_a + stage * A_STAGE_BYTES, &map_a, &full[stage], kt * BK, tm * BM);
+                    // The whole stage, whoever copies it (a peer's multicast half may land before this arrival:
+                    // the barrier's transaction count runs below zero until then). Out-of-bounds elements count.
+                    mbar_expect_tx(&full[stage], STAGE_BYTES);
+                    uint8_t* a = smem_a + stage * A_STAGE_BYTES;
+                    if constexpr (CLUSTER_N > 1)  // both CTAs' tiles share these A rows: this CTA's half, to both
+                        tma_load_multicast(a + rank * A_BOX_ROWS * 128, &map_a, &full[stage], kt * BK,
+                                           tm * BM + rank * A_BOX_ROWS);
+                    else
+                        tma_load(a, &map_a, &full[stage], kt * BK, tm * BM);
                     uint8_t* b = smem_b + stage * B_STAGE_BYTES;
-                    if constexpr (B_KMAJOR) {
+                    if constexpr (B_KMAJOR && CLUSTER_M > 1) {  // half the tile's n rows, to both CTAs
+                        tma_load_multicast(b + rank * B_BOX_ROWS * 128, &map_b, &full[stage], kt * BK,
+                                           tn * BN + rank * B_BOX_ROWS);
+                    } else if constexpr (B_KMAJOR) {
                         tma_load(b, &map_b, &full[stage], kt * BK, tn * BN);
                     } else {
 #pragma unroll
-                        for (int j = 0; j < BN / 64; ++j)
-                            tma_load(b + j * 64 * BK * 2, &map_b, &full[stage], tn * BN + 64 * j, kt * BK);
+                        for (int j = 0; j < BN / 64; ++j) {
+                            if constexpr (CLUSTER_M > 1)  // half of each box's k rows, to both CTAs
+                                tma_load_multicast(b + j * 64 * BK * 2 + rank * B_BOX_ROWS * 128, &map_b,
+                                                   &full[stage], tn * BN + 64 * j, kt * BK + rank * B_BOX_ROWS);
+                            else
+                                tma_load(b + j * 64 * BK * 2, &map_b, &full[stage], tn * BN + 64 * j, kt * BK);
+                        }
                     }
                     ring_advance(stage, phase, 1);
                 }
@@ -441,9 +545,9 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
         AccT d[MB][ACC_REGS];
         int seq = 0;   // the unit's place in this CTA's sequence (ping-pong: consumer seq % 2 takes it)
         int taken = 0; // units this consumer has taken
-        for (int u = blockIdx.x; u < units; u += gridDim.x, ++seq) {
+        for (int u = first; u < units; u += step, ++seq) {
             int tm, tn;
-            tile_coords(u / SPLIT_K, tiles_m, tiles_n, tm, tn);
+            unit_tile(u, tiles_m, tiles_n, rank, tm, tn);
             const int slice = u % SPLIT_K;
             const int kt0 = slice * per_split, kcount = max(0, min(ktiles, kt0 + per_split) - kt0);
             if (PINGPONG && (seq & 1) != c) {
@@ -474,14 +578,14 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
                 }
                 wgmma_commit();
                 wgmma_wait<1>();   // the previous group is done: its stage can be refilled
-                if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
+                if (held >= 0 && lane == 0) release_stage(&empty[held]);
                 held = stage;
                 ring_advance(stage, phase, 1);
             }
             if (PINGPONG && threadIdx.x % 128 == 0) mbar_arrive(&turn[c]);
             ++taken;
             wgmma_wait<0>();
-            if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
+            if (held >= 0 && lane == 0) release_stage(&empty[held]);
 
             if constexpr (TMA_STORE) {
                 // Epilogue through shared memory: this consumer's rows go into its own staging boxes (64 x 64,
@@ -546,6 +650,7 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
             if (threadIdx.x % 128 == 0) bulk_wait<0>();  // every store done before the CTA's shared memory goes
         }
     }
+    if constexpr (CLUSTER > 1) cluster_sync();
 }
 
 // C = the sum of the SPLIT_K fp32 partial products, eight elements (two float4 per slice, one 16-byte store) per step.
@@ -628,18 +733,42 @@ static size_t workspace_bytes_for(int M, int N, int K) {
     return SPLIT_K > 1 && shape_ok(M, N, K) ? (size_t)SPLIT_K * M * N * 4 : 0;
 }
 
-// Per device: the smem limit raised once, and the SM count (the persistent grid's size).
-static cudaError_t device_setup(int* sms) {
-    static int known_sms[64] = {};
+// Per device: the smem limit raised once, and how many CTAs are resident at once (the persistent grid's size): one
+// per SM, or with clusters as many whole clusters as the GPCs hold.
+static cudaError_t device_setup(int* slots) {
+    static int known[64] = {};
     int dev = 0;
     cudaError_t err = cudaGetDevice(&dev);
     if (err != cudaSuccess) return err;
-    if (dev < 64 && known_sms[dev]) { *sms = known_sms[dev]; return cudaSuccess; }
+    if (dev < 64 && known[dev]) { *slots = known[dev]; return cudaSuccess; }
     err = cudaFuncSetAttribute(hgemm_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
     if (err != cudaSuccess) return err;
-    err = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
-    if (err == cudaSuccess && dev < 64) known_sms[dev] = *sms;
-    return err;
+    int sms = 0;
+    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (err != cudaSuccess) return err;
+    *slots = sms;
+    if constexpr (CLUSTER > 1) {
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3(sms / CLUSTER * CLUSTER);
+        config.blockDim = dim3(THREADS);
+        config.dynamicSmemBytes = SMEM_BYTES;
+        cudaLaunchAttribute attribute[1];
+        attribute[0].id = cudaLaunchAttributeClusterDimension;
+        attribute[0].val.clusterDim.x = CLUSTER;
+        attribute[0].val.clusterDim.y = 1;
+        attribute[0].val.clusterDim.z = 1;
+        config.attrs = attribute;
+        config.numAttrs = 1;
+        int clusters = 0;
+        // More clusters than are resident would only queue (no cluster waits on another): the SM count's share
+        // is the fallback when the query is not answered.
+        if (cudaOccupancyMaxActiveClusters(&clusters, hgemm_wgmma_kernel, &config) == cudaSuccess && clusters > 0)
+            *slots = clusters * CLUSTER;
+        else
+            (void)cudaGetLastError();
+    }
+    if (dev < 64) known[dev] = *slots;
+    return cudaSuccess;
 }
 
 }  // namespace kr_wg
@@ -660,21 +789,23 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     if (need && (workspace == nullptr || workspace_bytes < need)) return (int)cudaErrorInvalidValue;
     if (((uintptr_t)A | (uintptr_t)B | (uintptr_t)C | (need ? (uintptr_t)workspace : 0)) & 15)
         return (int)cudaErrorMisalignedAddress;
-    int sms = 0;
-    cudaError_t err = device_setup(&sms);
+    int slots = 0;
+    cudaError_t err = device_setup(&slots);
     if (err != cudaSuccess) return (int)err;
     CUtensorMap map_a, map_b;
-    int rc = tensor_map(&map_a, MapKey{A, M, K, BM});
+    int rc = tensor_map(&map_a, MapKey{A, M, K, A_BOX_ROWS});
     if (rc) return rc;
-    rc = B_KMAJOR ? tensor_map(&map_b, MapKey{B, N, K, BN}) : tensor_map(&map_b, MapKey{B, K, N, BK});
+    rc = B_KMAJOR ? tensor_map(&map_b, MapKey{B, N, K, B_BOX_ROWS}) : tensor_map(&map_b, MapKey{B, K, N, B_BOX_ROWS});
     if (rc) return rc;
     CUtensorMap map_c = map_a;  // unused without the TMA-store epilogue
     if (TMA_STORE && (rc = tensor_map(&map_c, MapKey{C, M, N, 64}))) return rc;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int ktiles = (K + BK - 1) / BK, per_split = (ktiles + SPLIT_K - 1) / SPLIT_K;
-    const long long units = (long long)tiles_m * tiles_n * SPLIT_K;
+    const long long units = (long long)((tiles_m + CLUSTER_M - 1) / CLUSTER_M) * ((tiles_n + CLUSTER_N - 1) / CLUSTER_N)
+                            * SPLIT_K;
     if (units > 0x7FFFFFFF) return (int)cudaErrorInvalidValue;
-    const int grid = (int)(units < sms ? units : sms);
+    const int clusters = slots / CLUSTER;  // persistent CTAs, whole clusters of them
+    const int grid = (int)(units < clusters ? units : clusters) * CLUSTER;
     float* partials = static_cast<float*>(workspace);
     Elem* out = reinterpret_cast<Elem*>(C);  // the contract's pointers are __half*; a bf16 point reads them as bf16
     hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, out, partials, M, N, K, tiles_m,
@@ -682,7 +813,7 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     err = cudaGetLastError();
     if (err != cudaSuccess || SPLIT_K == 1) return (int)err;
     const size_t mn = (size_t)M * N, groups = mn / 8;
-    const unsigned blocks = (unsigned)(groups / 256 + 1 < (size_t)sms * 8 ? groups / 256 + 1 : (size_t)sms * 8);
+    const unsigned blocks = (unsigned)(groups / 256 + 1 < (size_t)slots * 8 ? groups / 256 + 1 : (size_t)slots * 8);
     if constexpr (PDL) {
         cudaLaunchConfig_t config = {};
         config.gridDim = dim3(blocks);

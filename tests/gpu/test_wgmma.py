@@ -1,5 +1,6 @@
 """Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
-one and two consumer warpgroups, cooperative and ping-pong, split-K, direct and TMA-store epilogues, shapes with
+one and two consumer warpgroups, cooperative and ping-pong, split-K, direct and TMA-store epilogues, 2-CTA clusters
+that multicast B or A, shapes with
 partial tiles in M, N and K. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator
 inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports the
 shape."""
@@ -15,9 +16,10 @@ pytestmark = pytest.mark.gpu
 SHAPES = "64x64x64,333x200x72,1024x1024x1024,256x512x4096"
 
 
-def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative", epilogue="direct", pdl=False):
+def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative", epilogue="direct", pdl=False,
+          cluster="1x1"):
     return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split_k,
-                      schedule=schedule, epilogue=epilogue, pdl=pdl)
+                      schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster)
 
 
 @pytest.mark.parametrize("acc, points", [
@@ -25,9 +27,14 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               point("fp32", 128, 128, 6, 8, "nk", schedule="pingpong"),
               point("fp32", 64, 256, 4, 8, "kn", split_k=4, schedule="pingpong"),
               point("fp32", 128, 256, 3, 8, "kn", epilogue="tma"),
-              point("fp32", 64, 128, 8, 1, "kn", split_k=8, pdl=True)]),  # the reduce launched programmatically
+              point("fp32", 64, 128, 8, 1, "kn", split_k=8, pdl=True),  # the reduce launched programmatically
+              # CTA pairs multicasting B (odd tile rows at 333 and 64: the second CTA's tile is past the edge) and A
+              point("fp32", 128, 256, 3, 8, "kn", epilogue="tma", cluster="2x1"),
+              point("fp32", 64, 128, 6, 1, "nk", cluster="1x2")]),
     ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
-              point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma")]),
+              point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma"),
+              point("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2"),
+              point("fp16", 64, 128, 6, 8, "kn", cluster="2x1")]),
 ])
 def test_points_verify_in_device_and_offline_modes(tmp_path, acc, points):
     files = []

@@ -5,15 +5,20 @@
 #      split-K 1 to 16 (4 and 8 also with the reduce launched by PDL), direct and TMA-store epilogues, 2-CTA
 #      clusters with TMA multicast) beside torch, cuBLAS (NN and TN) and cuBLASLt autotuning, and one nk point (it gets B^T
 #      made outside timing, as cublas_tn does);
-#   3. gpu_tests_wgmma.log: tests/gpu/test_wgmma.py (every evaluator check on representative points).
+#   3. gpu_tests_wgmma.log: tests/gpu/test_wgmma.py (every evaluator check on representative points; TESTS_LIMIT=0
+#      skips it);
+#   4. with PROFILE_SHAPES=N: profile/ and profile_medium.txt, Nsight Compute beside cuBLAS (benchmarks/profile_gap.py).
+# ONLY=clusters benches only the cluster points and their single-CTA twins.
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export COLUMNS=200
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
-timeout "${SMOKE_LIMIT:-150}" python3 benchmarks/wgmma_smoke.py --out "$OUT/wgmma_smoke.md"
-smoke=$?
-if [ "$smoke" -ne 0 ]; then echo "smoke test failed ($smoke): no bench"; exit 1; fi
+if [ "${ONLY:-}" != clusters ]; then
+    timeout "${SMOKE_LIMIT:-150}" python3 benchmarks/wgmma_smoke.py --out "$OUT/wgmma_smoke.md"
+    smoke=$?
+    if [ "$smoke" -ne 0 ]; then echo "smoke test failed ($smoke): no bench"; exit 1; fi
+fi
 # The cluster points have their own gate: if they fail, the rest is still benched without them.
 timeout "${SMOKE_LIMIT:-150}" python3 benchmarks/wgmma_smoke.py --clusters --out "$OUT/wgmma_smoke_clusters.md"
 export CLUSTERS_OK=$([ $? -eq 0 ] && echo 1 || echo 0)
@@ -24,6 +29,7 @@ import os
 import sys
 from pathlib import Path
 from kernelrl.space import Variant
+points = []
 for bm, bn, stages, raster, layout, split, schedule, *rest in [
         (128, 256, 4, 8, "kn", 1, "cooperative"), (128, 192, 4, 8, "kn", 1, "cooperative"),
         (128, 128, 6, 8, "kn", 1, "pingpong"), (64, 256, 4, 8, "kn", 1, "pingpong"), (64, 128, 8, 8, "kn", 1, "pingpong"),
@@ -42,6 +48,11 @@ for bm, bn, stages, raster, layout, split, schedule, *rest in [
         continue
     v = Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split,
                    schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster)
+    points.append(v)
+if os.environ.get("ONLY") == "clusters":  # the cluster points and their single-CTA twins
+    twins = {Variant.of("wgmma", "fp32", **{**v.p, "cluster": "1x1"}) for v in points if v.p["cluster"] != "1x1"}
+    points = [v for v in points if v.p["cluster"] != "1x1" or v in twins]
+for v in points:
     (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
 PY
 timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINTS" \
@@ -49,9 +60,17 @@ timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINT
     --mode device --baselines torch,cublas_nn,cublas_tn,cublaslt_auto_nn --timeout 15 \
     --db "$OUT/wgmma.db" --csv "$OUT/wgmma_device.csv" > "$OUT/wgmma_device.log" 2>&1
 tail -n 3 "$OUT/wgmma_device.log"
-timeout "${TESTS_LIMIT:-150}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu/test_wgmma.py \
-    > "$OUT/gpu_tests_wgmma.log" 2>&1
-tail -n 4 "$OUT/gpu_tests_wgmma.log"
+if [ "${TESTS_LIMIT:-150}" != 0 ]; then
+    timeout "${TESTS_LIMIT:-150}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu/test_wgmma.py \
+        > "$OUT/gpu_tests_wgmma.log" 2>&1
+    tail -n 4 "$OUT/gpu_tests_wgmma.log"
+fi
+# PROFILE_SHAPES=N: Nsight Compute, the fastest point beside cuBLAS on the N medium shapes it loses most on
+if [ -n "${PROFILE_SHAPES:-}" ]; then
+    timeout "${PROFILE_LIMIT:-240}" python3 benchmarks/profile_gap.py "$OUT/wgmma_device.csv" "$OUT/profile" \
+        --class medium --shapes "$PROFILE_SHAPES" > "$OUT/profile_medium.txt" 2>&1
+    tail -n 30 "$OUT/profile_medium.txt"
+fi
 python3 - "$OUT/wgmma_device.csv" <<'PY'
 import csv, sys, collections
 rows = list(csv.DictReader(open(sys.argv[1])))

@@ -54,6 +54,10 @@ def main() -> int:
     sets = profile.parse_sets(args.sets)
     results = []
     only = {x.strip() for x in args.only.split(",") if x.strip()}
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    from kernelrl import environment
+    env = environment.collect({"command": " ".join(sys.argv), "ncu": profile.ncu_path()})
+    (Path(args.out) / "environment.json").write_text(json.dumps(env, indent=1))
     for problem, name, ratio in worst_shapes(args.measurements, args.cls, args.shapes if not only else len(only), only):
         ours = profile.collect_hgemm(build(name), problem, sets)
         theirs = profile.collect_hgemm("torch", problem, sets)
@@ -66,11 +70,8 @@ def main() -> int:
             print(f"  {label:7s} {s.get('kernel', '')[:90]}\n          grid {s.get('grid')} block {s.get('block')}, "
                   f"{s.get('kernels')} kernel(s) per call")
             print(f"          {profile.format_summary(s)}")
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "profile_gap.json").write_text(json.dumps(results, indent=1))
-    from kernelrl import environment
-    env = environment.collect({"command": " ".join(sys.argv), "ncu": profile.ncu_path()})
-    (Path(args.out) / "environment.json").write_text(json.dumps(env, indent=1))
+        # after every shape: a run cut short by its time limit keeps what it profiled
+        (Path(args.out) / "profile_gap.json").write_text(json.dumps(results, indent=1))
     return 0
 
 

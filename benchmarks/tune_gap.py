@@ -13,6 +13,7 @@ import sys
 from collections import Counter, defaultdict
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+from kernelrl.baselines import BASELINES  # noqa: E402
 from kernelrl.workloads.hgemm import SIZE_CLASSES, size_class  # noqa: E402
 
 FALLBACKS = ("torch", "cublaslt_auto_nn")
@@ -31,7 +32,7 @@ def device_times(path: str) -> dict[tuple, dict[str, float]]:
 def fastest_candidates(path: str):
     """(m, n, k, fastest candidate, faster fallback's time / its time, times) per shape that has both fallbacks."""
     for (m, n, k), t in device_times(path).items():
-        cands = {name: us for name, us in t.items() if name not in FALLBACKS}
+        cands = {name: us for name, us in t.items() if name not in BASELINES}  # kernels only, never a library
         if cands and all(b in t for b in FALLBACKS):
             best = min(cands, key=cands.get)
             yield m, n, k, best, min(t[b] for b in FALLBACKS) / cands[best], t

@@ -73,15 +73,23 @@ class KernelSpace:
             SPACES[cls.family] = cls()
 
     # -- the space ---------------------------------------------------------------------------------------------
-    def points(self, acc: str) -> Iterator[Variant]:
-        """Every point of the knob grid that passes the shape-independent constraints (enumerated once per acc)."""
+    def points(self, acc: str, full: bool = False) -> Iterator[Variant]:
+        """The default grid: every point of the knobs that passes the shape-independent constraints and is not
+        pruned (enumerated once per acc). full=True: every legal point, the pruned ones too."""
         cache = self.__dict__.setdefault("_points", {})
-        key = (acc, json.dumps(self.knobs, sort_keys=True, default=str))
+        key = (acc, full, json.dumps(self.knobs, sort_keys=True, default=str))
         if key not in cache:
             names = sorted(self.knobs)
-            cache[key] = [v for values in itertools.product(*(self.knobs[n] for n in names))
-                          if self.check(v := Variant(self.family, acc, tuple(zip(names, values)))) is None]
+            legal = [v for values in itertools.product(*(self.knobs[n] for n in names))
+                     if self.check(v := Variant(self.family, acc, tuple(zip(names, values)))) is None]
+            cache[key] = legal if full else [v for v in legal if self.pruned(v) is None]
         return iter(cache[key])
+
+    def pruned(self, variant: Variant) -> str | None:
+        """Why a legal point is left out of the default grid (None when it is in): not correctness, but what
+        measurement or compile budget says is not worth a short-list place. Such points stay legal and buildable by
+        name, and a refinement round reaches them as one-knob neighbours."""
+        return None
 
     def check(self, variant: Variant) -> str | None:
         """Why this point is invalid on the target (None when valid), without any shape."""

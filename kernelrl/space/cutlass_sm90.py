@@ -36,7 +36,6 @@ along_m / 1 there, and `siblings()` lists a structure's raster/swizzle refinemen
 from __future__ import annotations
 
 import math
-from typing import Iterator
 
 from kernelrl.space.base import HOPPER, KernelSpace, Variant
 from kernelrl.workloads.hgemm import GemmProblem
@@ -241,12 +240,6 @@ class CutlassSm90Space(KernelSpace):
         if schedule == "pingpong" and cluster == "2x2":
             return "4-CTA clusters only with the cooperative schedule"
         return None
-
-    def points(self, acc: str, full: bool = False) -> Iterator[Variant]:
-        """The default grid (legal and not pruned); full=True gives every legal point."""
-        for variant in super().points(acc):
-            if full or self.pruned(variant) is None:
-                yield variant
 
     def siblings(self, variant: Variant) -> list[Variant]:
         """The legal raster/swizzle refinements of a point (itself included): same kernel structure, other tile

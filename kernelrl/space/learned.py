@@ -105,11 +105,10 @@ def samples_from(path: str | Path, acc: str = "fp32") -> list[tuple[Variant, Gem
 
 
 def variants_by_name(acc: str) -> dict[str, Variant]:
-    """Every point of every kernel space (CUTLASS's full legal grid, not only its default one), by procedural name."""
+    """Every legal point of every kernel space (pruned ones too, not only the default grid), by procedural name."""
     names = {}
-    for family, space in SPACES.items():
-        points = space.points(acc, full=True) if family == "cutlass_sm90" else space.points(acc)
-        for v in points:
+    for space in SPACES.values():
+        for v in space.points(acc, full=True):
             names[v.name] = v
     return names
 

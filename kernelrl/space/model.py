@@ -130,11 +130,11 @@ def _predict(variant: Variant, problem: GemmProblem, machine: Machine) -> tuple[
         reduce_us = (2 * split * problem.m * problem.n * 4 + problem.m * problem.n * 2) / (machine.hbm_tbps * 1e12) * 1e6
     else:
         reduce_us = 0.0
-    # Every CTA streams its A and B panels through L2: (BM + BN) × K halves per output tile. In a CM×CN cluster
-    # the copy engine multicasts what the tiles share, so L2 serves a B tile once per CM CTAs and an A tile once per
-    # CN (a lead for the wgmma family's clusters, to be measured).
-    cm, cn = r.get("cluster", (1, 1))
-    operand_bytes = math.ceil(problem.m / bm) * math.ceil(problem.n / bn) * (bm / cn + bn / cm) * problem.k * 2
+    # Every CTA streams its A and B panels through L2: (BM + BN) × K halves per output tile. Multicast in a cluster
+    # would serve a shared tile once per pair, but it is not credited: the wgmma family's 2-CTA pairs measured a
+    # geomean 0.94 of their single-CTA twins (80 pairs on 10 shapes, 5 faster;
+    # benchmarks/results/h200/wgmma/v3_clusters/wgmma_device.csv), so L2 bandwidth is not what bounds them.
+    operand_bytes = math.ceil(problem.m / bm) * math.ceil(problem.n / bn) * (bm + bn) * problem.k * 2
     l2_us = operand_bytes / (machine.l2_tbps * 1e12) * 1e6
     # A reduce kernel launched programmatically (PDL) is scheduled while the main kernel runs: its launch latency is
     # taken as hidden (a lead, to be measured).

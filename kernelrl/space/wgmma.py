@@ -134,6 +134,9 @@ class WgmmaSpace(KernelSpace):
             # Measured on the H200 (benchmarks/results/h200/wgmma/v3_clusters/): 80 pairs on 10 shapes ran a
             # geomean 0.94 of their single-CTA twins; 5 were faster (1.01-1.08x, large grids), the slowest 0.77.
             return "2-CTA clusters are off the default grid: no faster than single CTAs on the H200 so far"
+        if variant.p["pdl"]:
+            # benchmarks/results/h200/wgmma/v3/: 20 PDL points ran a geomean 0.98 of their twins, 6 faster.
+            return "the PDL-launched reduce is off the default grid: no faster than two plain launches on the H200"
         return None
 
     def b_layout(self, variant: Variant) -> str:

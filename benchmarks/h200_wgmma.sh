@@ -8,13 +8,14 @@
 #   3. gpu_tests_wgmma.log: tests/gpu/test_wgmma.py (every evaluator check on representative points; TESTS_LIMIT=0
 #      skips it);
 #   4. with PROFILE_SHAPES=N: profile/ and profile_medium.txt, Nsight Compute beside cuBLAS (benchmarks/profile_gap.py).
-# ONLY=clusters benches only the cluster points and their single-CTA twins.
+# ONLY=clusters benches only the cluster points and their single-CTA twins; ONLY=dsmem the DSMEM split-K points and
+# their workspace twins.
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export COLUMNS=200
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
-if [ "${ONLY:-}" != clusters ]; then
+if [ -z "${ONLY:-}" ]; then
     timeout "${SMOKE_LIMIT:-150}" python3 benchmarks/wgmma_smoke.py --out "$OUT/wgmma_smoke.md"
     smoke=$?
     if [ "$smoke" -ne 0 ]; then echo "smoke test failed ($smoke): no bench"; exit 1; fi
@@ -42,16 +43,24 @@ for bm, bn, stages, raster, layout, split, schedule, *rest in [
         (128, 256, 3, 8, "kn", 1, "cooperative", "tma", False, "2x1"), (128, 128, 6, 8, "kn", 1, "pingpong", "direct", False, "2x1"),
         (128, 128, 6, 8, "kn", 1, "pingpong", "direct", False, "1x2"), (64, 256, 4, 8, "kn", 1, "pingpong", "direct", False, "2x1"),
         (64, 128, 8, 8, "kn", 1, "pingpong", "direct", False, "2x1"), (128, 128, 5, 8, "kn", 1, "pingpong", "tma", False, "2x1"),
-        (128, 192, 4, 8, "kn", 1, "cooperative", "direct", False, "2x1"), (128, 256, 4, 8, "kn", 1, "cooperative", "direct", False, "2x1")]:
-    epilogue, pdl, cluster = (list(rest) + ["direct", False, "1x1"][len(rest):])[:3]
-    if cluster != "1x1" and os.environ.get("CLUSTERS_OK") != "1":
+        (128, 192, 4, 8, "kn", 1, "cooperative", "direct", False, "2x1"), (128, 256, 4, 8, "kn", 1, "cooperative", "direct", False, "2x1"),
+        # split-K summed in distributed shared memory, beside the same points with a workspace and a reduce kernel
+        (64, 128, 8, 1, "kn", 4, "cooperative", "direct", False, "1x1", "dsmem"),
+        (64, 128, 8, 1, "kn", 8, "cooperative", "direct", False, "1x1", "dsmem"),
+        (128, 128, 4, 8, "kn", 2, "cooperative", "direct", False, "1x1", "dsmem"), (128, 128, 4, 8, "kn", 2, "cooperative"),
+        (64, 64, 12, 1, "kn", 4, "cooperative", "direct", False, "1x1", "dsmem"), (64, 64, 12, 1, "kn", 4, "cooperative"),
+        (128, 64, 8, 1, "kn", 2, "cooperative", "direct", False, "1x1", "dsmem"), (128, 64, 8, 1, "kn", 2, "cooperative")]:
+    epilogue, pdl, cluster, reduce = (list(rest) + ["direct", False, "1x1", "workspace"][len(rest):])[:4]
+    if (cluster != "1x1" or reduce == "dsmem") and os.environ.get("CLUSTERS_OK") != "1":
         continue
     v = Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split,
-                   schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster)
+                   schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster, split_reduce=reduce)
     points.append(v)
-if os.environ.get("ONLY") == "clusters":  # the cluster points and their single-CTA twins
-    twins = {Variant.of("wgmma", "fp32", **{**v.p, "cluster": "1x1"}) for v in points if v.p["cluster"] != "1x1"}
-    points = [v for v in points if v.p["cluster"] != "1x1" or v in twins]
+only = os.environ.get("ONLY")
+if only in ("clusters", "dsmem"):  # those points and their twins: single CTAs, or the workspace split-K
+    knob, plain = {"clusters": ("cluster", "1x1"), "dsmem": ("split_reduce", "workspace")}[only]
+    twins = {Variant.of("wgmma", "fp32", **{**v.p, knob: plain}) for v in points if v.p[knob] != plain}
+    points = [v for v in points if v.p[knob] != plain or v in twins]
 for v in points:
     (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
 PY

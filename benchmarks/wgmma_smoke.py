@@ -21,7 +21,7 @@ from kernelrl.build.toolchain import Toolchain
 from kernelrl.environment import collect
 from kernelrl.space import Variant
 
-# (acc, BM, BN, stages, raster, b_layout, split_k, schedule[, dtype, epilogue, cluster])
+# (acc, BM, BN, stages, raster, b_layout, split_k, schedule[, dtype, epilogue, cluster, split_reduce])
 POINTS = {
     "wgmma_f32_kn_128x256x64_s4_r8_k1_co": ("fp32", 128, 256, 4, 8, "kn", 1, "cooperative"),
     "wgmma_f32_kn_128x128x64_s6_r8_k1_pp": ("fp32", 128, 128, 6, 8, "kn", 1, "pingpong"),
@@ -33,21 +33,26 @@ POINTS = {
     "wgmma_f32_kn_128x256x64_s3_r8_k1_co_et": ("fp32", 128, 256, 3, 8, "kn", 1, "cooperative", "fp16", "tma"),
     "wgmma_f16_kn_128x128x64_s4_r8_k1_pp_et": ("fp16", 128, 128, 4, 8, "kn", 1, "pingpong", "fp16", "tma"),
 }
-# 2-CTA clusters with TMA multicast, their own gate (benchmarks/h200_wgmma.sh): B shared (2x1), A shared (1x2)
+# Points launched as thread-block clusters, their own gate (benchmarks/h200_wgmma.sh): 2-CTA pairs with TMA multicast
+# (B shared: 2x1, A shared: 1x2) and split-K summed in distributed shared memory (a cluster per tile)
 CLUSTER_POINTS = {
     "wgmma_f32_kn_128x256x64_s3_r8_k1_co_et_c2x1": ("fp32", 128, 256, 3, 8, "kn", 1, "cooperative", "fp16", "tma",
                                                     "2x1"),
     "wgmma_f32_nk_64x128x64_s6_r1_k1_co_c1x2": ("fp32", 64, 128, 6, 1, "nk", 1, "cooperative", "fp16", "direct", "1x2"),
     "wgmma_f16_kn_128x128x64_s5_r8_k1_pp_c2x1": ("fp16", 128, 128, 5, 8, "kn", 1, "pingpong", "fp16", "direct", "2x1"),
+    "wgmma_f32_kn_64x128x64_s8_r1_k4_co_dsm": ("fp32", 64, 128, 8, 1, "kn", 4, "cooperative", "fp16", "direct", "1x1",
+                                               "dsmem"),
+    "wgmma_f32_nk_128x128x64_s5_r8_k2_co_dsm": ("fp32", 128, 128, 5, 8, "nk", 2, "cooperative", "fp16", "direct",
+                                                "1x1", "dsmem"),
 }
 SHAPES = ["64x64x64", "256x512x128", "1000x1000x1000", "2048x2048x2048", "256x512x16384"]
 
 
 def variant(name: str) -> Variant:
     acc, bm, bn, stages, raster, layout, split_k, schedule, *rest = {**POINTS, **CLUSTER_POINTS}[name]
-    dtype, epilogue, cluster = (list(rest) + ["fp16", "direct", "1x1"][len(rest):])[:3]
+    dtype, epilogue, cluster, reduce = (list(rest) + ["fp16", "direct", "1x1", "workspace"][len(rest):])[:4]
     return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split_k,
-                      schedule=schedule, dtype=dtype, epilogue=epilogue, cluster=cluster)
+                      schedule=schedule, dtype=dtype, epilogue=epilogue, cluster=cluster, split_reduce=reduce)
 
 
 def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue, dtype_name: str = "fp16") -> None:
@@ -116,7 +121,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--points", nargs="*", default=None, help="point names (default: POINTS)")
-    ap.add_argument("--clusters", action="store_true", help="the 2-CTA cluster points (CLUSTER_POINTS) instead")
+    ap.add_argument("--clusters", action="store_true",
+                    help="the points launched as clusters (CLUSTER_POINTS) instead")
     ap.add_argument("--shapes", nargs="*", default=SHAPES)
     args = ap.parse_args(argv)
     names = args.points or list(CLUSTER_POINTS if args.clusters else POINTS)

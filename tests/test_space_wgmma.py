@@ -17,9 +17,10 @@ EXPORTS = ("kernelrl_hgemm", "kernelrl_hgemm_workspace", "kernelrl_hgemm_support
 
 
 def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, schedule="cooperative",
-      dtype="fp16", epilogue="direct", pdl=False, cluster="1x1"):
+      dtype="fp16", epilogue="direct", pdl=False, cluster="1x1", split_reduce="workspace"):
     return Variant.of("wgmma", acc, BM=BM, BN=BN, stages=stages, raster=raster, b_layout=b_layout, split_k=split_k,
-                      schedule=schedule, dtype=dtype, epilogue=epilogue, pdl=pdl, cluster=cluster)
+                      schedule=schedule, dtype=dtype, epilogue=epilogue, pdl=pdl, cluster=cluster,
+                      split_reduce=split_reduce)
 
 
 # The points the nvcc tests build: the largest fp32 tile (two consumers, 128 accumulators a thread) on the paper's
@@ -33,8 +34,10 @@ F16_PINGPONG_TMA_STORE = V("fp16", 128, 128, 4, 8, "kn", schedule="pingpong", ep
 # 2-CTA clusters: B tiles multicast on the paper's layout (N-major boxes split by k rows), A tiles on nn.Linear's
 F32_CLUSTER_B = V("fp32", 128, 256, 3, 8, "kn", epilogue="tma", cluster="2x1")
 F16_CLUSTER_A = V("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2")
+# Split-K summed in distributed shared memory: a cluster of 4 CTAs per tile, one K slice each
+F32_DSMEM_SPLIT = V("fp32", 64, 128, 8, 1, "kn", split_k=4, split_reduce="dsmem")
 BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE, F32_CLUSTER_B,
-         F16_CLUSTER_A]
+         F16_CLUSTER_A, F32_DSMEM_SPLIT]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +75,7 @@ def test_names_are_unique_and_procedural(points):
     assert V(split_k=4).name == "wgmma_f32_kn_128x128x64_s4_r8_k4_co"  # points without PDL keep their names
     assert BF16_NK.name == "wgmma_bf16f32_nk_128x128x64_s6_r8_k1_pp"
     assert F16_PINGPONG_TMA_STORE.name == "wgmma_f16_kn_128x128x64_s4_r8_k1_pp_et"
-    pattern = r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d+_r\d+_k\d+_(co|pp)(_et)?(_pdl)?(_c2x1|_c1x2)?"
+    pattern = r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d+_r\d+_k\d+_(co|pp)(_et)?(_pdl)?(_c2x1|_c1x2)?(_dsm)?"
     assert all(re.fullmatch(pattern, n) for n in names)
 
 
@@ -102,6 +105,11 @@ def test_resources():
     (V(BM=128, BN=256, schedule="pingpong"), "exceeds the 168 a 384-thread kernel"),  # 2 x 128 accumulators
     (V(pdl=True), "split_k > 1 only"),
     (V(split_k=2, cluster="2x1"), "clusters with split_k 1 only"),
+    (V(split_k=16, split_reduce="dsmem"), "2, 4 or 8 CTAs"),
+    (V(split_reduce="dsmem"), "2, 4 or 8 CTAs"),
+    (V(split_k=2, schedule="pingpong", split_reduce="dsmem"), "cooperative consumers"),
+    (V(split_k=2, epilogue="tma", split_reduce="dsmem"), "TMA-store epilogue"),
+    (V(BM=64, BN=96, b_layout="nk", split_k=8, split_reduce="dsmem"), "BN / 8 must divide by split_k"),
     (V(cluster="2x2"), "cluster='2x2' is not one of"),
 ])
 def test_check_rejects_with_a_reason(variant, reason):
@@ -213,6 +221,22 @@ def test_a_cluster_pair_multicasts_the_operand_it_shares(variant, multicast, box
     assert multicast in src and box in src
     assert "mapa.shared::cluster.u32" in src and "cudaOccupancyMaxActiveClusters" in src
     assert "__cluster_dims__" not in V().source()  # a point without a cluster launches as before
+
+
+def test_a_dsmem_split_k_point_is_one_kernel_of_split_k_cta_clusters_and_needs_no_workspace():
+    v = F32_DSMEM_SPLIT
+    assert v.name == "wgmma_f32_kn_64x128x64_s8_r1_k4_co_dsm"
+    assert V(split_k=4).name == "wgmma_f32_kn_128x128x64_s4_r8_k4_co"  # workspace points keep their names
+    r = SPACE.resources(v)
+    assert (r["split_k"], r["split_reduce"]) == (4, "cluster")
+    assert SPACE.smem_bytes(v) == 8 * ((64 + 128) * 64 * 2 + 16) + 64 * 128 * 4 + 16 + 16 + 1024
+    assert SPACE.workspace_bytes(v, GemmProblem(256, 512, 16384)) == 0
+    assert SPACE.supports(v, GemmProblem(16384, 16384, 4096)) is None  # no 2 GiB of partials to bound it
+    src = v.source()
+    assert "__global__ void __cluster_dims__(4, 1, 1) __launch_bounds__" in src
+    assert "static constexpr bool DSMEM = true;" in src and "ld.shared::cluster.v4.f32" in src
+    assert "mbarrier.try_wait.parity.acquire.cluster" in src
+    assert "static constexpr bool DSMEM = false;" in V(split_k=4).source()
 
 
 def test_render_refuses_an_invalid_point():

@@ -50,9 +50,13 @@ class WgmmaSpace(KernelSpace):
         # CMxCN CTAs per thread-block cluster: 2x1 pairs two tile rows, which share their B tile (each CTA loads
         # half of it and the copy engine multicasts it to both); 1x2 pairs two tile columns sharing A.
         "cluster": ["1x1", "2x1", "1x2"],
+        # How split-K partial sums meet: fp32 partials in a workspace summed by a second kernel, or a cluster of
+        # split_k CTAs (one per K slice of a tile) adding them up through distributed shared memory: one kernel,
+        # no workspace.
+        "split_reduce": ["workspace", "dsmem"],
     }
     later_knobs = {"split_k": 1, "schedule": "cooperative", "dtype": "fp16", "epilogue": "direct", "pdl": False,
-                   "cluster": "1x1"}
+                   "cluster": "1x1", "split_reduce": "workspace"}
 
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
@@ -79,6 +83,15 @@ class WgmmaSpace(KernelSpace):
         p = variant.p
         return (p["BM"] + p["BN"]) * BK * 2
 
+    @staticmethod
+    def dsmem(variant: Variant) -> bool:
+        return variant.p["split_reduce"] == "dsmem"
+
+    @classmethod
+    def reduce_bytes(cls, variant: Variant) -> int:
+        """The DSMEM split-K's fp32 copy of a CTA's accumulators, which the cluster's CTAs read from each other."""
+        return variant.p["BM"] * variant.p["BN"] * 4 if cls.dsmem(variant) else 0
+
     def staging_bytes(self, variant: Variant) -> int:
         """The TMA-store epilogue's C tiles: each consumer stages its own rows (16-bit), so one consumer's store
         overlaps the other's main loop."""
@@ -86,10 +99,11 @@ class WgmmaSpace(KernelSpace):
         return self.consumers(variant) * self.m_blocks(variant) * 64 * p["BN"] * 2 if p["epilogue"] == "tma" else 0
 
     def smem_bytes(self, variant: Variant) -> int:
-        # the ring, the C staging tiles, a full and an empty barrier per stage, two turn barriers (ping-pong) and
-        # the alignment slack
+        # the ring, the C staging tiles, the DSMEM split-K's accumulator copy and its two barriers, a full and an
+        # empty barrier per stage, two turn barriers (ping-pong) and the alignment slack
+        reduce = self.reduce_bytes(variant) + (2 * BARRIER_BYTES if self.dsmem(variant) else 0)
         return (variant.p["stages"] * (self.stage_bytes(variant) + 2 * BARRIER_BYTES) + self.staging_bytes(variant)
-                + 2 * BARRIER_BYTES + ALIGN_SLACK)
+                + reduce + 2 * BARRIER_BYTES + ALIGN_SLACK)
 
     def accumulator_regs(self, variant: Variant) -> int:
         bn = variant.p["BN"]
@@ -119,6 +133,16 @@ class WgmmaSpace(KernelSpace):
         if p["epilogue"] == "tma" and (p["split_k"] > 1 or p["BN"] % 64):
             return ("the TMA-store epilogue stores 16-bit C in 64-column boxes: split_k 1 and BN % 64 == 0 (split-K "
                     "partials are fp32, stored directly)")
+        if p["split_reduce"] == "dsmem":
+            if p["split_k"] not in (2, 4, 8):
+                return (f"split_reduce=dsmem puts a tile's split_k={p['split_k']} slices in one cluster: 2, 4 or 8 "
+                        f"CTAs (8 is Hopper's portable cluster size)")
+            if p["schedule"] != "cooperative" or p["cluster"] != "1x1" or p["pdl"] or p["epilogue"] != "direct":
+                return ("split_reduce=dsmem: cooperative consumers, cluster 1x1, no pdl, direct epilogue (the "
+                        "cluster's CTAs store their shares of the summed tile themselves)")
+            if (p["BN"] // 8) % p["split_k"]:
+                return (f"split_reduce=dsmem: each of the {p['split_k']} CTAs stores an equal share of the "
+                        f"{p['BN'] // 8} n8 columns blocks: BN / 8 must divide by split_k")
         if p["cluster"] != "1x1" and p["split_k"] > 1:
             return ("clusters with split_k 1 only: a split-K point already spreads each tile over several CTAs "
                     "(kept off the grid until measured)")
@@ -157,14 +181,14 @@ class WgmmaSpace(KernelSpace):
             ktiles = -(-problem.k // BK)
             if ktiles < split:
                 return f"split_k={split} needs at least {split} k-steps of {BK}; K={problem.k} has {ktiles}"
-            if self.workspace_bytes(variant, problem) > MAX_WORKSPACE:
+            if not self.dsmem(variant) and self.workspace_bytes(variant, problem) > MAX_WORKSPACE:
                 return f"split_k={split} partials of {problem.m}x{problem.n} exceed {MAX_WORKSPACE} bytes"
         return None
 
     @staticmethod
     def workspace_bytes(variant: Variant, problem: GemmProblem) -> int:
         split = variant.p["split_k"]
-        return split * problem.m * problem.n * 4 if split > 1 else 0
+        return split * problem.m * problem.n * 4 if split > 1 and variant.p["split_reduce"] == "workspace" else 0
 
     def resources(self, variant: Variant) -> dict:
         p = variant.p
@@ -173,7 +197,8 @@ class WgmmaSpace(KernelSpace):
                 "raster": p["raster"],  # tile_coords: groups of `raster` tile rows, column-major inside a group
                 "schedule": p["schedule"], "epilogue": p["epilogue"],
                 # programmatic dependent launch: the reduce kernel is launched while the main kernel runs
-                "split_reduce": "pdl" if p["pdl"] else None,
+                # DSMEM: the slices meet on chip, in one kernel; pdl: the reduce kernel launched programmatically
+                "split_reduce": "cluster" if self.dsmem(variant) else ("pdl" if p["pdl"] else None),
                 "cluster": self.cluster(variant)}  # CM > 1 multicasts B tiles, CN > 1 A tiles
 
     def name_of(self, variant: Variant) -> str:
@@ -185,8 +210,9 @@ class WgmmaSpace(KernelSpace):
         epilogue = "_et" if p["epilogue"] == "tma" else ""  # direct-store points keep their first names
         pdl = "_pdl" if p["pdl"] else ""
         cluster = f"_c{p['cluster']}" if p["cluster"] != "1x1" else ""
+        dsmem = "_dsm" if self.dsmem(variant) else ""
         return (f"wgmma_{acc}_{p['b_layout']}_{p['BM']}x{p['BN']}x{BK}_s{p['stages']}_r{p['raster']}"
-                f"_k{p['split_k']}_{schedule}{epilogue}{pdl}{cluster}")
+                f"_k{p['split_k']}_{schedule}{epilogue}{pdl}{cluster}{dsmem}")
 
     def render(self, variant: Variant) -> str:
         reason = self.check(variant)
@@ -210,7 +236,9 @@ class WgmmaSpace(KernelSpace):
             "@DTYPE@": p["dtype"], "@TMA_STORE@": "true" if p["epilogue"] == "tma" else "false",
             "@PDL@": "true" if p["pdl"] else "false",
             "@CLUSTER_M@": str(cm), "@CLUSTER_N@": str(cn),
-            "@CLUSTER_DIMS@": f"__cluster_dims__({cm * cn}, 1, 1) " if cm * cn > 1 else "",
+            "@DSMEM@": "true" if self.dsmem(variant) else "false",
+            "@CLUSTER_DIMS@": (f"__cluster_dims__({p['split_k']}, 1, 1) " if self.dsmem(variant) else
+                               f"__cluster_dims__({cm * cn}, 1, 1) " if cm * cn > 1 else ""),
         }
         source = SOURCE
         for key, value in subs.items():
@@ -268,6 +296,10 @@ SOURCE = r"""// kernelrl wgmma family: @NAME@
 // rows with 2x1, columns with 1x2) in lockstep. The operand they share is loaded half by each and multicast into
 // both CTAs' stage, so L2 serves it once; a stage is refilled only when the consumers of both CTAs have freed it
 // (they arrive on both CTAs' empty barriers). A CTA whose tile lies past the matrix edge still loads its half.
+// DSMEM split-K (DSMEM): a cluster of SPLIT_K CTAs takes one tile at a time, CTA r its K slice r. Each copies its fp32
+// accumulators into its own shared memory, the cluster waits on a barrier every CTA arrives on, and CTA r adds up
+// every CTA's copy of its share of the n8 column blocks (BN / 8 / SPLIT_K of them) through distributed shared memory
+// and stores them to C. One kernel and no workspace; a second barrier frees the copies for the next tile.
 // Accumulator fragment of m64nNk16 (warp w of the warpgroup, lane l, g = l / 4, t = l % 4), per n8 block j:
 //   fp32: d[4j], d[4j+1] = C[16w+g][8j+2t, +1]; d[4j+2], d[4j+3] = C[16w+g+8][8j+2t, +1]
 //   fp16: d[2j] = the first pair (half2), d[2j+1] = the second.
@@ -292,6 +324,9 @@ static constexpr bool PINGPONG = @PINGPONG@;             // consumers alternate 
 static constexpr bool PDL = @PDL@;                       // the reduce kernel: programmatic dependent launch
 static constexpr int CLUSTER_M = @CLUSTER_M@, CLUSTER_N = @CLUSTER_N@;  // 2x1: B tiles multicast; 1x2: A tiles
 static constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
+static constexpr bool DSMEM = @DSMEM@;                   // split-K slices summed in the cluster's shared memory
+static constexpr int CLUSTER_CTAS = DSMEM ? SPLIT_K : CLUSTER;  // the launch's cluster size
+static constexpr int UNIT_SPLITS = DSMEM ? 1 : SPLIT_K;         // work units per tile (DSMEM: one per cluster)
 static constexpr int CONSUMERS = PINGPONG ? 2 : BM / 64;
 using Elem = @ELEM@;                                      // A, B and C elements (@DTYPE@)
 using Elem2 = @ELEM2@;
@@ -306,7 +341,11 @@ static constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
 static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 static constexpr bool TMA_STORE = @TMA_STORE@;           // C through swizzled smem boxes and TMA stores
 static constexpr int STAGING_BYTES = TMA_STORE ? CONSUMERS * MB * 64 * BN * 2 : 0;
-static constexpr int SMEM_BYTES = STAGES * (STAGE_BYTES + 16) + STAGING_BYTES + 16 + 1024;
+static constexpr int RED_BYTES = DSMEM ? BM * BN * 4 : 0;  // a CTA's accumulators, for the cluster to sum
+static constexpr int RED_ARRIVALS = CONSUMERS * 4 * SPLIT_K;    // every consumer warp of the cluster
+static constexpr int NB_SHARE = BN / 8 / SPLIT_K;               // n8 column blocks each CTA sums and stores
+static constexpr int SMEM_BYTES = STAGES * (STAGE_BYTES + 16) + STAGING_BYTES + RED_BYTES + (DSMEM ? 16 : 0) + 16
+                                  + 1024;
 static_assert(!TMA_STORE || (SPLIT_K == 1 && BN % 64 == 0), "TMA stores of 16-bit C in 64-column boxes");
 static constexpr int PRODUCER_REGS = @PRODUCER_REGS@, CONSUMER_REGS = @CONSUMER_REGS@;
 static_assert(SMEM_BYTES == @SMEM@, "the generator and the kernel agree on shared memory");
@@ -316,6 +355,8 @@ static_assert(B_KMAJOR || BN % 64 == 0, "N-major B comes in 64-column boxes");
 static_assert(BN % 8 == 0 && BN <= 256 && (CONSUMERS == 1 || CONSUMERS == 2), "wgmma n and warpgroup count");
 static_assert(SPLIT_K == 1 || !ACC_F16, "split-K partials are fp32");
 static_assert(CLUSTER <= 2 && (CLUSTER == 1 || SPLIT_K == 1), "pairs of CTAs, without split-K");
+static_assert(!DSMEM || (SPLIT_K >= 2 && SPLIT_K <= 8 && !PINGPONG && CLUSTER == 1 && !PDL && !TMA_STORE &&
+                         (BN / 8) % SPLIT_K == 0), "DSMEM split-K: 2 to 8 cooperative CTAs, equal column shares");
 static_assert(A_BOX_ROWS % 8 == 0 && B_BOX_ROWS % 8 == 0, "half tiles keep whole 1024-byte swizzle periods");
 
 @WGMMA@
@@ -383,6 +424,39 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
         "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n" :: "r"(smem_addr(bar)), "r"(rank) : "memory");
+}
+
+// Cluster-scope handoff of data in shared memory (the DSMEM split-K, once per tile): the arrive releases this thread's
+// earlier shared-memory writes to the cluster, the wait acquires what the arrivals released.
+__device__ __forceinline__ void mbar_arrive_release_cluster(uint64_t* bar, uint32_t rank) {
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "}\n" :: "r"(smem_addr(bar)), "r"(rank) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait_acquire_cluster(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT;\n"
+        "}\n" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+
+// Four floats of CTA `rank`'s shared memory at this CTA's offset `p`.
+__device__ __forceinline__ float4 ld_cluster_f4(const void* p, uint32_t rank) {
+    float4 v;
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %4, %5;\n"
+        "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n"
+        "}\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(smem_addr(p)), "r"(rank) : "memory");
+    return v;
 }
 
 // A warp's release of a stage: to its own CTA's empty barrier, and with a cluster to the peer's too (the peer's
@@ -459,10 +533,11 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 }
 
 // The tile of work unit u for the CTA of cluster rank `rank`: units walk cluster tiles (CLUSTER_M x CLUSTER_N
-// tiles) in the raster order, SPLIT_K units per tile.
+// tiles) in the raster order, SPLIT_K units per tile (DSMEM: one, whose K slices the cluster's CTAs share).
 __device__ __forceinline__ void unit_tile(int u, int tiles_m, int tiles_n, int rank, int& tm, int& tn) {
     int cm, cn;
-    tile_coords(u / SPLIT_K, (tiles_m + CLUSTER_M - 1) / CLUSTER_M, (tiles_n + CLUSTER_N - 1) / CLUSTER_N, cm, cn);
+    tile_coords(u / UNIT_SPLITS, (tiles_m + CLUSTER_M - 1) / CLUSTER_M, (tiles_n + CLUSTER_N - 1) / CLUSTER_N, cm,
+                cn);
     tm = cm * CLUSTER_M + (CLUSTER_M > 1 ? rank : 0);
     tn = cn * CLUSTER_N + (CLUSTER_N > 1 ? rank : 0);
 }
@@ -476,17 +551,20 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
     uint8_t* smem_a = smem;
     uint8_t* smem_b = smem + STAGES * A_STAGE_BYTES;
     uint8_t* staging = smem + STAGES * STAGE_BYTES;  // 1024-aligned: stages are multiples of 1024 bytes
-    uint64_t* full = reinterpret_cast<uint64_t*>(staging + STAGING_BYTES);
+    float4* red = reinterpret_cast<float4*>(staging + STAGING_BYTES);  // DSMEM: this CTA's accumulators
+    uint64_t* full = reinterpret_cast<uint64_t*>(staging + STAGING_BYTES + RED_BYTES);
     uint64_t* empty = full + STAGES;
     uint64_t* turn = empty + STAGES;  // ping-pong: turn[c] completes each time consumer c has taken a unit's k-steps
+    uint64_t* dumped = turn + 2;      // DSMEM: every CTA of the cluster has copied this tile's accumulators
+    uint64_t* red_free = dumped + 1;  // DSMEM: every CTA has read this tile's copies
 
-    const int units = ((tiles_m + CLUSTER_M - 1) / CLUSTER_M) * ((tiles_n + CLUSTER_N - 1) / CLUSTER_N) * SPLIT_K;
+    const int units = ((tiles_m + CLUSTER_M - 1) / CLUSTER_M) * ((tiles_n + CLUSTER_N - 1) / CLUSTER_N) * UNIT_SPLITS;
     const int ktiles = (K + BK - 1) / BK;
     const int warpgroup = threadIdx.x / 128;
     // A persistent cluster takes units first, first + step, ...: both CTAs of a cluster the same ones.
-    const int rank = CLUSTER > 1 ? (int)cluster_reg(0) : 0;
-    const int first = CLUSTER > 1 ? (int)cluster_reg(1) : (int)blockIdx.x;
-    const int step = CLUSTER > 1 ? (int)cluster_reg(2) : (int)gridDim.x;
+    const int rank = CLUSTER_CTAS > 1 ? (int)cluster_reg(0) : 0;
+    const int first = CLUSTER_CTAS > 1 ? (int)cluster_reg(1) : (int)blockIdx.x;
+    const int step = CLUSTER_CTAS > 1 ? (int)cluster_reg(2) : (int)gridDim.x;
     // PDL: the reduce kernel may be launched now (its CTAs wait in griddepcontrol.wait until this grid has finished
     // and its writes are visible), so its launch latency hides behind this kernel's tail.
     if constexpr (PDL) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -497,9 +575,13 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
         }
         mbar_init(&turn[0], 1);
         mbar_init(&turn[1], 1);
+        if constexpr (DSMEM) {
+            mbar_init(dumped, RED_ARRIVALS);
+            mbar_init(red_free, RED_ARRIVALS);
+        }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    if constexpr (CLUSTER > 1) cluster_sync();
+    if constexpr (CLUSTER_CTAS > 1) cluster_sync();
     else __syncthreads();
 
     if (warpgroup == 0) {
@@ -513,7 +595,7 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
             for (int u = first; u < units; u += step) {
                 int tm, tn;
                 unit_tile(u, tiles_m, tiles_n, rank, tm, tn);
-                const int kt0 = (u % SPLIT_K) * per_split, kt1 = min(ktiles, kt0 + per_split);
+                const int kt0 = (DSMEM ? rank : u % SPLIT_K) * per_split, kt1 = min(ktiles, kt0 + per_split);
                 for (int kt = kt0; kt < kt1; ++kt) {
                     mbar_wait(&empty[stage], phase ^ 1);
                     // The whole stage, whoever copies it (a peer's multicast half may land before this arrival:
@@ -558,7 +640,7 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
         for (int u = first; u < units; u += step, ++seq) {
             int tm, tn;
             unit_tile(u, tiles_m, tiles_n, rank, tm, tn);
-            const int slice = u % SPLIT_K;
+            const int slice = DSMEM ? rank : u % SPLIT_K;
             const int kt0 = slice * per_split, kcount = max(0, min(ktiles, kt0 + per_split) - kt0);
             if (PINGPONG && (seq & 1) != c) {
                 ring_advance(stage, phase, kcount);  // the other consumer's unit
@@ -630,6 +712,37 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
                         }
                     bulk_commit();
                 }
+            } else if constexpr (DSMEM) {
+                // The cluster sums its K slices. This CTA's copy may be overwritten once every CTA has read the
+                // previous tile's (red_free), and read once every CTA has written this tile's (dumped).
+                const int idx = c * 128 + threadIdx.x % 128;  // this thread's fragment slot, the same in every CTA
+                if (taken > 1) mbar_wait_acquire_cluster(red_free, (uint32_t)((taken - 2) & 1));
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)  // [block][slot]: a warp's 32 lanes touch 512 contiguous bytes
+                    red[j * CONSUMERS * 128 + idx] = make_float4(d[0][4 * j], d[0][4 * j + 1], d[0][4 * j + 2],
+                                                                 d[0][4 * j + 3]);
+                __syncwarp();
+                if (lane == 0)
+                    for (uint32_t r = 0; r < SPLIT_K; ++r) mbar_arrive_release_cluster(dumped, r);
+                mbar_wait_acquire_cluster(dumped, (uint32_t)((taken - 1) & 1));
+                const int row = tm * BM + c * 64 + warp * 16 + lane / 4;
+#pragma unroll
+                for (int jj = 0; jj < NB_SHARE; ++jj) {
+                    const int j = rank * NB_SHARE + jj;
+                    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+                    for (int r = 0; r < SPLIT_K; ++r) {  // every slice, this CTA's own included, in slice order
+                        const float4 x = ld_cluster_f4(&red[j * CONSUMERS * 128 + idx], (uint32_t)r);
+                        sum.x += x.x; sum.y += x.y; sum.z += x.z; sum.w += x.w;
+                    }
+                    const int n = tn * BN + 8 * j + (lane % 4) * 2;
+                    if (n >= N) continue;
+                    if (row < M) *reinterpret_cast<Elem2*>(C + (size_t)row * N + n) = pack2(sum.x, sum.y);
+                    if (row + 8 < M) *reinterpret_cast<Elem2*>(C + (size_t)(row + 8) * N + n) = pack2(sum.z, sum.w);
+                }
+                __syncwarp();
+                if (lane == 0)
+                    for (uint32_t r = 0; r < SPLIT_K; ++r) mbar_arrive_release_cluster(red_free, r);
             } else {
                 // Epilogue: registers to C (two halves per store) or to this slice's fp32 partials, guarded at the edges.
 #pragma unroll
@@ -660,7 +773,7 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
             if (threadIdx.x % 128 == 0) bulk_wait<0>();  // every store done before the CTA's shared memory goes
         }
     }
-    if constexpr (CLUSTER > 1) cluster_sync();
+    if constexpr (CLUSTER_CTAS > 1) cluster_sync();
 }
 
 // C = the sum of the SPLIT_K fp32 partial products, eight elements (two float4 per slice, one 16-byte store) per step.
@@ -736,11 +849,12 @@ static bool shape_ok(int M, int N, int K) {
     if (!(M >= 1 && N >= 8 && K >= 8 && N % 8 == 0 && K % 8 == 0 && M <= limit && N <= limit && K <= limit))
         return false;
     // split-K: every slice has a k-step, and the partials stay within 2 GiB
-    return SPLIT_K == 1 || ((K + BK - 1) / BK >= SPLIT_K && (size_t)SPLIT_K * M * N * 4 <= (size_t(1) << 31));
+    return SPLIT_K == 1 ||
+           ((K + BK - 1) / BK >= SPLIT_K && (DSMEM || (size_t)SPLIT_K * M * N * 4 <= (size_t(1) << 31)));
 }
 
 static size_t workspace_bytes_for(int M, int N, int K) {
-    return SPLIT_K > 1 && shape_ok(M, N, K) ? (size_t)SPLIT_K * M * N * 4 : 0;
+    return SPLIT_K > 1 && !DSMEM && shape_ok(M, N, K) ? (size_t)SPLIT_K * M * N * 4 : 0;
 }
 
 // Per device: the smem limit raised once, and how many CTAs are resident at once (the persistent grid's size): one
@@ -757,14 +871,14 @@ static cudaError_t device_setup(int* slots) {
     err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (err != cudaSuccess) return err;
     *slots = sms;
-    if constexpr (CLUSTER > 1) {
+    if constexpr (CLUSTER_CTAS > 1) {
         cudaLaunchConfig_t config = {};
-        config.gridDim = dim3(sms / CLUSTER * CLUSTER);
+        config.gridDim = dim3(sms / CLUSTER_CTAS * CLUSTER_CTAS);
         config.blockDim = dim3(THREADS);
         config.dynamicSmemBytes = SMEM_BYTES;
         cudaLaunchAttribute attribute[1];
         attribute[0].id = cudaLaunchAttributeClusterDimension;
-        attribute[0].val.clusterDim.x = CLUSTER;
+        attribute[0].val.clusterDim.x = CLUSTER_CTAS;
         attribute[0].val.clusterDim.y = 1;
         attribute[0].val.clusterDim.z = 1;
         config.attrs = attribute;
@@ -773,7 +887,7 @@ static cudaError_t device_setup(int* slots) {
         // More clusters than are resident would only queue (no cluster waits on another): the SM count's share
         // is the fallback when the query is not answered.
         if (cudaOccupancyMaxActiveClusters(&clusters, hgemm_wgmma_kernel, &config) == cudaSuccess && clusters > 0)
-            *slots = clusters * CLUSTER;
+            *slots = clusters * CLUSTER_CTAS;
         else
             (void)cudaGetLastError();
     }
@@ -812,16 +926,16 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int ktiles = (K + BK - 1) / BK, per_split = (ktiles + SPLIT_K - 1) / SPLIT_K;
     const long long units = (long long)((tiles_m + CLUSTER_M - 1) / CLUSTER_M) * ((tiles_n + CLUSTER_N - 1) / CLUSTER_N)
-                            * SPLIT_K;
+                            * UNIT_SPLITS;
     if (units > 0x7FFFFFFF) return (int)cudaErrorInvalidValue;
-    const int clusters = slots / CLUSTER;  // persistent CTAs, whole clusters of them
-    const int grid = (int)(units < clusters ? units : clusters) * CLUSTER;
+    const int clusters = slots / CLUSTER_CTAS;  // persistent CTAs, whole clusters of them
+    const int grid = (int)(units < clusters ? units : clusters) * CLUSTER_CTAS;
     float* partials = static_cast<float*>(workspace);
     Elem* out = reinterpret_cast<Elem*>(C);  // the contract's pointers are __half*; a bf16 point reads them as bf16
     hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, out, partials, M, N, K, tiles_m,
                                                               tiles_n, per_split);
     err = cudaGetLastError();
-    if (err != cudaSuccess || SPLIT_K == 1) return (int)err;
+    if (err != cudaSuccess || SPLIT_K == 1 || DSMEM) return (int)err;
     const size_t mn = (size_t)M * N, groups = mn / 8;
     const unsigned blocks = (unsigned)(groups / 256 + 1 < (size_t)slots * 8 ? groups / 256 + 1 : (size_t)slots * 8);
     if constexpr (PDL) {

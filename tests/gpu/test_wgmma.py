@@ -1,6 +1,6 @@
 """Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
 one and two consumer warpgroups, cooperative and ping-pong, split-K, direct and TMA-store epilogues, 2-CTA clusters
-that multicast B or A, shapes with
+that multicast B or A, split-K summed in distributed shared memory, shapes with
 partial tiles in M, N and K. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator
 inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports the
 shape."""
@@ -17,9 +17,9 @@ SHAPES = "64x64x64,333x200x72,1024x1024x1024,256x512x4096"
 
 
 def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative", epilogue="direct", pdl=False,
-          cluster="1x1"):
+          cluster="1x1", split_reduce="workspace"):
     return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split_k,
-                      schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster)
+                      schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster, split_reduce=split_reduce)
 
 
 @pytest.mark.parametrize("acc, points", [
@@ -30,7 +30,10 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               point("fp32", 64, 128, 8, 1, "kn", split_k=8, pdl=True),  # the reduce launched programmatically
               # CTA pairs multicasting B (odd tile rows at 333 and 64: the second CTA's tile is past the edge) and A
               point("fp32", 128, 256, 3, 8, "kn", epilogue="tma", cluster="2x1"),
-              point("fp32", 64, 128, 6, 1, "nk", cluster="1x2")]),
+              point("fp32", 64, 128, 6, 1, "nk", cluster="1x2"),
+              # split-K slices summed through distributed shared memory, one kernel (333x200: a partial column tile)
+              point("fp32", 64, 128, 8, 1, "kn", split_k=4, split_reduce="dsmem"),
+              point("fp32", 128, 128, 5, 8, "nk", split_k=2, split_reduce="dsmem")]),
     ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma"),
               point("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2"),

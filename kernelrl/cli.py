@@ -144,6 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only compile every candidate these shapes can need into the build cache (no GPU needed "
                          "with --arch); the cache can then travel to the GPU machine")
     tu.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes (default: one per core)")
+    tu.add_argument("--base", default=None, metavar="LIB",
+                    help="extend this tuned library: its shapes this run does not tune are kept as they are (with "
+                         "their measurements, marked carried_from), and each shape this run tunes measures the "
+                         "base's kernel beside the new short list")
     tu.add_argument("--learn-from", default=None, metavar="MEASUREMENTS",
                     help="correct the cost model with what this GPU measured before (a results database or a "
                          "measurements CSV of an earlier tuning run); fitted once, before any short list")
@@ -391,7 +395,7 @@ def _tune(args) -> int:
                      settings=RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout),
                      db_path=Path(args.db) if args.db else None, arch=args.arch, runner=args.runner,
                      command="kernelrl " + shlex.join(sys.argv[1:]), ray_address=args.ray,
-                     learn_from=args.learn_from)
+                     learn_from=args.learn_from, base=Path(args.base) if args.base else None)
     ui = RichUI()
     if args.build_only:
         from kernelrl.tune import prebuild

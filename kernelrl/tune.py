@@ -53,6 +53,19 @@ class TuneConfig:
     # picks (0: the screening run picks).
     confirm: int = 3
     confirm_rounds: int = 15
+    # Extend this library: the shapes it holds that this run does not tune are kept as they are (with their
+    # measurements), and a shape this run tunes measures the base's kernel beside its new short list.
+    base: Path | None = None
+
+    @functools.cached_property
+    def base_library(self) -> "BaseLibrary | None":
+        return BaseLibrary.read(self.base) if self.base else None
+
+    def source(self, variant: Variant) -> str:
+        """The text a candidate is built from: a base library's kernel as the library holds it (its generator may
+        have changed since), any other point as its family renders it."""
+        base = self.base_library
+        return base.sources[variant.name] if base and variant.name in base.sources else variant.source()
 
     @functools.cached_property
     def correction(self):
@@ -78,6 +91,7 @@ class ShapeResult:
     min_gain: float = 1.0  # the kernel is dispatched only when fallback time / kernel time exceeds this
     # What the screening run said, when a confirmation run picked: its winner, its time and the fallback's
     screening: dict | None = None
+    carried_from: str | None = None  # a base library this shape was kept from, as it was (not measured in this run)
 
     @property
     def fallback(self) -> str:
@@ -97,6 +111,58 @@ class ShapeResult:
     def library_us(self) -> float | None:
         """The tuning run's time of what the library runs here."""
         return self.best_us if self.uses_kernel else self.fallback_us
+
+
+@dataclass
+class BaseLibrary:
+    """A tuned library a run extends (`kernelrl tune --base`): its manifest and its kernels' sources."""
+    path: Path
+    manifest: dict
+    sources: dict[str, str]
+
+    @classmethod
+    def read(cls, path: Path) -> "BaseLibrary":
+        from kernelrl.library.export import read_manifest
+        manifest = read_manifest(path)
+        sources = {}
+        for name, kernel in manifest.get("kernels", {}).items():
+            file = Path(path) / kernel.get("source", f"kernels/{name}.cu")
+            if not file.is_file():
+                raise BenchError(f"{path}: kernel {name}'s source {file} is missing; pass a library folder as "
+                                 f"kernelrl tune wrote it (manifest.json beside kernels/)")
+            sources[name] = file.read_text()
+        return cls(Path(path), manifest, sources)
+
+    def _entry(self, problem: GemmProblem) -> dict | None:
+        from kernelrl.library.export import shape_key
+        return self.manifest["shapes"].get(shape_key(problem.m, problem.n, problem.k, problem.acc, problem.dtype,
+                                                     problem.layout))
+
+    def kernel_for(self, problem: GemmProblem) -> Variant | None:
+        """The kernel the base dispatches for this shape (None where it runs a fallback)."""
+        entry = self._entry(problem)
+        if entry and entry.get("dispatch") == "kernel" and entry.get("family") in SPACES and entry.get("params"):
+            variant = Variant.from_dict(entry)
+            return variant if variant.name in self.sources else None
+        return None
+
+    def carried(self, tuned: list[GemmProblem]) -> list[ShapeResult]:
+        """Every shape of the base this run does not tune, as the base measured and decided it."""
+        from kernelrl.library.export import shape_key
+        skip = {shape_key(p.m, p.n, p.k, p.acc, p.dtype, p.layout) for p in tuned}
+        origin = f"{self.path} ({self.manifest.get('created', 'undated')})"
+        out = []
+        for key, e in self.manifest["shapes"].items():
+            if key in skip:
+                continue
+            problem = GemmProblem(e["m"], e["n"], e["k"], e["acc"], e.get("layout", "nn"), e.get("dtype", "fp16"))
+            best = (Variant.from_dict(e) if e.get("kernel") and e.get("family") in SPACES and e.get("params")
+                    else None)
+            fallback = e.get("fallback") if isinstance(e.get("fallback"), dict) else {}
+            out.append(ShapeResult(problem, best, e.get("time_us"), e.get("yardstick_us"), e.get("measured_us") or {},
+                                   e.get("failed") or {}, lt_algo=fallback.get("algo"), screening=e.get("screening"),
+                                   carried_from=origin))
+        return out
 
 
 def log_distance(a: GemmProblem, b: GemmProblem) -> float:
@@ -156,9 +222,17 @@ def candidate_set(cfg: TuneConfig) -> dict[str, Variant]:
     _check_families(cfg.families)
     found: dict[str, Variant] = {}
     for problem in cfg.problems:
-        for v in shortlist(problem, cfg.families, cfg.top_k, {}, 0, cfg.correction):
+        for v in _with_base(cfg, problem, shortlist(problem, cfg.families, cfg.top_k, {}, 0, cfg.correction)):
             found.setdefault(v.name, v)
     return found
+
+
+def _with_base(cfg: TuneConfig, problem: GemmProblem, short_list: list[Variant]) -> list[Variant]:
+    """A short list with the base library's kernel for the shape added (measured beside the new candidates)."""
+    base = cfg.base_library.kernel_for(problem) if cfg.base_library else None
+    if base is None or base in short_list or SPACES[base.family].runs(base, problem) is not None:
+        return short_list
+    return [*short_list, base]
 
 
 def refinements(winner: Variant, problem: GemmProblem, count: int, correction=None) -> list[Variant]:
@@ -202,7 +276,7 @@ def prebuild(cfg: TuneConfig, ui, workers: int | None = None, builder=None) -> l
         variants.update(refine_set(cfg, {p: v for p, v in manifest_winners(cfg.out, cfg.problems[0].acc).items()
                                           if p in wanted}) if cfg.problems else {})
     ui.stage(f"building {len(variants)} candidates for {len(cfg.problems)} shapes")
-    requests = [BuildRequest(v.source(), name=name) for name, v in sorted(variants.items())]
+    requests = [BuildRequest(cfg.source(v), name=name) for name, v in sorted(variants.items())]
     return builder.build_many(requests, workers=workers, on_done=ui.build_done)
 
 
@@ -229,7 +303,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
             break
         batch = problems[start:start + cfg.batch]
         winners = {r.problem: r.best for r in results if r.best is not None}
-        lists = {p: shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours, cfg.correction)
+        lists = {p: _with_base(cfg, p, shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours,
+                                                 cfg.correction))
                  for p in batch}
         outcome = _measure(cfg, ui, lists, cfg.command)
         env = outcome.env
@@ -240,6 +315,11 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         results = _confirm(cfg, ui, results, started)
     if cfg.lt_fallback:
         _attach_lt_algos(cfg, results, env)
+    extra = {}
+    if cfg.base_library:  # the shapes this run did not tune, as the base library had them
+        results += cfg.base_library.carried(cfg.problems)
+        base = cfg.base_library.manifest
+        extra["base"] = {"path": str(cfg.base), "created": base.get("created"), "env": base.get("env", {})}
     for r in results:
         r.min_gain = cfg.min_gain
     from kernelrl.library.export import write_library
@@ -248,7 +328,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         from kernelrl.build.builder import LocalBuilder
         from kernelrl.build.toolchain import Toolchain
         builder = LocalBuilder(Toolchain.discover(arch=cfg.arch))
-    write_library(cfg.out, results, ui, builder=builder, env=env)
+    write_library(cfg.out, results, ui, builder=builder, env=env,
+                  sources=cfg.base_library.sources if cfg.base_library else None, extra=extra)
     return results
 
 
@@ -321,7 +402,7 @@ def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], comma
     per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
     settings = dataclasses.replace(cfg.settings, rounds=rounds) if rounds else cfg.settings
     bench = BenchConfig(problems=list(lists), modes=["device"], baselines=_fallbacks(cfg), settings=settings,
-                        sources={name: v.source() for name, v in variants.items()},
+                        sources={name: cfg.source(v) for name, v in variants.items()},
                         methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
                         ray_address=cfg.ray_address, command=command, key_salt=key_salt,
                         **({"db_path": cfg.db_path} if cfg.db_path else {}))

@@ -592,3 +592,61 @@ def test_bench_library_labels_nt_bf16_shapes_by_their_own_keys(tmp_path):
                       baselines=["torch"], runner="dummy", db_path=tmp_path / "b.db", library=root)
     rows = run_bench(cfg, NullUI()).rows
     assert {(r["m"], r["dispatch"]) for r in rows if r["method"] == "kernelrl"} == {(64, "toy"), (128, "F.linear")}
+
+
+# -- extending a library (tune --base) ---------------------------------------------------------------------------
+
+class ToyWide(ToySpace):
+    """A second family, for a run that extends a library tuned with `toy` only."""
+    family = "toy_wide"
+    knobs = {"tile": [128], "speed": ["fast"]}
+
+    def name_of(self, v):
+        return f"toywide_{v.acc}_{v.p['tile']}"
+
+
+def test_a_run_with_a_base_keeps_the_shapes_it_does_not_tune_as_they_were(tmp_path):
+    run_tune(tmp_path, shapes="64x64x64,128x128x128")
+    base = json.loads((tmp_path / "lib" / "manifest.json").read_text())
+    cfg = TuneConfig(problems=parse_shapes("128x128x128"), families=["toy_wide"], out=tmp_path / "ext",
+                     runner="dummy", db_path=tmp_path / "t2.db", base=tmp_path / "lib")
+    tune(cfg, NullUI())
+    ext = json.loads((tmp_path / "ext" / "manifest.json").read_text())
+    kept = ext["shapes"]["64x64x64:fp32"]
+    assert kept["carried_from"].startswith(str(tmp_path / "lib"))
+    assert {k: kept[k] for k in ("kernel", "dispatch", "time_us", "measured_us")} == \
+        {k: base["shapes"]["64x64x64:fp32"][k] for k in ("kernel", "dispatch", "time_us", "measured_us")}
+    assert (tmp_path / "ext" / "kernels" / f"{kept['kernel']}.cu").is_file()
+    assert ext["base"]["path"] == str(tmp_path / "lib") and ext["base"]["created"] == base["created"]
+
+
+def test_a_tuned_shape_measures_the_base_kernel_beside_the_new_family(tmp_path):
+    run_tune(tmp_path, shapes="128x128x128")
+    base_kernel = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]["128x128x128:fp32"]["kernel"]
+    cfg = TuneConfig(problems=parse_shapes("128x128x128"), families=["toy_wide"], out=tmp_path / "ext",
+                     runner="dummy", db_path=tmp_path / "t2.db", base=tmp_path / "lib", confirm=0)
+    [result] = tune(cfg, NullUI())
+    assert base_kernel in result.measured and "toywide_fp32_128" in result.measured
+    assert "carried_from" not in json.loads((tmp_path / "ext" / "manifest.json").read_text())["shapes"][
+        "128x128x128:fp32"]
+
+
+def test_a_base_kernel_is_built_from_the_library_s_own_source(tmp_path):
+    run_tune(tmp_path, shapes="128x128x128")
+    manifest = json.loads((tmp_path / "lib" / "manifest.json").read_text())
+    name = manifest["shapes"]["128x128x128:fp32"]["kernel"]
+    path = tmp_path / "lib" / manifest["kernels"][name]["source"]
+    path.write_text(path.read_text() + "// as the library holds it\n")
+    cfg = TuneConfig(problems=parse_shapes("128x128x128"), families=["toy_wide"], out=tmp_path / "ext",
+                     runner="dummy", base=tmp_path / "lib")
+    variant = cfg.base_library.kernel_for(GemmProblem(128, 128, 128))
+    assert variant.name == name and cfg.source(variant).endswith("// as the library holds it\n")
+
+
+def test_a_base_without_its_kernel_sources_is_one_clear_error(tmp_path):
+    from kernelrl.harness.measure import BenchError
+    run_tune(tmp_path, shapes="128x128x128")
+    for f in (tmp_path / "lib" / "kernels").iterdir():
+        f.unlink()
+    with pytest.raises(BenchError, match="source .* is missing"):
+        TuneConfig(problems=[], families=["toy"], out=tmp_path / "x", base=tmp_path / "lib").base_library

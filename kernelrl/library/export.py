@@ -49,8 +49,11 @@ def shape_key(m: int, n: int, k: int, acc: str, dtype: str = "fp16", layout: str
     return f"{m}x{n}x{k}:{acc}" if (dtype, layout) == ("fp16", "nn") else f"{m}x{n}x{k}:{acc}:{dtype}:{layout}"
 
 
-def write_library(out: Path, results, ui=None, builder=None, env: dict | None = None) -> dict:
+def write_library(out: Path, results, ui=None, builder=None, env: dict | None = None,
+                  sources: dict[str, str] | None = None, extra: dict | None = None) -> dict:
     """manifest.json + kernels/NAME.cu for every kernel that won a shape; with a builder, also lib/libNAME.so.
+    `sources` gives a kernel's text where it is not its family's current rendering (a base library's kernels);
+    `extra` adds top-level manifest keys (the base a run extended).
 
     A shape whose best tuned kernel does not beat its fallback (torch.matmul, or cuBLASLt with its autotuned
     algorithm where that was faster) by more than the run's margin (`ShapeResult.uses_kernel`) dispatches to the
@@ -68,6 +71,8 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
             entry["status"] = "not tuned yet"
         if getattr(r, "screening", None):  # a confirmation run picked: what the screening run had said
             entry["screening"] = r.screening
+        if getattr(r, "carried_from", None):  # kept from a base library as it was, not measured in this run
+            entry["carried_from"] = r.carried_from
         if r.fallback != "torch":  # cuBLASLt with the algorithm its search chose beat torch.matmul here
             entry["fallback"] = {"method": r.fallback, "algo": r.lt_algo, "time_us": r.fallback_us}
         if r.best is not None:
@@ -78,7 +83,7 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
         shapes[shape_key(p.m, p.n, p.k, p.acc, dtype, p.layout)] = entry
     kernel_entries = {}
     for name, variant in sorted(kernels.items()):
-        text = variant.source()
+        text = (sources or {}).get(name) or variant.source()
         (out / "kernels" / f"{name}.cu").write_text(text)
         entry = {**variant.to_dict(), "source": f"kernels/{name}.cu", "library": None}
         if builder is not None:
@@ -98,7 +103,7 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
             shutil.copy2(built.lib_path, out / "lib" / "libkr_blas.so")
             native = "lib/libkr_blas.so"
     manifest = {"kernelrl": __version__, "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "env": env or {}, "shapes": shapes, "kernels": kernel_entries, "native": native}
+                "env": env or {}, "shapes": shapes, "kernels": kernel_entries, "native": native, **(extra or {})}
     write_manifest(out, manifest)
     if ui is not None:
         used = sum(1 for s in shapes.values() if s["dispatch"] == "kernel")

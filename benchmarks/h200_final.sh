@@ -5,7 +5,8 @@
 # Environment: TUNE_MINUTES (budget for shapes the tuning runs left, default 3; resumed shapes cost seconds), RAY
 # (e.g. `local`: the paper-grid bench spreads over every GPU; the host-mode samples stay on one; carry
 # .carry/ray-py3.12.tar.xz), REFINE and LEARN_FROM (as the tuning run had them, so its short lists and
-# refined winners are read back).
+# refined winners are read back), and SHAPES, FAMILIES, BASE, TOP_K, CONFIRM as the tuning run had them (see
+# benchmarks/h200_tune.sh; the bench always covers the whole paper grid).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -19,8 +20,10 @@ carry_ninja  # for the library's C++ dispatch fast path
 xz -dc .carry/tune.db.xz > /tmp/tune.db || exit 1
 LIB=/tmp/lib
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
-python3 -m kernelrl.cli tune --shapes paper --out "$LIB" --db /tmp/tune.db --budget-minutes "${TUNE_MINUTES:-3}" \
-    --batch 100 --timeout 15 --refine "${REFINE:-0}" ${LEARN_FROM:+--learn-from "$LEARN_FROM"} 2>&1 \
+python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "${FAMILIES:-all}" --out "$LIB" --db /tmp/tune.db \
+    --budget-minutes "${TUNE_MINUTES:-3}" --batch 100 --timeout 15 --refine "${REFINE:-0}" \
+    ${LEARN_FROM:+--learn-from "$LEARN_FROM"} ${BASE:+--base "$BASE"} ${TOP_K:+--top-k "$TOP_K"} \
+    ${CONFIRM:+--confirm "$CONFIRM"} 2>&1 \
     | grep -v "^  built" > "$OUT/tune_final.log"
 grep -E "^library|budget" "$OUT/tune_final.log"
 kernelrl bench --library "$LIB" --shapes paper --mode device --db "$OUT/final.db" ${RAY:+--ray "$RAY"} \

@@ -41,7 +41,7 @@ def census(folder: Path) -> list[dict]:
                      "function": spec.function, "declared_acc": spec.declared_acc, "mma_acc": spec.acc,
                      "mma": " ".join(spec.acc_evidence), "device_syncs": spec.device_syncs,
                      "tiles": "x".join(map(str, spec.tiles)) if spec.tiles else "", "reads_b": int(spec.reads_b),
-                     "error": ""})
+                     "torch_api": spec.torch_api, "error": ""})
     return rows
 
 
@@ -74,7 +74,7 @@ def main() -> int:
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
     fields = ["file", "m", "n", "k", "class", "function", "declared_acc", "mma_acc", "mma", "device_syncs", "tiles",
-              "reads_b", "error"]
+              "reads_b", "torch_api", "error"]
     with open(args.out / "census.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
@@ -91,7 +91,10 @@ def main() -> int:
              f"- named fp32 but accumulating in fp16 (an fp16 MMA atom, PTX mma or WMMA accumulator in the code): "
              f"{len(fp16)}",
              f"- calling cudaDeviceSynchronize() in the code: {len(syncs)}",
-             f"- both: {len([r for r in fp16 if r['device_syncs']])}", "",
+             f"- both: {len([r for r in fp16 if r['device_syncs']])}",
+             f"- built against kernelrl's stand-in torch header (they use only tensor sizes, data pointers and a "
+             f"dtype check): {sum(r['torch_api'] == 'shim' for r in ok)}; with torch's headers: "
+             f"{sum(r['torch_api'] == 'torch' for r in ok)}", "",
              "| class | files | fp16 accumulation | device synchronize |", "|---|---:|---:|---:|"]
     for cls in ("small", "medium", "large"):
         mine = [r for r in ok if r["class"] == cls]

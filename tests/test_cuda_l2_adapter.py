@@ -154,7 +154,8 @@ def test_wrapper_has_the_entry_points_and_includes_the_file_last(tmp_path):
                    "const char* kernelrl_hgemm_info(", 'extern "C"', "at::for_blob(",
                    "CUDAStreamGuard", "getStreamFromExternal", "void cuda_l2_synth_fp32(torch::Tensor, torch::Tensor,"
                    " torch::Tensor, torch::Tensor);", "catch (const std::exception& ex)", spec.sha256):
-        assert symbol in source, symbol
+        assert symbol in source, symbol  # both header modes share the text; the preprocessor picks
+    assert "#define KR_CL2_SHIM 1" in source and "#define KR_CL2_SHIM 0" in wrapper_source(spec, torch_api="torch")
     include = f'#include "{path.resolve()}"'
     assert source.rstrip().endswith(include)  # after every line of the wrapper: the file's macros reach nothing
     assert "#define KR_CL2_UNTIMED 0" in source
@@ -168,7 +169,7 @@ def test_wrapper_has_the_entry_points_and_includes_the_file_last(tmp_path):
     assert info == {"acc": "fp32", "family": "cuda_l2",
                     "params": {"BM": 32, "BN": 64, "BK": 16, "source": "256_128_64.cu", "function": "cuda_l2_synth_fp32",
                                "declared_acc": "fp32", "mma": [], "shape": [256, 128, 64], "padding": "timed",
-                               "sha256": spec.sha256[:16], "device_syncs": 0}}
+                               "sha256": spec.sha256[:16], "device_syncs": 0, "torch_api": "shim"}}
     assert _info_from(untimed)["params"]["padding"] == "untimed"
 
 
@@ -201,6 +202,52 @@ def test_workspace_sizing_padded_and_unpadded():
     assert untiled.tiles is None and cuda_l2.layout(untiled, 100, 200, 72)["padded"] == (100, 200, 72)
 
 
+@pytest.mark.parametrize("change, why", [
+    (None, None),
+    (("const int M = a.size(0);", "const int M = a.size(0); auto t = torch::empty({M});"), "torch::empty"),
+    (("#include <torch/types.h>", "#include <torch/types.h>\n#include <ATen/cuda/CUDAContext.h>"), "ATen"),
+    (("const int K = a.size(1);", "const int K = a.stride(0);"), "stride"),
+    (("reinterpret_cast<half*>(c.data_ptr())", "reinterpret_cast<half*>(c.contiguous().data_ptr())"), "contiguous"),
+])
+def test_a_file_that_asks_only_sizes_pointers_and_dtypes_is_built_without_torch(change, why):
+    text = SYNTHETIC if change is None else SYNTHETIC.replace(*change)
+    assert text != SYNTHETIC or change is None
+    assert parse_cuda_l2(text).torch_api == ("shim" if why is None else "torch"), why
+
+
+def test_a_shim_build_links_no_torch_and_a_torch_build_does(tmp_path):
+    path = write(tmp_path)
+    shim = cuda_l2.build_request(path)
+    assert shim.include_dirs == (str(cuda_l2.SHIM_DIR),) and shim.link == cuda_l2.SHIM_LINK
+    assert (cuda_l2.SHIM_DIR / "torch" / "extension.h").is_file()
+    full = cuda_l2.build_request(path, torch_api="torch")
+    assert "-ltorch" in full.link and "#define KR_CL2_SHIM 0" in full.source
+    torchy = write(tmp_path, SYNTHETIC.replace("const int M = a.size(0);", "const int M = a.numel();"), "t.cu")
+    with pytest.raises(ValueError, match="more of torch than kernelrl's stand-in"):
+        cuda_l2.build_request(torchy, torch_api="shim")
+
+
+def test_a_wrapper_that_fails_against_the_shim_is_built_again_with_torch(tmp_path):
+    from kernelrl.build.builder import BuildResult
+    from kernelrl.harness.measure import BenchConfig, NullUI, _rebuild_shim_failures
+
+    path = write(tmp_path)
+    request = cuda_l2.build_request(path, name="synth")
+
+    class Builder:
+        asked = []
+
+        def build_many(self, requests, workers=None, on_done=None):
+            self.asked += requests
+            return [BuildResult(name=r.name, key="k", ok=True, lib_path="/x.so") for r in requests]
+    builder = Builder()
+    failed = [BuildResult(name="synth", key="k", ok=False, error="nvcc: no member named foo")]
+    [result] = _rebuild_shim_failures(failed, [request], {"synth"}, {"synth": str(path)},
+                                      BenchConfig(problems=[], modes=["device"]), builder, NullUI())
+    assert result.ok and [r.include_dirs != (str(cuda_l2.SHIM_DIR),) for r in builder.asked] == [True]
+    assert "-ltorch" in builder.asked[0].link
+
+
 def test_torch_build_flags():
     import torch
 
@@ -222,7 +269,8 @@ def test_bench_and_cli_wiring(tmp_path):
     request, adapted = candidate_request("synth", str(path), cfg)
     assert adapted and request.name == "synth" and request.origin == str(path.resolve())
     assert "int kernelrl_hgemm(" in request.source and "#define KR_CL2_UNTIMED 0" in request.source
-    assert "--default-stream" in request.flags and request.flags[-1] == "-DX=1" and "-ltorch" in request.link
+    assert "--default-stream" in request.flags and request.flags[-1] == "-DX=1"
+    assert request.include_dirs == (str(cuda_l2.SHIM_DIR),) and request.link == cuda_l2.SHIM_LINK  # no torch
     cfg.cuda_l2_untimed_padding = True
     assert "#define KR_CL2_UNTIMED 1" in candidate_request("synth", str(path), cfg)[0].source
     plain, adapted = candidate_request("wmma", str(ROOT / "examples" / "hgemm_wmma.cu"), cfg)
@@ -256,18 +304,18 @@ def _generated_header_stub(tmp_path: Path) -> list[str]:
 
 @pytest.mark.nvcc
 def test_wrapper_compiles_with_nvcc(tmp_path):
-    """nvcc -c of both generated wrappers (timed and untimed padding) around the synthetic file, with torch's
-    headers; no link (a CPU-only torch has no libtorch_cuda). torch/extension.h makes each take a minute or two,
-    so the two compile side by side."""
+    """nvcc -c of the generated wrappers (timed and untimed padding) around the synthetic file, with torch's
+    headers and with kernelrl's stand-in; no link (a CPU-only torch has no libtorch_cuda). torch/extension.h makes
+    each torch build take a minute or two, so they compile side by side (the stand-in's take seconds)."""
     if reason := _cuda_headers_missing():
         pytest.skip(reason)
     from kernelrl.build.toolchain import arch_flags, find_nvcc
 
     path, stub = write(tmp_path), _generated_header_stub(tmp_path)
     procs = []
-    for untimed in (False, True):
-        request = cuda_l2.build_request(path, untimed_padding=untimed)
-        src, obj = tmp_path / f"wrapper{int(untimed)}.cu", tmp_path / f"wrapper{int(untimed)}.o"
+    for untimed, api in ((False, "torch"), (True, "torch"), (False, "shim"), (True, "shim")):
+        request = cuda_l2.build_request(path, untimed_padding=untimed, torch_api=api)
+        src, obj = tmp_path / f"wrapper{int(untimed)}{api}.cu", tmp_path / f"wrapper{int(untimed)}{api}.o"
         src.write_text(request.source)
         cmd = [find_nvcc() or "nvcc", "-c", "-std=c++17", "-O1", "-Xcompiler", "-fPIC", *arch_flags("sm_90a"),
                *request.flags, *[f"-I{d}" for d in [*request.include_dirs, *stub]], str(src), "-o", str(obj)]

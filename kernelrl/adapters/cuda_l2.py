@@ -20,10 +20,16 @@ caller's stream with events before and after, so the work is ordered on the give
 
 The untimed-padding variant (CUDA-L2's own protocol, which pads outside its timed region) moves the padding and the
 transpose into an extra export, kernelrl_hgemm_stage, that the evaluator calls whenever the inputs change; then
-kernelrl_hgemm only runs the kernel and the copy-out of C."""
+kernelrl_hgemm only runs the kernel and the copy-out of C.
+
+torch's headers cost about a minute of compile per wrapper. A file that uses nothing of its tensors but sizes, data
+pointers and a dtype check (968 of the 1000 released H100 files; `torch_api`) is built against kernelrl's stand-in
+header instead (kernelrl/adapters/torch_shim): its tensors are views the wrapper makes of the padded operands, and no
+torch library is linked. Any other file gets torch's own headers and libraries."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -57,6 +63,15 @@ _ACC_EVIDENCE = (
 )
 # Host calls that wait for the whole device: a CUDA graph cannot capture them (device mode says so in its verdict).
 _DEVICE_SYNC = re.compile(r"\bcudaDeviceSynchronize\s*\(")
+# What a file may use of torch to be built against kernelrl's stand-in header (kernelrl/adapters/torch_shim).
+SHIM_DIR = Path(__file__).resolve().parent / "torch_shim"
+SHIM_LINK = ("-cudart", "shared")
+_SHIM_NAMES = {"torch::Tensor", "torch::kHalf", "torch::Half", "at::Half"}
+_SHIM_METHODS = {"size", "data_ptr", "options", "dtype"}
+_SHIM_HEADERS = {"torch/extension.h", "torch/types.h"}
+_QUALIFIED = re.compile(r"\b(?:torch|at|c10)::\w+(?:::\w+)*")
+_LIBRARY_INCLUDE = re.compile(r'#\s*include\s*[<"]((?:torch|ATen|c10|caffe2|pybind11)/[^>"]+)[>"]')
+_TENSOR_DECL = re.compile(r"\b(?:torch|at)::Tensor\s*&?\s*(\w+)")
 # What the function may do with `b` without reading its data.
 _B_METADATA = re.compile(r"\s*\.\s*(?:size|sizes|dim|ndimension|options|dtype|scalar_type|device|is_cuda|numel|"
                          r"stride|strides|is_contiguous)\b")
@@ -78,6 +93,7 @@ class CudaL2File:
     reads_b: bool                          # the function may read `b`'s data (not only its sizes)
     sha256: str
     device_syncs: int = 0                  # cudaDeviceSynchronize() calls in the code (not in comments)
+    torch_api: str = "torch"               # "shim": uses only what kernelrl's stand-in torch header offers
 
     @property
     def name(self) -> str:
@@ -126,7 +142,26 @@ def parse_cuda_l2(text: str, path: str | os.PathLike = "<text>") -> CudaL2File:
                       shape=tuple(int(g) for g in shape_match.groups()) if shape_match else None,
                       param_types=types, reads_b=_reads(body, b_name),
                       sha256=hashlib.sha256(text.encode()).hexdigest(),
-                      device_syncs=len(_DEVICE_SYNC.findall(bare)))
+                      device_syncs=len(_DEVICE_SYNC.findall(bare)),
+                      torch_api="shim" if uses_only_the_shim(code) else "torch")
+
+
+def uses_only_the_shim(code: str) -> bool:
+    """Whether code (comments stripped) needs nothing of torch beyond kernelrl's stand-in header: the only torch
+    headers it includes are torch/extension.h and torch/types.h, the only torch names it writes are Tensor, kHalf and
+    Half, and its tensors are asked only for sizes, data pointers, options and dtypes."""
+    if any(h not in _SHIM_HEADERS for h in _LIBRARY_INCLUDE.findall(code)):
+        return False
+    bare = _blank_strings(code)
+    if any(name not in _SHIM_NAMES for name in _QUALIFIED.findall(bare)):
+        return False
+    if any(m.group(1) != "dtype" for m in re.finditer(r"\.\s*options\s*\(\s*\)\s*\.\s*(\w+)", bare)):
+        return False
+    for var in set(_TENSOR_DECL.findall(bare)):
+        for use in re.finditer(rf"\b{re.escape(var)}\b\s*(\.|->)\s*(\w+)", bare):
+            if use.group(1) == "->" or use.group(2) not in _SHIM_METHODS:
+                return False
+    return True
 
 
 def extract_tiles(text: str) -> tuple[int, int, int] | None:
@@ -172,22 +207,28 @@ def info(spec: CudaL2File, untimed_padding: bool = False) -> dict:
                        "declared_acc": spec.declared_acc, "mma": list(spec.acc_evidence),
                        "shape": list(spec.shape) if spec.shape else None,
                        "padding": "untimed" if untimed_padding else "timed", "sha256": spec.sha256[:16],
-                       "device_syncs": spec.device_syncs}}
+                       "device_syncs": spec.device_syncs, "torch_api": spec.torch_api}}
 
 
-def wrapper_source(spec: CudaL2File, untimed_padding: bool = False, any_shape: bool = False) -> str:
+def wrapper_source(spec: CudaL2File, untimed_padding: bool = False, any_shape: bool = False,
+                   torch_api: str | None = None) -> str:
     """The candidate .cu text. It #includes the CUDA-L2 file by absolute path, after all of its own code (these
     files #define short macros such as BN and BK, which must not reach the wrapper).
 
     By default kernelrl_hgemm_supports accepts only the shape in the file's name (when it has one): CUDA-L2 files
-    hard-code parts of their shape. `any_shape` lifts that."""
+    hard-code parts of their shape. `any_shape` lifts that. `torch_api` ("shim" or "torch", default the file's own)
+    picks the headers the wrapper is written for."""
     include = str(Path(spec.path).resolve())
     if any(c in include for c in '"\n\r'):
         raise ValueError(f"{spec.name}: the path {include!r} cannot be #included (it holds a quote or a newline)")
     bm, bn, bk = spec.tiles or (1, 1, 1)
     exact = spec.shape is not None and not any_shape
     sm, sn, sk = spec.shape or (0, 0, 0)
-    info_json = json.dumps(info(spec, untimed_padding), separators=(",", ":"))
+    api = torch_api or spec.torch_api
+    if api == "shim" and spec.torch_api != "shim":
+        raise ValueError(f"{spec.name}: uses more of torch than kernelrl's stand-in header offers; build it with "
+                         f"torch's headers (torch_api='torch')")
+    info_json = json.dumps(info(dataclasses.replace(spec, torch_api=api), untimed_padding), separators=(",", ":"))
     values = {
         "PATH": include, "SHA": spec.sha256, "MODE": "untimed (kernelrl_hgemm_stage pads; kernelrl_hgemm runs)"
         if untimed_padding else "timed (inside kernelrl_hgemm)",
@@ -196,6 +237,7 @@ def wrapper_source(spec: CudaL2File, untimed_padding: bool = False, any_shape: b
         "BM": str(bm), "BN": str(bn), "BK": str(bk), "ALIGN": str(ALIGN),
         "READS_B": "true" if spec.reads_b else "false", "EXACT": "true" if exact else "false",
         "SM": str(sm), "SN": str(sn), "SK": str(sk), "UNTIMED": "1" if untimed_padding else "0",
+        "SHIM": "1" if api == "shim" else "0",
         "INFO": info_json.replace("\\", "\\\\").replace('"', '\\"'),
     }
     text = _TEMPLATE
@@ -225,13 +267,21 @@ def torch_build_flags() -> dict[str, tuple[str, ...]]:
 
 
 def build_request(path: str | os.PathLike, name: str | None = None, untimed_padding: bool = False,
-                  any_shape: bool = False, extra_flags: tuple[str, ...] = ()) -> BuildRequest:
-    """A BuildRequest for the wrapper around the CUDA-L2 file at `path`. Raises ValueError (one line) if the file
-    is not in CUDA-L2's format."""
+                  any_shape: bool = False, extra_flags: tuple[str, ...] = (), torch_api: str | None = None
+                  ) -> BuildRequest:
+    """A BuildRequest for the wrapper around the CUDA-L2 file at `path`: against kernelrl's stand-in torch header
+    where the file allows it (no torch library linked), else against torch's own. `torch_api="torch"` forces the
+    latter. Raises ValueError (one line) if the file is not in CUDA-L2's format."""
     path = Path(path).resolve()
     spec = parse_cuda_l2(path.read_text(errors="replace"), path)
+    api = torch_api or spec.torch_api
+    source = wrapper_source(spec, untimed_padding, any_shape, torch_api=api)
+    if api == "shim":  # CUDA's runtime shared, as torch's extensions link it: ~30 KB a wrapper instead of ~1 MB
+        return BuildRequest(source=source, name=name or path.stem, origin=str(path),
+                            flags=NVCC_FLAGS + tuple(extra_flags), include_dirs=(str(SHIM_DIR),),
+                            link=SHIM_LINK)
     torch_flags = torch_build_flags()
-    return BuildRequest(source=wrapper_source(spec, untimed_padding, any_shape), name=name or path.stem,
+    return BuildRequest(source=source, name=name or path.stem,
                         origin=str(path), flags=NVCC_FLAGS + torch_flags["flags"] + tuple(extra_flags),
                         include_dirs=torch_flags["include_dirs"], link=torch_flags["link"])
 
@@ -288,10 +338,15 @@ _TEMPLATE = r'''// kernelrl candidate generated by kernelrl.adapters.cuda_l2 aro
 // sha256:  @@SHA@@  (part of the build cache key: editing the file rebuilds this wrapper)
 // padding: @@MODE@@
 // Build with nvcc --default-stream per-thread: the file launches its kernels on stream 0.
+#define KR_CL2_SHIM @@SHIM@@
+#if KR_CL2_SHIM
+#include <torch/extension.h>  // kernelrl's stand-in (kernelrl/adapters/torch_shim): tensors are data and two sizes
+#else
 #include <torch/extension.h>
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#endif
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -448,9 +503,15 @@ int kr_events(int device, Events& out) {
   return 0;
 }
 
+#if KR_CL2_SHIM
+torch::Tensor kr_view(const void* p, int64_t rows, int64_t cols, int) {
+  return torch::Tensor(const_cast<void*>(p), rows, cols);
+}
+#else
 at::Tensor kr_view(const void* p, int64_t rows, int64_t cols, const at::TensorOptions& o) {
   return at::for_blob(const_cast<void*>(p), {rows, cols}).options(o).target_device(o.device()).make_tensor();
 }
+#endif
 
 // Runs the file's function on the padded operands and copies the valid block of C out. Everything the function
 // does (default-stream launches, torch ops) goes to the per-thread default stream, joined to s before and after.
@@ -461,20 +522,26 @@ int kr_run(const Layout& l, const __half* a, const __half* b, __half* c, int64_t
   if (e != cudaSuccess) return kr_fail((int)e, cudaGetErrorString(e));
   Events ev;
   if (int rc = kr_events(device, ev)) return kr_fail(rc, "cannot create the fork/join events");
+#if KR_CL2_SHIM
+  const int o = 0;
+#else
   const auto o = at::TensorOptions().dtype(at::kHalf).device(at::Device(at::kCUDA, (c10::DeviceIndex)device));
+#endif
   const void* bcm = l.own_bcm ? static_cast<const void*>(base + l.bcm_off) : static_cast<const void*>(b);
   const void* pb = l.pad_b ? static_cast<const void*>(base + l.b_off)
                  : kr_reads_b ? static_cast<const void*>(b)
                  : bcm;  // padded shape, never read (kr_reads_b is false)
-  at::Tensor ta = kr_view(l.pad_a ? static_cast<const void*>(base + l.a_off) : a, l.mp, l.kp, o);
-  at::Tensor tb = kr_view(pb, l.kp, l.np, o);
-  at::Tensor tbcm = kr_view(bcm, l.kp, l.np, o);  // like CUDA-L2's as_col_major: shape (K, N), memory B^T
-  at::Tensor tc = kr_view(l.pad_c ? static_cast<void*>(base + l.c_off) : static_cast<void*>(c), l.mp, l.np, o);
+  auto ta = kr_view(l.pad_a ? static_cast<const void*>(base + l.a_off) : a, l.mp, l.kp, o);
+  auto tb = kr_view(pb, l.kp, l.np, o);
+  auto tbcm = kr_view(bcm, l.kp, l.np, o);  // like CUDA-L2's as_col_major: shape (K, N), memory B^T
+  auto tc = kr_view(l.pad_c ? static_cast<void*>(base + l.c_off) : static_cast<void*>(c), l.mp, l.np, o);
   e = cudaEventRecord(ev.fork, s);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(cudaStreamPerThread, ev.fork, 0);
   if (e != cudaSuccess) return kr_fail((int)e, cudaGetErrorString(e));
   {
+#if !KR_CL2_SHIM  // torch ops inside the file go to the per-thread stream too (a shim-built file has none)
     c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(cudaStreamPerThread, (c10::DeviceIndex)device));
+#endif
     @@FUNCTION@@(ta, tb, tbcm, tc);
   }
   e = cudaGetLastError();  // a failed launch inside the file (it checks nothing itself)

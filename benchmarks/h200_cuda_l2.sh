@@ -9,6 +9,11 @@
 #   .whl/                nvidia_cutlass-*.whl (CuTe headers for the files and the library's CUTLASS kernels;
 #                        benchmarks/pack_carry.sh)
 #   .carry/cuda_l2.db    (optional) an earlier call's database, returned as $OUT/cuda_l2.db: this call resumes it
+#   .carry/cuda_l2_cache.tar.xz  (optional, strongly advised) the wrappers built on the CPU machine, which spares the
+#                        GPU machine about 15 minutes of compiling (67-355 s a wrapper, measured):
+#                          python benchmarks/cuda_l2_prebuild.py .carry/cuda_l2 /tmp/cl2cache --untimed-padding
+#                          tar -cJf .carry/cuda_l2_cache.tar.xz -C /tmp/cl2cache .
+#                        (--untimed-padding: the wrappers offline mode and DEVICE_UNTIMED=1 device mode build)
 # STEPS (default "wrapper offline device"), each its own device call if time is short (10 minutes a call):
 #   wrapper: $OUT/wrapper_cost.md, the adapter's own per-call cost (benchmarks/cuda_l2_wrapper_cost.py)
 #   offline: $OUT/cuda_l2_offline.csv, offline mode with --untimed-padding (CUDA-L2's own protocol: padding and B^T
@@ -31,6 +36,8 @@ if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
     export PYTHONPATH="/tmp/site:$PYTHONPATH"
 fi
 carry_ninja
+mkdir -p "$KERNELRL_CACHE"
+if [ -f .carry/cuda_l2_cache.tar.xz ]; then tar -xJf .carry/cuda_l2_cache.tar.xz -C "$KERNELRL_CACHE"; fi
 DB="$OUT/cuda_l2.db"; [ -f .carry/cuda_l2.db ] && cp .carry/cuda_l2.db "$DB"
 SHAPES=$(cat benchmarks/results/h200/cuda_l2/selected_shapes.txt)
 LIBARG=()

@@ -158,6 +158,11 @@ class WgmmaSpace(KernelSpace):
             # Measured on the H200 (benchmarks/results/h200/wgmma/v3_clusters/): 80 pairs on 10 shapes ran a
             # geomean 0.94 of their single-CTA twins; 5 were faster (1.01-1.08x, large grids), the slowest 0.77.
             return "2-CTA clusters are off the default grid: no faster than single CTAs on the H200 so far"
+        if self.dsmem(variant):
+            # Compile-tested only: a tuning run would otherwise short-list it first for deep K (the model's on-chip
+            # reduce) before a GPU has verified it. Its GPU test and bench points are in tests/gpu/test_wgmma.py and
+            # benchmarks/h200_wgmma.sh (ONLY=dsmem).
+            return "the DSMEM split-K is off the default grid until it has been verified on a GPU"
         if variant.p["pdl"]:
             # benchmarks/results/h200/wgmma/v3/: 20 PDL points ran a geomean 0.98 of their twins, 6 faster.
             return "the PDL-launched reduce is off the default grid: no faster than two plain launches on the H200"

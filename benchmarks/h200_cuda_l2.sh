@@ -59,3 +59,5 @@ for mode in offline device; do
         --csv "$OUT/cuda_l2_$mode.csv" > "$OUT/cuda_l2_$mode.log" 2>&1
     grep -v "^  built" "$OUT/cuda_l2_$mode.log" | tail -n 14
 done
+# cuda_l2_comparison.csv and comparison.md from whatever modes have a CSV
+ls "$OUT"/cuda_l2_*.csv >/dev/null 2>&1 && python3 benchmarks/cuda_l2_compare.py "$OUT" "$OUT"/cuda_l2_*.csv | tail -n 30

@@ -60,4 +60,5 @@ for mode in offline device; do
     grep -v "^  built" "$OUT/cuda_l2_$mode.log" | tail -n 14
 done
 # cuda_l2_comparison.csv and comparison.md from whatever modes have a CSV
-ls "$OUT"/cuda_l2_*.csv >/dev/null 2>&1 && python3 benchmarks/cuda_l2_compare.py "$OUT" "$OUT"/cuda_l2_*.csv | tail -n 30
+CSVS=(); for mode in offline device; do [ -f "$OUT/cuda_l2_$mode.csv" ] && CSVS+=("$OUT/cuda_l2_$mode.csv"); done
+[ ${#CSVS[@]} -gt 0 ] && python3 benchmarks/cuda_l2_compare.py "$OUT" "${CSVS[@]}" | tail -n 30

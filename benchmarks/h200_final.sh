@@ -6,7 +6,8 @@
 # (e.g. `local`: the paper-grid bench spreads over every GPU; the host-mode samples stay on one; carry
 # .carry/ray-py3.12.tar.xz), REFINE and LEARN_FROM (as the tuning run had them, so its short lists and
 # refined winners are read back), and SHAPES, FAMILIES, BASE, TOP_K, CONFIRM as the tuning run had them (see
-# benchmarks/h200_tune.sh; the bench always covers the whole paper grid).
+# benchmarks/h200_tune.sh; the bench always covers the whole paper grid), and ACC (fp16: the fp16-accumulation
+# library and tuned_*_fp16acc.csv files, with cuBLAS's COMPUTE_16F baselines).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -19,19 +20,20 @@ if [ -n "${RAY:-}" ]; then carry_ray; fi
 carry_ninja  # for the library's C++ dispatch fast path
 xz -dc .carry/tune.db.xz > /tmp/tune.db || exit 1
 LIB=/tmp/lib
+ACC="${ACC:-fp32}"; SUFFIX=$([ "$ACC" = fp16 ] && echo _fp16acc || echo "")  # tuned_paper_device_fp16acc.csv
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
 python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "${FAMILIES:-all}" --out "$LIB" --db /tmp/tune.db \
     --budget-minutes "${TUNE_MINUTES:-3}" --batch 100 --timeout 15 --refine "${REFINE:-0}" \
     ${LEARN_FROM:+--learn-from "$LEARN_FROM"} ${BASE:+--base "$BASE"} ${TOP_K:+--top-k "$TOP_K"} \
-    ${CONFIRM:+--confirm "$CONFIRM"} 2>&1 \
+    ${CONFIRM:+--confirm "$CONFIRM"} --acc "$ACC" 2>&1 \
     | grep -v "^  built" > "$OUT/tune_final.log"
 grep -E "^library|budget" "$OUT/tune_final.log"
-kernelrl bench --library "$LIB" --shapes paper --mode device --db "$OUT/final.db" ${RAY:+--ray "$RAY"} \
-    --csv "$OUT/tuned_paper_device.csv" 2>&1 | grep -v "^  built" | tail -n 30
-kernelrl bench --library "$LIB" --shapes sample:50:0 --mode offline --db "$OUT/final.db" \
-    --csv "$OUT/tuned_sample_offline.csv" 2>&1 | tail -n 12
-kernelrl bench --library "$LIB" --shapes sample:50:0 --mode server --db "$OUT/final.db" \
-    --csv "$OUT/tuned_sample_server.csv" 2>&1 | tail -n 12
+kernelrl bench --library "$LIB" --shapes paper --mode device --acc "$ACC" --db "$OUT/final.db" ${RAY:+--ray "$RAY"} \
+    --csv "$OUT/tuned_paper_device$SUFFIX.csv" 2>&1 | grep -v "^  built" | tail -n 30
+kernelrl bench --library "$LIB" --shapes sample:50:0 --mode offline --acc "$ACC" --db "$OUT/final.db" \
+    --csv "$OUT/tuned_sample_offline$SUFFIX.csv" 2>&1 | tail -n 12
+kernelrl bench --library "$LIB" --shapes sample:50:0 --mode server --acc "$ACC" --db "$OUT/final.db" \
+    --csv "$OUT/tuned_sample_server$SUFFIX.csv" 2>&1 | tail -n 12
 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_library.py 2>&1 | tail -n 3
 for shape in 64x64x64 1024x1024x1024 4096x4096x4096; do
     python3 benchmarks/dispatch_overhead.py "$LIB" --shape $shape --calls 20000

@@ -14,7 +14,8 @@
 # cost model's learned correction, e.g. benchmarks/results/h200x2/tune_one_measurements.csv), BASE (extend this
 # library: e.g. FAMILIES=wgmma SHAPES=medium+large BASE=benchmarks/results/h200/tuned_library tunes the wgmma family
 # on those shapes, measuring the library's own kernel beside it, and keeps the other shapes as they were), TOP_K and
-# CONFIRM (kernelrl tune --top-k, --confirm).
+# CONFIRM (kernelrl tune --top-k, --confirm), ACC (fp32 or fp16: the accumulator; an fp16 tune starts a library of
+# its own, without BASE).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -39,7 +40,7 @@ echo "families: $FAMILIES"
 timeout "${TUNE_LIMIT:-420}" python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "$FAMILIES" \
     --out "$OUT/lib" --db "$DB" --budget-minutes "${TUNE_MINUTES:-5}" --batch 100 --timeout 15 \
     --refine "${REFINE:-0}" ${RAY:+--ray "$RAY"} ${LEARN_FROM:+--learn-from "$LEARN_FROM"} ${BASE:+--base "$BASE"} \
-    ${TOP_K:+--top-k "$TOP_K"} ${CONFIRM:+--confirm "$CONFIRM"} 2>&1 \
+    ${TOP_K:+--top-k "$TOP_K"} ${CONFIRM:+--confirm "$CONFIRM"} --acc "${ACC:-fp32}" 2>&1 \
     | grep -v "^  built" > "$OUT/tune.log"
 tail -n 25 "$OUT/tune.log"
 # Only a handful of files come back: the library without its binaries (they rebuild from the cache) in one archive.

@@ -316,8 +316,11 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
     if cfg.lt_fallback:
         _attach_lt_algos(cfg, results, env)
     extra = {}
-    if cfg.base_library:  # the shapes this run did not tune, as the base library had them
-        results += cfg.base_library.carried(cfg.problems)
+    if cfg.base_library:  # the shapes this run did not tune (or its budget did not reach), as the base had them
+        tuned = [r for r in results if r.best is not None or r.measured or r.failed]
+        kept = cfg.base_library.carried([r.problem for r in tuned])
+        held = {r.problem for r in kept}
+        results = tuned + [r for r in results if r not in tuned and r.problem not in held] + kept
         base = cfg.base_library.manifest
         extra["base"] = {"path": str(cfg.base), "created": base.get("created"), "env": base.get("env", {})}
     for r in results:

@@ -650,3 +650,17 @@ def test_a_base_without_its_kernel_sources_is_one_clear_error(tmp_path):
         f.unlink()
     with pytest.raises(BenchError, match="source .* is missing"):
         TuneConfig(problems=[], families=["toy"], out=tmp_path / "x", base=tmp_path / "lib").base_library
+
+
+def test_shapes_a_budget_left_keep_the_base_s_decision(tmp_path):
+    run_tune(tmp_path, shapes="64x64x64,128x128x128")
+    base = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]
+    cfg = TuneConfig(problems=parse_shapes("64x64x64,128x128x128,4096x4096x4096"), families=["toy_wide"],
+                     out=tmp_path / "ext", runner="dummy", db_path=tmp_path / "t2.db", base=tmp_path / "lib",
+                     batch=1, budget_minutes=0.0)
+    tune(cfg, NullUI())
+    ext = json.loads((tmp_path / "ext" / "manifest.json").read_text())["shapes"]
+    assert "carried_from" not in ext["64x64x64:fp32"]  # measured in this run (the first batch)
+    assert ext["128x128x128:fp32"]["kernel"] == base["128x128x128:fp32"]["kernel"]  # the budget left it: kept
+    assert ext["128x128x128:fp32"]["carried_from"]
+    assert ext["4096x4096x4096:fp32"]["status"] == "not tuned yet"  # neither tuned nor in the base

@@ -162,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     lb = lib_sub.add_parser("build", help="compile lib/ from kernels/*.cu on this machine (cached, in parallel)")
     lb.add_argument("root", help="library folder (manifest.json, kernels/)")
     lb.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes (default: one per core)")
+    lb.add_argument("--arch", default=None, help="build for this architecture (default: this machine's GPU), e.g. "
+                                                 "sm_90a on a CPU machine building ahead")
+    lb.add_argument("--kernels-only", action="store_true",
+                    help="leave out the cuBLAS shim the cuBLASLt fallbacks call (it needs cuBLAS's headers): for "
+                         "building the kernels ahead, into the build cache, on a machine without them")
     li = lib_sub.add_parser("info", help="what the library holds and where each shape goes")
     li.add_argument("root", help="library folder")
     sm = sub.add_parser("summarize", help="speedup tables (geomean, mean, win rate, per size class) from CSVs")
@@ -300,11 +305,16 @@ def _library(args) -> int:
     if args.library_command == "info":
         print("\n".join(library_info(args.root)))
         return 0
-    result = build_library(args.root, workers=args.jobs,
+    from kernelrl.build.builder import LocalBuilder
+    from kernelrl.build.toolchain import Toolchain
+    result = build_library(args.root, builder=LocalBuilder(Toolchain.discover(arch=args.arch)), workers=args.jobs,
+                           kernels_only=args.kernels_only,
                            on_done=lambda r: print(f"{'built' if r.ok else 'FAILED'} {r.name}"
                                                    + ("" if r.ok else f": {(r.error or '').splitlines()[0][:200]}")))
     print(f"{args.root}: {len(result.built)} kernels built into lib/"
-          + (f", {len(result.failed)} failed (those shapes stay on their fallback)" if result.failed else ""))
+          + (f", {len(result.failed)} failed (those shapes stay on their fallback)" if result.failed else "")
+          + ("; the cuBLAS shim left out (--kernels-only): build again on the GPU machine" if args.kernels_only
+             else ""))
     return 1 if result.failed else 0
 
 

@@ -107,3 +107,14 @@ def test_the_same_gpu_name_with_other_sms_is_another_gpu(tmp_path, capsys, monke
 def test_a_library_on_the_gpu_it_was_tuned_on_keeps_its_kernels(tmp_path, monkeypatch):
     lib = Library(built_on(tmp_path, monkeypatch, "NVIDIA H200", "NVIDIA H200"))
     assert lib.foreign is None and any(name is not None for name in lib.table.values())
+
+
+def test_kernels_only_leaves_the_cublas_shim_for_the_gpu_machine(tmp_path):
+    root = tuned(tmp_path)
+    manifest = json.loads((root / "manifest.json").read_text())
+    next(iter(manifest["shapes"].values()))["fallback"] = {"method": "cublaslt_auto_nn", "algo": "00", "time_us": 1.0}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    builder = StandInBuilder(tmp_path)
+    result = build_library(root, builder=builder, kernels_only=True)  # the shim would need cuBLAS's headers
+    assert result.built and result.native is None and not (root / "lib" / "libkr_blas.so").exists()
+    assert sorted(result.built) == sorted(manifest["kernels"])

@@ -20,8 +20,11 @@ class LibraryBuild:
     native: str | None = None  # the cuBLAS shim's path, when a fallback needs it and it built
 
 
-def build_library(root: str | Path, builder=None, workers: int | None = None, on_done=None) -> LibraryBuild:
-    """Build every kernel the manifest names into lib/, update the manifest (atomically), and report."""
+def build_library(root: str | Path, builder=None, workers: int | None = None, on_done=None,
+                  kernels_only: bool = False) -> LibraryBuild:
+    """Build every kernel the manifest names into lib/, update the manifest (atomically), and report. With
+    `kernels_only` the cuBLAS shim is left for later (a CPU machine with nvcc but no cuBLAS building ahead for a GPU
+    machine, whose build then finds the kernels in its cache)."""
     from kernelrl.build.builder import BuildRequest, LocalBuilder
     from kernelrl.build.toolchain import Toolchain
     root = Path(root)
@@ -36,7 +39,7 @@ def build_library(root: str | Path, builder=None, workers: int | None = None, on
         requests.append(BuildRequest(source.read_text(), name=name))
     needs_shim = any((e.get("fallback") or {}).get("method") in LT_FALLBACKS.values()
                      for e in manifest.get("shapes", {}).values())
-    if needs_shim:
+    if needs_shim and not kernels_only:
         from kernelrl.baselines import native_lib
         requests.append(native_lib.build_request(builder.toolchain))
     (root / "lib").mkdir(exist_ok=True)

@@ -406,3 +406,24 @@ def test_on_gpu_untimed_padding_verifies_through_the_evaluator(tmp_path):
     assert len(rows) == 2
     for row in rows:
         assert row["verified"], row["reason"]
+
+
+@pytest.mark.nvcc
+def test_a_file_that_prints_with_std_cout_builds_against_the_stand_in(tmp_path):
+    """CUDA-L2's CHECK macros print the tensor options with std::cout, which torch's headers bring in: the stand-in
+    brings it too (128_12288_64.cu did not build before it did)."""
+    if reason := _cuda_headers_missing():
+        pytest.skip(reason)
+    from kernelrl.build.toolchain import arch_flags, find_nvcc
+
+    text = SYNTHETIC.replace('throw std::runtime_error("values must be half");',
+                             '{ std::cout << (T).options() << std::endl; throw std::runtime_error("half"); }')
+    assert text != SYNTHETIC
+    request = cuda_l2.build_request(write(tmp_path, text), untimed_padding=True)
+    assert request.include_dirs == (str(cuda_l2.SHIM_DIR),)
+    src, obj = tmp_path / "w.cu", tmp_path / "w.o"
+    src.write_text(request.source)
+    cmd = [find_nvcc() or "nvcc", "-c", "-std=c++17", "-O1", "-Xcompiler", "-fPIC", *arch_flags("sm_90a"),
+           *request.flags, *[f"-I{d}" for d in request.include_dirs], str(src), "-o", str(obj)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]

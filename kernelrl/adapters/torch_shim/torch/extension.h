@@ -10,9 +10,17 @@
 
 #include <cuda_fp16.h>
 
+// The standard headers torch's own reach the file through (CUDA-L2's CHECK macros print with std::cout, for one).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
-#include <ostream>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace at {
 using Half = __half;

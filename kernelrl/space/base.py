@@ -77,12 +77,14 @@ class KernelSpace:
         """The default grid: every point of the knobs that passes the shape-independent constraints and is not
         pruned (enumerated once per acc). full=True: every legal point, the pruned ones too."""
         cache = self.__dict__.setdefault("_points", {})
-        key = (acc, full, json.dumps(self.knobs, sort_keys=True, default=str))
-        if key not in cache:
+        grid = json.dumps(self.knobs, sort_keys=True, default=str)
+        legal_key, key = (acc, True, grid), (acc, full, grid)
+        if legal_key not in cache:  # the legal grid is checked once; the default grid is read from it
             names = sorted(self.knobs)
-            legal = [v for values in itertools.product(*(self.knobs[n] for n in names))
-                     if self.check(v := Variant(self.family, acc, tuple(zip(names, values)))) is None]
-            cache[key] = legal if full else [v for v in legal if self.pruned(v) is None]
+            cache[legal_key] = [v for values in itertools.product(*(self.knobs[n] for n in names))
+                                if self.check(v := Variant(self.family, acc, tuple(zip(names, values)))) is None]
+        if key not in cache:
+            cache[key] = [v for v in cache[legal_key] if self.pruned(v) is None]
         return iter(cache[key])
 
     def pruned(self, variant: Variant) -> str | None:

@@ -3,8 +3,8 @@
 Per shape: every point of the chosen families that can run it is ranked by the cost model; the best `top_k`, plus
 the winners of already-tuned neighbouring shapes, are built (in parallel, cached) and measured in the evaluator's
 device mode, interleaved with torch.matmul as the yardstick. Every measurement lands in the database as it is taken,
-so a later run resumes where this one stopped; `budget_minutes` stops starting new batches. The fastest verified
-kernel of each shape goes into the tuned library (see kernelrl.library)."""
+so a later run resumes where this one stopped; `budget_minutes` stops starting new batches (a batch runs every round,
+screening, refinement and confirmation, before the next starts). The fastest verified kernel of each shape goes into the tuned library (see kernelrl.library)."""
 
 from __future__ import annotations
 
@@ -308,11 +308,14 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
                  for p in batch}
         outcome = _measure(cfg, ui, lists, cfg.command)
         env = outcome.env
-        results += [_pick(problem, outcome.rows, _own(lists[problem])) for problem in batch]
-    if cfg.refine:
-        results = _refine(cfg, ui, results, started)
-    if cfg.confirm:
-        results = _confirm(cfg, ui, results, started)
+        screened = [_pick(problem, outcome.rows, _own(lists[problem])) for problem in batch]
+        # Every round runs on a batch before the next batch starts, so a budget leaves each shape either tuned to
+        # the end (screened, refined, confirmed) or untouched: never a screening winner that was not re-measured.
+        if cfg.refine:
+            screened = _refine(cfg, ui, screened)
+        if cfg.confirm:
+            screened = _confirm(cfg, ui, screened)
+        results += screened
     if cfg.lt_fallback:
         _attach_lt_algos(cfg, results, env)
     extra = {}
@@ -336,7 +339,7 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
     return results
 
 
-def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> list[ShapeResult]:
+def _refine(cfg: TuneConfig, ui, results: list[ShapeResult]) -> list[ShapeResult]:
     """Second round: each winner measured again beside its one-step neighbours (and torch), in one run per batch, so
     the comparison that picks the kernel is always between times taken together. Resumable like the first."""
     def short_list(r: ShapeResult) -> list[Variant]:
@@ -346,10 +349,10 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> 
         again.measured = {**first.measured, **again.measured}
         again.failed = {**first.failed, **again.failed}
         return again
-    return _measure_again(cfg, ui, results, started, ("refinement", "refined", "refine"), short_list, merge)
+    return _measure_again(cfg, ui, results, "refine", short_list, merge)
 
 
-def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) -> list[ShapeResult]:
+def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult]) -> list[ShapeResult]:
     """Each shape's best few verified candidates, measured again beside both fallbacks in one fresh interleaved
     run per batch with more rounds (the same built libraries, under keys of their own, so nothing is resumed from
     the screening run), and that run picks. The screening run's view is kept beside it (`screening`), so how
@@ -366,24 +369,18 @@ def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult], started: float) ->
                            "fallback_us": first.fallback_us}
         again.failed = {**first.failed, **again.failed}
         return again
-    return _measure_again(cfg, ui, results, started, ("confirmation", "confirmed", "confirm"), short_list, merge,
+    return _measure_again(cfg, ui, results, "confirm", short_list, merge,
                           key_salt=f"confirm{cfg.confirm_rounds}", rounds=cfg.confirm_rounds)
 
 
-def _measure_again(cfg: TuneConfig, ui, results: list[ShapeResult], started: float, words: tuple[str, str, str],
-                   short_list, merge, **measure_kw) -> list[ShapeResult]:
-    """A later round over every shape that has a winner, one run per batch: `short_list(result)` names what each
-    shape measures, `_pick` chooses among it, and `merge(first, again)` makes the shape's new result. `words`: the
-    round's noun, participle and command suffix. Stops, resumably, when the budget is spent."""
-    noun, done, suffix = words
+def _measure_again(cfg: TuneConfig, ui, results: list[ShapeResult], suffix: str, short_list, merge,
+                   **measure_kw) -> list[ShapeResult]:
+    """A later round over one batch's shapes that have a winner, in one run: `short_list(result)` names what each
+    shape measures, `_pick` chooses among it, and `merge(first, again)` makes the shape's new result. `suffix`
+    names the round in its command (resumed from the database like the first round)."""
     by_problem = {r.problem: r for r in results}
-    todo = [r for r in results if r.best is not None]
-    for start in range(0, len(todo), cfg.batch):
-        if _over_budget(cfg, started):
-            ui.stage(f"budget spent during {noun}: {start} of {len(todo)} shapes {done}; run again to resume")
-            break
-        batch = todo[start:start + cfg.batch]
-        lists = {r.problem: short_list(r) for r in batch}
+    lists = {r.problem: short_list(r) for r in results if r.best is not None}
+    if lists:
         outcome = _measure(cfg, ui, lists, f"{cfg.command} ({suffix})", **measure_kw)
         for problem, short in lists.items():
             again = _pick(problem, outcome.rows, _own(short))

@@ -578,6 +578,15 @@ def test_the_confirmation_run_measures_afresh_on_the_same_builds(tmp_path):
     assert any(k.endswith(":confirm15") for k in keys) and any(":" not in k for k in keys)
 
 
+def test_a_budget_leaves_no_shape_screened_but_not_confirmed(tmp_path):
+    cfg = TuneConfig(problems=parse_shapes("64x64x64,128x128x128"), families=["toy_lucky"], out=tmp_path / "lib",
+                     runner="dummy", db_path=tmp_path / "t.db", top_k=4, confirm=2, batch=1, budget_minutes=0.0)
+    tune(cfg, NullUI())
+    shapes = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]
+    assert "screening" in shapes["64x64x64:fp32"]  # the batch the budget let start ran its confirmation too
+    assert shapes["128x128x128:fp32"].get("status") == "not tuned yet"
+
+
 def test_bench_library_labels_nt_bf16_shapes_by_their_own_keys(tmp_path):
     from kernelrl.harness.measure import BenchConfig, run_bench
     from kernelrl.library.export import shape_key

@@ -4,7 +4,8 @@ Per shape: every point of the chosen families that can run it is ranked by the c
 the winners of already-tuned neighbouring shapes, are built (in parallel, cached) and measured in the evaluator's
 device mode, interleaved with torch.matmul as the yardstick. Every measurement lands in the database as it is taken,
 so a later run resumes where this one stopped; `budget_minutes` stops starting new batches (a batch runs every round,
-screening, refinement and confirmation, before the next starts). The fastest verified kernel of each shape goes into the tuned library (see kernelrl.library)."""
+screening, refinement and confirmation, before the next starts). The fastest verified kernel of each shape goes into the tuned library (see
+kernelrl.library)."""
 
 from __future__ import annotations
 

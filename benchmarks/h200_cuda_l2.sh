@@ -25,7 +25,9 @@
 # both modes (a wrapper's source depends on where it pads), which halves the compile time; the paper's shapes need
 # padding only where a file's tile does not divide them.
 # Each step builds what the machine lacks (a CUDA-L2 wrapper with torch's headers takes about a minute; 16 build at
-# once; the build cache survives between calls only while the machine stays warm). LIB=none leaves the library out.
+# once; the build cache survives between calls only while the machine stays warm). LIB=none leaves the library out;
+# LIBRARY names the committed library to bench beside the files (default: benchmarks/results/h200/tuned_wgmma/
+# tuned_library, which needs .carry/build-cache.tar.xz for its CUTLASS kernels, as benchmarks/h200_tune.sh says).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -38,11 +40,12 @@ fi
 carry_ninja
 mkdir -p "$KERNELRL_CACHE"
 if [ -f .carry/cuda_l2_cache.tar.xz ]; then tar -xJf .carry/cuda_l2_cache.tar.xz -C "$KERNELRL_CACHE"; fi
+if [ -f .carry/build-cache.tar.xz ]; then tar -xJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE"; fi
 DB="$OUT/cuda_l2.db"; [ -f .carry/cuda_l2.db ] && cp .carry/cuda_l2.db "$DB"
 SHAPES=$(cat benchmarks/results/h200/cuda_l2/selected_shapes.txt)
 LIBARG=()
 if [ "${LIB:-}" != "none" ]; then
-    LIB=/tmp/tuned_library; rm -rf "$LIB"; cp -r benchmarks/results/h200/tuned_library "$LIB"
+    LIB=/tmp/tuned_library; rm -rf "$LIB"; cp -r "${LIBRARY:-benchmarks/results/h200/tuned_wgmma/tuned_library}" "$LIB"
     timeout "${LIB_BUILD_LIMIT:-300}" python3 -m kernelrl.cli library build "$LIB" > "$OUT/library_build.log" 2>&1
     tail -n 2 "$OUT/library_build.log"; LIBARG=(--library "$LIB")
 fi

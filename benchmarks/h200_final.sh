@@ -8,6 +8,10 @@
 # refined winners are read back), and SHAPES, FAMILIES, BASE, TOP_K, CONFIRM as the tuning run had them (see
 # benchmarks/h200_tune.sh; the bench always covers the whole paper grid), and ACC (fp16: the fp16-accumulation
 # library and tuned_*_fp16acc.csv files, with cuBLAS's COMPUTE_16F baselines).
+# STEPS (default "paper offline server tests overhead"): which of the steps after the library is written run, so a
+# call that reached its 10-minute limit can be finished by another (the 1000-shape bench alone takes about 7 minutes
+# on one H200): paper (tuned_paper_device.csv), offline and server (the sample:50:0 CSVs), tests (the library GPU
+# tests), overhead (dispatch_overhead.txt).
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
@@ -28,14 +32,22 @@ python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "${FAMILIES:
     ${CONFIRM:+--confirm "$CONFIRM"} --acc "$ACC" 2>&1 \
     | grep -v "^  built" > "$OUT/tune_final.log"
 grep -E "^library|budget" "$OUT/tune_final.log"
-kernelrl bench --library "$LIB" --shapes paper --mode device --acc "$ACC" --db "$OUT/final.db" ${RAY:+--ray "$RAY"} \
-    --csv "$OUT/tuned_paper_device$SUFFIX.csv" 2>&1 | grep -v "^  built" | tail -n 30
-kernelrl bench --library "$LIB" --shapes sample:50:0 --mode offline --acc "$ACC" --db "$OUT/final.db" \
-    --csv "$OUT/tuned_sample_offline$SUFFIX.csv" 2>&1 | tail -n 12
-kernelrl bench --library "$LIB" --shapes sample:50:0 --mode server --acc "$ACC" --db "$OUT/final.db" \
-    --csv "$OUT/tuned_sample_server$SUFFIX.csv" 2>&1 | tail -n 12
-python3 -m pytest -q -p no:cacheprovider tests/gpu/test_library.py 2>&1 | tail -n 3
-for shape in 64x64x64 1024x1024x1024 4096x4096x4096; do
-    python3 benchmarks/dispatch_overhead.py "$LIB" --shape $shape --calls 20000
-done 2>&1 | tee "$OUT/dispatch_overhead.txt"
+STEPS=" ${STEPS:-paper offline server tests overhead} "
+if [[ $STEPS == *" paper "* ]]; then
+    kernelrl bench --library "$LIB" --shapes paper --mode device --acc "$ACC" --db "$OUT/final.db" ${RAY:+--ray "$RAY"} \
+        --csv "$OUT/tuned_paper_device$SUFFIX.csv" 2>&1 | grep -v "^  built" | tail -n 30
+fi
+for mode in offline server; do
+    [[ $STEPS == *" $mode "* ]] || continue
+    kernelrl bench --library "$LIB" --shapes sample:50:0 --mode $mode --acc "$ACC" --db "$OUT/final.db" \
+        --csv "$OUT/tuned_sample_$mode$SUFFIX.csv" 2>&1 | tail -n 12
+done
+if [[ $STEPS == *" tests "* ]]; then
+    python3 -m pytest -q -p no:cacheprovider tests/gpu/test_library.py 2>&1 | tail -n 3
+fi
+if [[ $STEPS == *" overhead "* ]]; then
+    for shape in 64x64x64 1024x1024x1024 4096x4096x4096; do
+        python3 benchmarks/dispatch_overhead.py "$LIB" --shape $shape --calls 20000
+    done 2>&1 | tee "$OUT/dispatch_overhead.txt"
+fi
 tar -czf "$OUT/lib.tar.gz" -C /tmp --exclude='lib/lib' lib

@@ -36,8 +36,11 @@ F32_CLUSTER_B = V("fp32", 128, 256, 3, 8, "kn", epilogue="tma", cluster="2x1")
 F16_CLUSTER_A = V("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2")
 # Split-K summed in distributed shared memory: a cluster of 4 CTAs per tile, one K slice each
 F32_DSMEM_SPLIT = V("fp32", 64, 128, 8, 1, "kn", split_k=4, split_reduce="dsmem")
+# Paper-layout widths off the 64-column box: B in 32-column boxes (64-byte swizzle) and in 16-column boxes (32-byte)
+F32_KN_96 = V("fp32", 64, 96, 8, 1, "kn")
+F16_KN_80 = V("fp16", 128, 80, 6, 8, "kn", schedule="pingpong")
 BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE, F32_CLUSTER_B,
-         F16_CLUSTER_A, F32_DSMEM_SPLIT]
+         F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80]
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +94,6 @@ def test_resources():
 
 
 @pytest.mark.parametrize("variant, reason", [
-    (V(BN=96, b_layout="kn"), "kn needs BN % 64 == 0"),
     (V(BM=128, BN=256, stages=5), "exceeds"),
     (V(acc="bf16"), "use fp32 or fp16"),
     (Variant.of("wgmma", "fp32", BM=128, BN=128, stages=4, raster=8, split_k=1, schedule="cooperative",
@@ -211,7 +213,7 @@ def test_a_cluster_point_names_its_cluster_and_older_points_keep_their_names():
 
 
 @pytest.mark.parametrize("variant, multicast, box", [
-    (F32_CLUSTER_B, "tma_load_multicast(b + j * 64 * BK * 2 + rank * B_BOX_ROWS * 128", "B_BOX_ROWS = B_KMAJOR"),
+    (F32_CLUSTER_B, "tma_load_multicast(box + rank * B_BOX_ROWS * B_ROW_BYTES", "B_BOX_ROWS = B_KMAJOR"),
     (F16_CLUSTER_A, "tma_load_multicast(a + rank * A_BOX_ROWS * 128", "A_BOX_ROWS = BM / CLUSTER_N")])
 def test_a_cluster_pair_multicasts_the_operand_it_shares(variant, multicast, box):
     src = variant.source()
@@ -239,9 +241,31 @@ def test_a_dsmem_split_k_point_is_one_kernel_of_split_k_cta_clusters_and_needs_n
     assert "static constexpr bool DSMEM = false;" in V(split_k=4).source()
 
 
+def test_tile_widths_are_any_multiple_of_16_on_both_layouts():
+    widths = set(SPACE.knobs["BN"])
+    assert widths == set(range(64, 257, 16))
+    for layout in ("kn", "nk"):
+        for bn in (80, 96, 112, 240):
+            assert SPACE.check(V(BM=64, BN=bn, stages=4, b_layout=layout)) is None, (layout, bn)
+
+
+def test_widths_new_to_a_layout_stay_off_the_default_grid_until_a_gpu_verifies_them():
+    assert "until verified on a GPU" in SPACE.pruned(F32_KN_96)  # kn: not a multiple of 64
+    assert "until verified on a GPU" in SPACE.pruned(V(BN=80, b_layout="nk"))  # nk: not a multiple of 32
+    assert SPACE.pruned(V(BN=96, b_layout="nk")) is None and SPACE.pruned(V(BN=192)) is None  # measured before
+    assert F32_KN_96 in set(SPACE.points("fp32", full=True)) and F32_KN_96 not in set(SPACE.points("fp32"))
+
+
+def test_an_n_major_b_box_is_as_wide_as_its_swizzle():
+    src = F32_KN_96.source()
+    assert "B_BOX_COLS = B_KMAJOR || BN % 64 == 0 ? 64 : BN % 32 == 0 ? 32 : 16" in src
+    assert "CU_TENSOR_MAP_SWIZZLE_64B" in src and "CU_TENSOR_MAP_SWIZZLE_32B" in src
+    assert "MapKey{B, K, N, B_BOX_ROWS, B_BOX_COLS}" in src
+
+
 def test_render_refuses_an_invalid_point():
     with pytest.raises(ValueError, match="not a valid point"):
-        V(BN=96, b_layout="kn").source()
+        V(BM=128, BN=256, stages=5).source()
 
 
 # -- real compiles (sm_90a, no GPU needed) -------------------------------------------------------------------

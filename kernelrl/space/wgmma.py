@@ -38,7 +38,7 @@ class WgmmaSpace(KernelSpace):
     family = "wgmma"
     knobs = {
         "BM": [64, 128],
-        "BN": [64, 96, 128, 160, 192, 224, 256],
+        "BN": list(range(64, 257, 16)),  # any multiple of 16 (see pruned: the odd ones wait for a GPU)
         "stages": [2, 3, 4, 5, 6, 7, 8, 10, 12],  # 10 and 12 fit small tiles only (cuBLAS runs 64x64 with 13)
         "raster": [1, 8],
         "b_layout": list(B_LAYOUTS),
@@ -115,9 +115,6 @@ class WgmmaSpace(KernelSpace):
         if reason is not None:
             return reason
         p = variant.p
-        if p["b_layout"] == "kn" and p["BN"] % 64:
-            return (f"BN={p['BN']}: an N-major B tile is loaded in 64-column boxes (one 128-byte swizzle span), "
-                    f"so kn needs BN % 64 == 0")
         if p["stages"] < 2:
             return "at least 2 stages: the copy engine fills one while the tensor cores read another"
         smem = self.smem_bytes(variant)
@@ -154,6 +151,11 @@ class WgmmaSpace(KernelSpace):
         return None
 
     def pruned(self, variant: Variant) -> str | None:
+        if variant.p["BN"] % (64 if variant.p["b_layout"] == "kn" else 32):
+            # Compile-tested only: kn widths off the 64-column box load B in 64- or 32-byte swizzled boxes, and
+            # widths of an odd multiple of 16 are new to both layouts. GPU test points: tests/gpu/test_wgmma.py.
+            return ("tile widths new to the layout (kn: BN % 64 != 0, nk: BN % 32 != 0) are off the default grid "
+                    "until verified on a GPU")
         if variant.p["cluster"] != "1x1":
             # Measured on the H200 (benchmarks/results/h200/wgmma/v3_clusters/): 80 pairs on 10 shapes ran a
             # geomean 0.94 of their single-CTA twins; 5 were faster (1.01-1.08x, large grids), the slowest 0.77.
@@ -290,9 +292,10 @@ SOURCE = r"""// kernelrl wgmma family: @NAME@
 // Shared-memory layouts (the copy engine writes them, wgmma reads them through descriptors; 1024-byte aligned):
 //   A stage: BM rows of 64 halves (128 B, K-major), 8-row groups 1024 B apart. A k16 slice starts 32 B further.
 //   B stage, nk: BN rows (n) of 64 halves (k): K-major, like A.
-//   B stage, kn: BN/64 boxes of 64 k-rows x 64 n (N-major), 8 KB each; in the descriptor the leading byte offset
-//   is the box stride (next 64 columns of n), the stride byte offset is 1024 (next 8 k-rows); a k16 slice is 16
-//   k-rows, 2048 B further.
+//   B stage, kn: BN/W boxes of 64 k-rows x W n (N-major), W * 128 B each, swizzled over their W * 2-byte rows:
+//   W = 64 (128-byte swizzle) where BN % 64 == 0, else 32 (64-byte) or 16 (32-byte), so any BN % 16 == 0 loads
+//   exactly its tile. In the descriptor the leading byte offset is the box stride (next W columns of n), the
+//   stride byte offset 8 k-rows (W * 16 B); a k16 slice is 16 k-rows, W * 32 B further.
 // Work units: (output tile, K slice) pairs, SPLIT_K slices per tile; a persistent CTA takes units blockIdx.x,
 // blockIdx.x + gridDim.x, ... and its producer loads their k-steps in that order. Cooperative consumers both work on
 // every unit (64 rows each); ping-pong consumers take alternate units whole (skipping the other's k-steps in the
@@ -344,6 +347,11 @@ static constexpr int EMPTY_ARRIVALS = (PINGPONG ? 1 : CONSUMERS) * 4 * CLUSTER;
 static constexpr int A_BOX_ROWS = BM / CLUSTER_N, B_BOX_ROWS = B_KMAJOR ? BN / CLUSTER_M : BK / CLUSTER_M;
 static constexpr int THREADS = (CONSUMERS + 1) * 128;
 static constexpr int A_STAGE_BYTES = BM * BK * 2, B_STAGE_BYTES = BN * BK * 2;
+// kn: columns per N-major B box and the bytes of its rows, which its swizzle spans (128, 64 or 32; wgmma's mode 1, 2
+// or 3). nk and A: 64 halves of k per row, the 128-byte swizzle.
+static constexpr int B_BOX_COLS = B_KMAJOR || BN % 64 == 0 ? 64 : BN % 32 == 0 ? 32 : 16;
+static constexpr int B_ROW_BYTES = B_BOX_COLS * 2;
+static constexpr uint32_t B_SWIZZLE_MODE = B_ROW_BYTES == 128 ? 1 : B_ROW_BYTES == 64 ? 2 : 3;
 static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 static constexpr bool TMA_STORE = @TMA_STORE@;           // C through swizzled smem boxes and TMA stores
 static constexpr int STAGING_BYTES = TMA_STORE ? CONSUMERS * MB * 64 * BN * 2 : 0;
@@ -357,7 +365,7 @@ static constexpr int PRODUCER_REGS = @PRODUCER_REGS@, CONSUMER_REGS = @CONSUMER_
 static_assert(SMEM_BYTES == @SMEM@, "the generator and the kernel agree on shared memory");
 static_assert(SMEM_BYTES <= 227 * 1024, "227 KB of shared memory per CTA on sm_90");
 static_assert(A_STAGE_BYTES % 1024 == 0 && B_STAGE_BYTES % 1024 == 0, "stages keep the swizzle period");
-static_assert(B_KMAJOR || BN % 64 == 0, "N-major B comes in 64-column boxes");
+static_assert(BN % 16 == 0, "N-major B comes in boxes of 64, 32 or 16 columns");
 static_assert(BN % 8 == 0 && BN <= 256 && (CONSUMERS == 1 || CONSUMERS == 2), "wgmma n and warpgroup count");
 static_assert(SPLIT_K == 1 || !ACC_F16, "split-K partials are fp32");
 static_assert(CLUSTER <= 2 && (CLUSTER == 1 || SPLIT_K == 1), "pairs of CTAs, without split-K");
@@ -382,9 +390,11 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 }
 
 // Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA: "Matrix Descriptor Format").
-__device__ __forceinline__ uint64_t descriptor(uint32_t addr, uint32_t leading_bytes, uint32_t stride_bytes) {
+// swizzle: 1 = 128-byte, 2 = 64-byte, 3 = 32-byte (bits 62-63)
+__device__ __forceinline__ uint64_t descriptor(uint32_t addr, uint32_t leading_bytes, uint32_t stride_bytes,
+                                               uint32_t swizzle = 1) {
     return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((leading_bytes & 0x3FFFF) >> 4) << 16) |
-           ((uint64_t)((stride_bytes & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+           ((uint64_t)((stride_bytes & 0x3FFFF) >> 4) << 32) | ((uint64_t)swizzle << 62);
 }
 
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
@@ -621,12 +631,13 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
                         tma_load(b, &map_b, &full[stage], kt * BK, tn * BN);
                     } else {
 #pragma unroll
-                        for (int j = 0; j < BN / 64; ++j) {
+                        for (int j = 0; j < BN / B_BOX_COLS; ++j) {
+                            uint8_t* box = b + j * B_BOX_COLS * BK * 2;
                             if constexpr (CLUSTER_M > 1)  // half of each box's k rows, to both CTAs
-                                tma_load_multicast(b + j * 64 * BK * 2 + rank * B_BOX_ROWS * 128, &map_b,
-                                                   &full[stage], tn * BN + 64 * j, kt * BK + rank * B_BOX_ROWS);
+                                tma_load_multicast(box + rank * B_BOX_ROWS * B_ROW_BYTES, &map_b, &full[stage],
+                                                   tn * BN + B_BOX_COLS * j, kt * BK + rank * B_BOX_ROWS);
                             else
-                                tma_load(b + j * 64 * BK * 2, &map_b, &full[stage], tn * BN + 64 * j, kt * BK);
+                                tma_load(box, &map_b, &full[stage], tn * BN + B_BOX_COLS * j, kt * BK);
                         }
                     }
                     ring_advance(stage, phase, 1);
@@ -669,7 +680,8 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
                     const uint64_t db = B_KMAJOR ? descriptor(b + kk * 32, 16, 1024)
-                                                 : descriptor(b + kk * 16 * 128, 64 * BK * 2, 1024);
+                                                 : descriptor(b + kk * 16 * B_ROW_BYTES, B_BOX_COLS * BK * 2,
+                                                              8 * B_ROW_BYTES, B_SWIZZLE_MODE);
 #pragma unroll
                     for (int mb = 0; mb < MB; ++mb)
                         wgmma_step(d[mb], descriptor(a + mb * 64 * BK * 2 + kk * 32, 16, 1024), db);
@@ -817,11 +829,13 @@ static EncodeTiled encoder() {
     return fn;
 }
 
-// A 2-D fp16 row-major matrix (rows x cols, cols contiguous) read in boxes of box_rows x 64 columns.
-struct MapKey { const void* ptr; int rows, cols, box_rows; };
+// A 2-D fp16 row-major matrix (rows x cols, cols contiguous) read in boxes of box_rows x box_cols, swizzled over
+// the box's rows (box_cols 64, 32 or 16: 128-, 64- or 32-byte swizzle).
+struct MapKey { const void* ptr; int rows, cols, box_rows, box_cols; };
 
 static bool same(const MapKey& a, const MapKey& b) {
-    return a.ptr == b.ptr && a.rows == b.rows && a.cols == b.cols && a.box_rows == b.box_rows;
+    return a.ptr == b.ptr && a.rows == b.rows && a.cols == b.cols && a.box_rows == b.box_rows &&
+           a.box_cols == b.box_cols;
 }
 
 // Tensor maps are pure descriptors of (pointer, shape): encoding one costs host time on every call, so the last
@@ -837,10 +851,12 @@ static int tensor_map(CUtensorMap* out, const MapKey& key) {
     if (encode == nullptr) return (int)cudaErrorNotSupported;
     cuuint64_t dims[2] = {(cuuint64_t)key.cols, (cuuint64_t)key.rows};
     cuuint64_t strides[1] = {(cuuint64_t)key.cols * 2};
-    cuuint32_t box[2] = {64, (cuuint32_t)key.box_rows};
+    cuuint32_t box[2] = {(cuuint32_t)key.box_cols, (cuuint32_t)key.box_rows};
+    const CUtensorMapSwizzle swizzle = key.box_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                       : key.box_cols == 32 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B;
     cuuint32_t element_strides[2] = {1, 1};
     CUresult r = encode(out, @TMA_TYPE@, 2, const_cast<void*>(key.ptr), dims, strides, box,
-                        element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return (int)cudaErrorInvalidValue;
     keys[next] = key;
@@ -923,12 +939,13 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     cudaError_t err = device_setup(&slots);
     if (err != cudaSuccess) return (int)err;
     CUtensorMap map_a, map_b;
-    int rc = tensor_map(&map_a, MapKey{A, M, K, A_BOX_ROWS});
+    int rc = tensor_map(&map_a, MapKey{A, M, K, A_BOX_ROWS, 64});
     if (rc) return rc;
-    rc = B_KMAJOR ? tensor_map(&map_b, MapKey{B, N, K, B_BOX_ROWS}) : tensor_map(&map_b, MapKey{B, K, N, B_BOX_ROWS});
+    rc = B_KMAJOR ? tensor_map(&map_b, MapKey{B, N, K, B_BOX_ROWS, 64})
+                  : tensor_map(&map_b, MapKey{B, K, N, B_BOX_ROWS, B_BOX_COLS});
     if (rc) return rc;
     CUtensorMap map_c = map_a;  // unused without the TMA-store epilogue
-    if (TMA_STORE && (rc = tensor_map(&map_c, MapKey{C, M, N, 64}))) return rc;
+    if (TMA_STORE && (rc = tensor_map(&map_c, MapKey{C, M, N, 64, 64}))) return rc;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int ktiles = (K + BK - 1) / BK, per_split = (ktiles + SPLIT_K - 1) / SPLIT_K;
     const long long units = (long long)((tiles_m + CLUSTER_M - 1) / CLUSTER_M) * ((tiles_n + CLUSTER_N - 1) / CLUSTER_N)

@@ -9,7 +9,8 @@
 #      skips it);
 #   4. with PROFILE_SHAPES=N: profile/ and profile_medium.txt, Nsight Compute beside cuBLAS (benchmarks/profile_gap.py).
 # ONLY=clusters benches only the cluster points and their single-CTA twins; ONLY=dsmem the DSMEM split-K points and
-# their workspace twins.
+# their workspace twins; ONLY=widths the paper-layout tile widths off the 64-column box (BN % 64 != 0) and, for each,
+# the same point at the multiples of 64 around it.
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -29,7 +30,7 @@ python3 - "$POINTS" <<'PY'
 import os
 import sys
 from pathlib import Path
-from kernelrl.space import Variant
+from kernelrl.space import SPACES, Variant
 points = []
 for bm, bn, stages, raster, layout, split, schedule, *rest in [
         (128, 256, 4, 8, "kn", 1, "cooperative"), (128, 192, 4, 8, "kn", 1, "cooperative"),
@@ -56,11 +57,24 @@ for bm, bn, stages, raster, layout, split, schedule, *rest in [
     v = Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split,
                    schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster, split_reduce=reduce)
     points.append(v)
+# Tile widths off the 64-column box on the paper's layout (B in 32- or 16-column boxes): the wave-quantization lever
+for bm, bn, stages, raster in [(64, 80, 8, 1), (64, 96, 8, 1), (64, 112, 8, 1), (64, 144, 6, 1), (64, 160, 6, 1),
+                               (128, 96, 6, 8), (128, 160, 4, 8), (128, 176, 4, 8), (128, 208, 4, 8),
+                               (128, 240, 3, 8)]:
+    points.append(Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=stages, raster=raster, b_layout="kn"))
 only = os.environ.get("ONLY")
+space = SPACES["wgmma"]
 if only in ("clusters", "dsmem"):  # those points and their twins: single CTAs, or the workspace split-K
     knob, plain = {"clusters": ("cluster", "1x1"), "dsmem": ("split_reduce", "workspace")}[only]
     twins = {Variant.of("wgmma", "fp32", **{**v.p, knob: plain}) for v in points if v.p[knob] != plain}
     points = [v for v in points if v.p[knob] != plain or v in twins]
+elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width
+    odd = [v for v in points if v.p["BN"] % 64]
+    twins = {Variant.of("wgmma", "fp32", **{**v.p, "BN": bn}) for v in odd for bn in (v.p["BN"] // 64 * 64,
+                                                                                     v.p["BN"] // 64 * 64 + 64)}
+    points = odd + sorted((v for v in twins if space.check(v) is None), key=lambda v: v.name)
+else:  # the default bench: the points measured before
+    points = [v for v in points if v.p["b_layout"] == "nk" or v.p["BN"] % 64 == 0]
 for v in points:
     (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
 PY

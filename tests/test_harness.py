@@ -248,11 +248,12 @@ def test_a_capture_broken_by_a_device_synchronize_says_so_and_points_to_offline_
 
 
 def test_loading_gets_the_compile_timeout_and_everything_else_the_hang_timeout():
-    from kernelrl.run.runner import RunSettings, _phase_timeout
+    from kernelrl.run.runner import STARTUP_TIMEOUT_S, RunSettings, _phase_timeout
     kb = KBSettings(hang_timeout_s=30.0, compile_timeout_s=600.0)
     assert _phase_timeout(kb, "load") == 600.0 and _phase_timeout(kb, None) == 600.0
     assert _phase_timeout(kb, "time") == 30.0
     assert _phase_timeout(RunSettings(hang_timeout_s=60.0), "load") == 60.0  # HGEMM loads build nothing
+    assert _phase_timeout(RunSettings(hang_timeout_s=5.0), None) == STARTUP_TIMEOUT_S  # the worker's own start-up
 
 
 def test_held_outputs_stay_under_their_budget_but_keep_the_last():

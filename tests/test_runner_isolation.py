@@ -81,6 +81,11 @@ def honest_worker(conn, payload):
     _serve(conn, payload, lambda *args: None)
 
 
+def slow_start_worker(conn, payload):
+    time.sleep(3)  # longer than the run's hang timeout (below), as a loaded machine's start-up can be
+    _serve(conn, payload, lambda *args: None)
+
+
 def startup_error_worker(conn, payload):
     conn.send(("startup_error", "RuntimeError: no CUDA GPU visible to torch"))
 
@@ -166,6 +171,11 @@ def test_fatal_message_gives_its_reason_to_that_method():
     assert {r["reason"] for r in table[(0, "bad")]} == {"crash: CUDA error: an illegal memory access"}
     assert all(r["verified"] for key in [(0, "good"), (0, "also_good")] for r in table[key])
     assert tasks[0].skip == {"bad"}
+
+
+def test_a_slow_worker_start_up_is_not_judged_by_the_hang_timeout():
+    _, got, _ = run(slow_start_worker, n_tasks=1, hang_timeout_s=1.0)
+    assert all(r["verified"] for records in by_task_method(got).values() for r in records)
 
 
 def test_startup_error_raises_runner_error():

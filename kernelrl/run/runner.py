@@ -156,11 +156,19 @@ class LocalRunner(Runner, kind="local"):
                 raise RunnerError(f"gave up after {restarts} worker restarts; last: {method}: {culprit}")
 
 
+# A fresh worker's own start-up (spawning Python, importing torch, creating the CUDA context) is no candidate's doing:
+# on a loaded machine it can outlast a short hang timeout, so it gets this allowance however short that timeout is.
+STARTUP_TIMEOUT_S = 120.0
+
+
 def _phase_timeout(settings, phase: str | None) -> float:
-    """Seconds without a message before a hang verdict: the settings' `load_timeout_s` while a method loads
-    (importing a candidate may still have to load a large built extension), else `hang_timeout_s`."""
-    load = getattr(settings, "load_timeout_s", None)
-    if load and phase in (None, "load"):
+    """Seconds without a message before a hang verdict: `STARTUP_TIMEOUT_S` before the worker's first method
+    (phase None), the settings' `load_timeout_s` while a method loads (importing a candidate may still have to load
+    a large built extension), else `hang_timeout_s`."""
+    load = getattr(settings, "load_timeout_s", None) or 0.0
+    if phase is None:
+        return max(STARTUP_TIMEOUT_S, load, settings.hang_timeout_s)
+    if load and phase == "load":
         return max(load, settings.hang_timeout_s)
     return settings.hang_timeout_s
 

@@ -42,7 +42,7 @@ mkdir -p "$KERNELRL_CACHE"
 if [ -f .carry/cuda_l2_cache.tar.xz ]; then tar -xJf .carry/cuda_l2_cache.tar.xz -C "$KERNELRL_CACHE"; fi
 if [ -f .carry/build-cache.tar.xz ]; then tar -xJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE"; fi
 DB="$OUT/cuda_l2.db"; [ -f .carry/cuda_l2.db ] && cp .carry/cuda_l2.db "$DB"
-SHAPES=$(cat benchmarks/results/h200/cuda_l2/selected_shapes.txt)
+SHAPES="${SHAPES:-$(cat benchmarks/results/h200/cuda_l2/selected_shapes.txt)}"  # SHAPES: a subset (comma-separated)
 LIBARG=()
 if [ "${LIB:-}" != "none" ]; then
     LIB=/tmp/tuned_library; rm -rf "$LIB"; cp -r "${LIBRARY:-benchmarks/results/h200/tuned_wgmma/tuned_library}" "$LIB"

@@ -58,6 +58,12 @@ def _hang_on_bad_task0(conn, task_id, method):
         time.sleep(1000)
 
 
+def _exit_on_bad_capture(conn, task_id, method):
+    if method == "bad" and task_id == 0:  # a CUDA-L2 file that exits when graph capture refuses its synchronize
+        conn.send(("begin", task_id, method, "capture"))
+        os._exit(1)
+
+
 def _fatal_on_bad(conn, task_id, method):
     if method == "bad":
         conn.send(("fatal", task_id, method, "time:device", "crash: CUDA error: an illegal memory access"))
@@ -75,6 +81,10 @@ def hang_worker(conn, payload):
 
 def fatal_worker(conn, payload):
     _serve(conn, payload, _fatal_on_bad)
+
+
+def capture_exit_worker(conn, payload):
+    _serve(conn, payload, _exit_on_bad_capture)
 
 
 def honest_worker(conn, payload):
@@ -150,6 +160,13 @@ def test_other_tasks_and_methods_complete_after_a_crash(segfault_run):
 def test_each_task_is_reported_once_per_method(segfault_run):
     _, got, _ = segfault_run
     assert all(len(records) == len(MODES) for records in by_task_method(got).values())
+
+
+def test_a_death_during_capture_points_to_offline_mode():
+    _, got, _ = run(capture_exit_worker)
+    (bad,) = {r["reason"] for r in by_task_method(got)[(0, "bad")]}
+    assert bad.startswith("crash: the worker died (exit code 1) during capture of the call into a CUDA graph")
+    assert "--mode offline" in bad
 
 
 # -- hang ----------------------------------------------------------------------------------------------------

@@ -105,7 +105,7 @@ class LocalRunner(Runner, kind="local"):
                 except (EOFError, OSError):
                     proc.join(5)
                     culprit = Verdict.CRASH.reason(f"the worker died ({_exit_text(proc.exitcode)}) during "
-                                                   f"{current[2] or 'start-up'}")
+                                                   f"{current[2] or 'start-up'}{_DIED_HINTS.get(current[2], '')}")
                     break
                 kind = msg[0]
                 if kind == "begin":
@@ -177,6 +177,14 @@ def _kill(proc) -> None:
     if proc.is_alive():
         proc.kill()
     proc.join(10)
+
+
+# What a death in a phase most often means, for the verdict's detail line. A call that synchronizes the device (or
+# allocates) fails while a CUDA graph captures it, and a file that exits on every CUDA error then takes the worker
+# with it; the host-clock modes time such calls.
+_DIED_HINTS = {"capture": (" of the call into a CUDA graph: a call that synchronizes the device or allocates fails "
+                           "there, and exits if it checks that error; measure it in offline mode (--mode offline), "
+                           "which times each call by the host clock")}
 
 
 def _exit_text(code) -> str:

@@ -178,6 +178,11 @@ def test_device_synchronizes_in_the_code_are_counted_and_those_in_comments_are_n
     assert parse_cuda_l2(text).device_syncs == 1 and parse_cuda_l2(SYNTHETIC).device_syncs == 0
 
 
+def test_cute_check_last_counts_as_a_device_synchronize():
+    text = SYNTHETIC.replace("{\n", "{\n    CUTE_CHECK_LAST();\n", 1)
+    assert parse_cuda_l2(text).device_syncs == 1
+
+
 def test_workspace_sizing_padded_and_unpadded():
     spec = parse_cuda_l2(SYNTHETIC)  # tiles 32 x 64 x 16, b not read
     aligned = cuda_l2.layout(spec, 256, 128, 64)

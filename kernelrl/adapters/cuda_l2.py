@@ -62,7 +62,8 @@ _ACC_EVIDENCE = (
     re.compile(r"wmma::accumulator\s*,[^,<>]+,[^,<>]+,[^,<>]+,\s*(?:__)?(half|float)\b"),
 )
 # Host calls that wait for the whole device: a CUDA graph cannot capture them (device mode says so in its verdict).
-_DEVICE_SYNC = re.compile(r"\bcudaDeviceSynchronize\s*\(")
+# CuTe's CUTE_CHECK_LAST() is one: it synchronizes the device and exits the process on any error.
+_DEVICE_SYNC = re.compile(r"\bcudaDeviceSynchronize\s*\(|\bCUTE_CHECK_LAST\s*\(\s*\)")
 # What a file may use of torch to be built against kernelrl's stand-in header (kernelrl/adapters/torch_shim).
 SHIM_DIR = Path(__file__).resolve().parent / "torch_shim"
 SHIM_LINK = ("-cudart", "shared")

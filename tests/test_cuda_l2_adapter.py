@@ -6,7 +6,6 @@ The kernel files here are synthetic: written for these tests in CUDA-L2's format
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path

@@ -4,8 +4,8 @@ Per shape: every point of the chosen families that can run it is ranked by the c
 the winners of already-tuned neighbouring shapes, are built (in parallel, cached) and measured in the evaluator's
 device mode, interleaved with torch.matmul as the yardstick. Every measurement lands in the database as it is taken,
 so a later run resumes where this one stopped; `budget_minutes` stops starting new batches (a batch runs every round,
-screening, refinement and confirmation, before the next starts). The fastest verified kernel of each shape goes into the tuned library (see
-kernelrl.library)."""
+screening, refinement and confirmation, before the next starts). The fastest verified kernel of each shape goes into
+the tuned library (see kernelrl.library)."""
 
 from __future__ import annotations
 
@@ -321,10 +321,12 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         _attach_lt_algos(cfg, results, env)
     extra = {}
     if cfg.base_library:  # the shapes this run did not tune (or its budget did not reach), as the base had them
-        tuned = [r for r in results if r.best is not None or r.measured or r.failed]
+        tuned, untouched = [], []
+        for r in results:
+            (tuned if r.best is not None or r.measured or r.failed else untouched).append(r)
         kept = cfg.base_library.carried([r.problem for r in tuned])
         held = {r.problem for r in kept}
-        results = tuned + [r for r in results if r not in tuned and r.problem not in held] + kept
+        results = tuned + [r for r in untouched if r.problem not in held] + kept
         base = cfg.base_library.manifest
         extra["base"] = {"path": str(cfg.base), "created": base.get("created"), "env": base.get("env", {})}
     for r in results:

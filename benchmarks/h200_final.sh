@@ -2,6 +2,8 @@
 # The tuned library against every baseline on the H200 (from the repository root): what
 # benchmarks/results/h200/tuned_*.csv hold. Needs what benchmarks/h200_tune.sh needs, with .carry/tune.db.xz from the
 # tuning run(s): the library is rewritten from that database (nothing is re-measured, winners come from the cache).
+# LIBRARY (a committed library folder, e.g. benchmarks/results/h200/tuned_wgmma/tuned_library): bench that one as
+# committed, built here from its kernels/*.cu, instead of rewriting it (no database needed).
 # Environment: TUNE_MINUTES (budget for shapes the tuning runs left, default 3; resumed shapes cost seconds), RAY
 # (e.g. `local`: the paper-grid bench spreads over every GPU; the host-mode samples stay on one; carry
 # .carry/ray-py3.12.tar.xz), REFINE and LEARN_FROM (as the tuning run had them, so its short lists and
@@ -22,16 +24,25 @@ if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
 fi
 if [ -n "${RAY:-}" ]; then carry_ray; fi
 carry_ninja  # for the library's C++ dispatch fast path
-xz -dc .carry/tune.db.xz > /tmp/tune.db || exit 1
 LIB=/tmp/lib
 ACC="${ACC:-fp32}"; SUFFIX=$([ "$ACC" = fp16 ] && echo _fp16acc || echo "")  # tuned_paper_device_fp16acc.csv
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
-python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "${FAMILIES:-all}" --out "$LIB" --db /tmp/tune.db \
-    --budget-minutes "${TUNE_MINUTES:-3}" --batch 100 --timeout 15 --refine "${REFINE:-0}" \
-    ${LEARN_FROM:+--learn-from "$LEARN_FROM"} ${BASE:+--base "$BASE"} ${TOP_K:+--top-k "$TOP_K"} \
-    ${CONFIRM:+--confirm "$CONFIRM"} --acc "$ACC" 2>&1 \
-    | grep -v "^  built" > "$OUT/tune_final.log"
-grep -E "^library|budget" "$OUT/tune_final.log"
+if [ -n "${LIBRARY:-}" ]; then  # a committed library, built here from its own kernels/*.cu
+    rm -rf "$LIB" && cp -r "$LIBRARY" "$LIB" && rm -rf "$LIB/lib"
+    kernelrl library build "$LIB" 2>&1 | grep -v "^  built" | tee "$OUT/library_build.log" | tail -n 5
+else
+    xz -dc .carry/tune.db.xz > /tmp/tune.db || exit 1
+    python3 -m kernelrl.cli tune --shapes "${SHAPES:-paper}" --families "${FAMILIES:-all}" --out "$LIB" \
+        --db /tmp/tune.db --budget-minutes "${TUNE_MINUTES:-3}" --batch 100 --timeout 15 --refine "${REFINE:-0}" \
+        ${LEARN_FROM:+--learn-from "$LEARN_FROM"} ${BASE:+--base "$BASE"} ${TOP_K:+--top-k "$TOP_K"} \
+        ${CONFIRM:+--confirm "$CONFIRM"} --acc "$ACC" 2>&1 \
+        | grep -v "^  built" > "$OUT/tune_final.log"
+    grep -E "^library|budget" "$OUT/tune_final.log"
+    # What this call measured for shapes the tuning runs left: carried to the next call, which then rewrites the same
+    # library (STEPS splits the bench over calls).
+    python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" /tmp/tune.db
+    xz -T0 -6 -c /tmp/tune.db > "$OUT/tune.db.xz"
+fi
 STEPS=" ${STEPS:-paper offline server tests overhead} "
 if [[ $STEPS == *" paper "* ]]; then
     kernelrl bench --library "$LIB" --shapes paper --mode device --acc "$ACC" --db "$OUT/final.db" ${RAY:+--ray "$RAY"} \

@@ -3,9 +3,10 @@
 Per shape: every point of the chosen families that can run it is ranked by the cost model; the best `top_k`, plus
 the winners of already-tuned neighbouring shapes, are built (in parallel, cached) and measured in the evaluator's
 device mode, interleaved with torch.matmul as the yardstick. Every measurement lands in the database as it is taken,
-so a later run resumes where this one stopped; `budget_minutes` stops starting new batches (a batch runs every round,
-screening, refinement and confirmation, before the next starts). The fastest verified kernel of each shape goes into
-the tuned library (see kernelrl.library)."""
+so a later run resumes where this one stopped; `budget_minutes` stops measuring new batches (a batch runs every
+round, screening, refinement and confirmation, before the next starts), and past it a batch the database holds whole
+is still read back, so a run over a finished run's database writes the same library whatever its budget. The fastest
+verified kernel of each shape goes into the tuned library (see kernelrl.library)."""
 
 from __future__ import annotations
 
@@ -294,29 +295,21 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
     # Cheapest shapes first: under a budget the most shapes get tuned, and the small ones are where the libraries
     # leave the most. Neighbours stay close in this order too (similar FLOP counts, similar tiles).
     problems = sorted(cfg.problems, key=lambda p: (p.flops, p.m, p.n, p.k))
+    untuned = 0
     for start in range(0, len(problems), cfg.batch):
-        if results and _over_budget(cfg, started):
-            ui.stage(f"budget of {cfg.budget_minutes} min spent: {len(results)} of {len(problems)} shapes tuned; "
-                     "run again to resume")
-            # The rest stay in the library as untuned shapes: they dispatch to torch.matmul, not to a neighbour's
-            # kernel that was never measured on them.
-            results += [ShapeResult(p, None, None, None, {}, {}) for p in problems[start:]]
-            break
         batch = problems[start:start + cfg.batch]
-        winners = {r.problem: r.best for r in results if r.best is not None}
-        lists = {p: _with_base(cfg, p, shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours,
-                                                 cfg.correction))
-                 for p in batch}
-        outcome = _measure(cfg, ui, lists, cfg.command)
-        env = outcome.env
-        screened = [_pick(problem, outcome.rows, _own(lists[problem])) for problem in batch]
-        # Every round runs on a batch before the next batch starts, so a budget leaves each shape either tuned to
-        # the end (screened, refined, confirmed) or untouched: never a screening winner that was not re-measured.
-        if cfg.refine:
-            screened = _refine(cfg, ui, screened)
-        if cfg.confirm:
-            screened = _confirm(cfg, ui, screened)
+        # Past the budget a batch is only read back, where the database holds all of it: a resumed run writes the
+        # library its measurements make, not one cut off by a budget spent on reading them.
+        past_budget = bool(results) and _over_budget(cfg, started)
+        try:
+            screened, env = _tune_batch(cfg, ui, batch, results, env, stored_only=past_budget)
+        except _NotStored:
+            # Untuned shapes dispatch to torch.matmul, not to a neighbour's kernel that was never measured on them.
+            screened, untuned = [ShapeResult(p, None, None, None, {}, {}) for p in batch], untuned + len(batch)
         results += screened
+    if untuned:
+        ui.stage(f"budget of {cfg.budget_minutes} min spent: {len(problems) - untuned} of {len(problems)} shapes "
+                 "tuned; run again to resume")
     if cfg.lt_fallback:
         _attach_lt_algos(cfg, results, env)
     extra = {}
@@ -342,7 +335,29 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
     return results
 
 
-def _refine(cfg: TuneConfig, ui, results: list[ShapeResult]) -> list[ShapeResult]:
+class _NotStored(Exception):
+    """A batch read back past the budget lacks measurements in the database: it stays untuned."""
+
+
+def _tune_batch(cfg: TuneConfig, ui, batch: list[GemmProblem], earlier: list[ShapeResult], env: dict,
+                stored_only: bool = False) -> tuple[list[ShapeResult], dict]:
+    """One batch through every round (screening, refinement, confirmation) before the next batch starts, so a
+    budget leaves each shape either tuned to the end or untouched: never a screening winner that was not
+    re-measured. `earlier` (the batches before) gives the neighbours' winners. stored_only: measure nothing, and
+    raise _NotStored where the database lacks any round of the batch."""
+    winners = {r.problem: r.best for r in earlier if r.best is not None}
+    lists = {p: _with_base(cfg, p, shortlist(p, cfg.families, cfg.top_k, winners, cfg.neighbours, cfg.correction))
+             for p in batch}
+    outcome = _measure(cfg, ui, lists, cfg.command, stored_only=stored_only)
+    screened = [_pick(problem, outcome.rows, _own(lists[problem])) for problem in batch]
+    if cfg.refine:
+        screened = _refine(cfg, ui, screened, stored_only=stored_only)
+    if cfg.confirm:
+        screened = _confirm(cfg, ui, screened, stored_only=stored_only)
+    return screened, outcome.env or env
+
+
+def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], stored_only: bool = False) -> list[ShapeResult]:
     """Second round: each winner measured again beside its one-step neighbours (and torch), in one run per batch, so
     the comparison that picks the kernel is always between times taken together. Resumable like the first."""
     def short_list(r: ShapeResult) -> list[Variant]:
@@ -352,10 +367,10 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult]) -> list[ShapeResult
         again.measured = {**first.measured, **again.measured}
         again.failed = {**first.failed, **again.failed}
         return again
-    return _measure_again(cfg, ui, results, "refine", short_list, merge)
+    return _measure_again(cfg, ui, results, "refine", short_list, merge, stored_only=stored_only)
 
 
-def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult]) -> list[ShapeResult]:
+def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult], stored_only: bool = False) -> list[ShapeResult]:
     """Each shape's best few verified candidates, measured again beside both fallbacks in one fresh interleaved
     run per batch with more rounds (the same built libraries, under keys of their own, so nothing is resumed from
     the screening run), and that run picks. The screening run's view is kept beside it (`screening`), so how
@@ -373,7 +388,7 @@ def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult]) -> list[ShapeResul
         again.failed = {**first.failed, **again.failed}
         return again
     return _measure_again(cfg, ui, results, "confirm", short_list, merge,
-                          key_salt=f"confirm{cfg.confirm_rounds}", rounds=cfg.confirm_rounds)
+                          key_salt=f"confirm{cfg.confirm_rounds}", rounds=cfg.confirm_rounds, stored_only=stored_only)
 
 
 def _measure_again(cfg: TuneConfig, ui, results: list[ShapeResult], suffix: str, short_list, merge,
@@ -397,10 +412,10 @@ def _over_budget(cfg: TuneConfig, started: float) -> bool:
 
 
 def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], command: str, key_salt: str = "",
-             rounds: int | None = None):
+             rounds: int | None = None, stored_only: bool = False):
     """One evaluator run: each shape's own short list beside the fallbacks, in device mode. A `key_salt` stores
     this run's results under keys of their own, so it measures afresh, on the same builds, what an earlier run with
-    other settings measured."""
+    other settings measured. stored_only: nothing measured, the database's rows or _NotStored."""
     variants = {v.name: v for vs in lists.values() for v in vs}
     per_shape = {p: {v.name for v in vs} for p, vs in lists.items()}
     settings = dataclasses.replace(cfg.settings, rounds=rounds) if rounds else cfg.settings
@@ -408,8 +423,11 @@ def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], comma
                         sources={name: cfg.source(v) for name, v in variants.items()},
                         methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
                         ray_address=cfg.ray_address, command=command, key_salt=key_salt,
-                        **({"db_path": cfg.db_path} if cfg.db_path else {}))
-    return run_bench(bench, ui)
+                        stored_only=stored_only, **({"db_path": cfg.db_path} if cfg.db_path else {}))
+    outcome = run_bench(bench, ui)
+    if outcome.unmeasured_tasks:
+        raise _NotStored(command)
+    return outcome
 
 
 def _fallbacks(cfg: TuneConfig) -> list[str]:

@@ -117,6 +117,28 @@ def test_budget_stops_before_the_next_batch(tmp_path):
     assert [r.best is not None for r in results] == [True, False, False]
 
 
+def test_past_its_budget_a_rerun_reads_back_every_batch_the_database_holds(tmp_path):
+    first = run_tune(tmp_path, batch=1)
+    ui = CountingUI()
+    cfg = TuneConfig(problems=parse_shapes("64x64x64,128x128x128,4096x4096x4096"), families=["toy"],
+                     out=tmp_path / "lib", runner="dummy", db_path=tmp_path / "t.db", top_k=3, batch=1,
+                     budget_minutes=0.0)
+    again = tune(cfg, ui)
+    assert [r.best for r in again] == [r.best for r in first] and all(r.best is not None for r in again)
+    assert all(total == 0 for total, _ in ui.started)
+
+
+def test_past_its_budget_a_batch_the_database_lacks_is_not_measured(tmp_path):
+    run_tune(tmp_path, batch=1, budget_minutes=0.0)
+    ui = CountingUI()
+    cfg = TuneConfig(problems=parse_shapes("64x64x64,128x128x128,4096x4096x4096"), families=["toy"],
+                     out=tmp_path / "lib", runner="dummy", db_path=tmp_path / "t.db", top_k=3, batch=1,
+                     budget_minutes=0.0)
+    again = tune(cfg, ui)
+    assert [r.best is not None for r in again] == [True, False, False]
+    assert all(total == 0 for total, _ in ui.started)
+
+
 def test_shapes_left_by_the_budget_dispatch_to_torch(tmp_path):
     run_tune(tmp_path, batch=1, budget_minutes=0.0)
     shapes = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]

@@ -96,6 +96,9 @@ class BenchConfig:
     # Appended to every method's key: this run's results are stored apart from runs of the same builds with other
     # settings (the tuner's confirmation run), so none of them is resumed from there.
     key_salt: str = ""
+    # Measure nothing: the rows the database holds for these builds, and a count of the tasks left unmeasured (the
+    # tuner reads back batches stored by earlier runs once its budget is spent).
+    stored_only: bool = False
 
 
 @dataclass
@@ -107,6 +110,7 @@ class BenchOutcome:
     lt_search_s: float
     measured_tasks: int
     resumed_tasks: int
+    unmeasured_tasks: int = 0  # what stored_only left out: shapes (and modes) the database lacks
 
 
 def candidate_names(paths: list[str]) -> dict[str, str]:
@@ -267,6 +271,9 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
             task = Task(-1, problem, list(cfg.modes))
             db.add(gpu, problem, settings.cache, settings.qps, verdict_records(task, name, error), keys, env, run_id)
 
+    unmeasured = 0
+    if cfg.stored_only:
+        unmeasured, tasks = len(tasks), []
     lt_search = 0.0
     worker_env: dict = {}
 
@@ -306,7 +313,8 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
         from kernelrl.results import write_csv
         write_csv(rows, cfg.csv_path)
     return BenchOutcome(rows=rows, env=env, seconds=time.perf_counter() - started, build_failures=failures,
-                        lt_search_s=lt_search, measured_tasks=len(tasks), resumed_tasks=resumed)
+                        lt_search_s=lt_search, measured_tasks=len(tasks), resumed_tasks=resumed,
+                        unmeasured_tasks=unmeasured)
 
 
 def _rebuild_shim_failures(results: list[BuildResult], requests: list[BuildRequest], adapted: set[str],

@@ -359,7 +359,8 @@ def _tune_batch(cfg: TuneConfig, ui, batch: list[GemmProblem], earlier: list[Sha
 
 def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], stored_only: bool = False) -> list[ShapeResult]:
     """Second round: each winner measured again beside its one-step neighbours (and torch), in one run per batch, so
-    the comparison that picks the kernel is always between times taken together. Resumable like the first."""
+    the comparison that picks the kernel is always between times taken together. Resumable like the first; its rows
+    have keys of their own, so they do not supersede the screening run's (kernelrl.db)."""
     def short_list(r: ShapeResult) -> list[Variant]:
         return [r.best, *refinements(r.best, r.problem, cfg.refine, cfg.correction)]
 
@@ -367,7 +368,7 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], stored_only: bool =
         again.measured = {**first.measured, **again.measured}
         again.failed = {**first.failed, **again.failed}
         return again
-    return _measure_again(cfg, ui, results, "refine", short_list, merge, stored_only=stored_only)
+    return _measure_again(cfg, ui, results, "refine", short_list, merge, key_salt="refine", stored_only=stored_only)
 
 
 def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult], stored_only: bool = False) -> list[ShapeResult]:

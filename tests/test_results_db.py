@@ -68,6 +68,24 @@ def test_re_adding_replaces(db):
     assert len(rows) == 1 and rows[0]["time_us_median"] == 7.0
 
 
+def test_a_later_run_measuring_a_shape_again_supersedes_the_earlier_group_whole(db):
+    first, second = db.start_run("one", {}), db.start_run("two", {})
+    db.add(GPU, P, "hot", 100.0, [record("torch", t=10.0), record("lib", t=8.0)], {"lib": "A"}, {}, first)
+    db.add(GPU, P, "hot", 100.0, [record("torch", t=9.0), record("lib", t=7.0)], {"lib": "B"}, {}, second)
+    assert db.measured(GPU, P, "device", "hot", 100.0) == {("torch", ""), ("lib", "B")}
+    old = db.superseded(GPU)
+    assert {(r["method"], r["method_key"], r["time_us_median"], r["run_id"], r["superseded_by"]) for r in old} == \
+        {("torch", "", 10.0, first, second), ("lib", "A", 8.0, first, second)}
+
+
+def test_a_later_run_of_other_methods_supersedes_nothing(db):
+    first, second = db.start_run("one", {}), db.start_run("two", {})
+    db.add(GPU, P, "hot", 100.0, [record("torch"), record("cand")], {"cand": "v1"}, {}, first)
+    db.add(GPU, P, "hot", 100.0, [record("torch")], {"torch": ":confirm15"}, {}, second)
+    assert db.measured(GPU, P, "device", "hot", 100.0) == {("torch", ""), ("cand", "v1"), ("torch", ":confirm15")}
+    assert db.superseded() == []
+
+
 def test_method_key_selects_the_version(db):
     db.add(GPU, P, "hot", 100.0, [record("cand", t=10.0)], {"cand": "v1"}, {}, None)
     db.add(GPU, P, "hot", 100.0, [record("cand", t=5.0)], {"cand": "v2"}, {}, None)

@@ -306,6 +306,15 @@ def test_refinement_finds_a_faster_neighbour_and_dispatches_to_it(tmp_path):
     assert entry["kernel"].endswith("2fast") and entry["dispatch"] == "kernel"
 
 
+def test_a_refined_run_resumes_without_measuring_anything_again(tmp_path):
+    refine_run(tmp_path, 2)
+    ui = CountingUI()
+    cfg = TuneConfig(problems=parse_shapes("64x64x64"), families=["toy_refine"], out=tmp_path / "lib",
+                     runner="dummy", db_path=tmp_path / "t.db", top_k=1, refine=2)
+    tune(cfg, ui)
+    assert ui.started and all(total == 0 for total, _ in ui.started)
+
+
 def test_build_only_with_refinement_includes_the_winners_neighbours(tmp_path):
     from kernelrl.tune import candidate_set, prebuild
     refine_run(tmp_path, 0)  # a library whose manifest records the slow winner
@@ -514,6 +523,27 @@ def test_bench_library_measurements_resume_until_the_library_changes(tmp_path):
     assert measured() == 1 and measured() == 0
     (tmp_path / "lib" / "lib" / "libtoy.so").write_bytes(b"a rebuilt kernel")
     assert measured() == 1
+
+
+def test_a_library_benched_again_after_another_is_measured_beside_its_own_baselines(tmp_path):
+    """The second library's run measured torch.matmul again: the first library's row, taken beside the torch row
+    that run replaced, is superseded with it, so the first library is measured afresh, never paired across runs."""
+    from kernelrl.db import Database
+    from kernelrl.harness.measure import BenchConfig, run_bench
+    toy_library(tmp_path / "lib")
+    so = tmp_path / "lib" / "lib" / "libtoy.so"
+
+    def measured():
+        cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"],
+                          runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
+        return run_bench(cfg, NullUI()).measured_tasks
+    first = so.read_bytes()
+    measured()
+    so.write_bytes(b"a rebuilt kernel")
+    measured()
+    so.write_bytes(first)
+    assert measured() == 1
+    assert {r["method"] for r in Database(tmp_path / "b.db").superseded()} == {"torch", "kernelrl"}
 
 
 def test_a_local_run_without_a_gpu_stops_before_building_anything(tmp_path, monkeypatch):

@@ -3,7 +3,9 @@ KernelBench-format pairs (`kernelrl kb eval`) have their own table, kb_results, 
 
 A measurement is identified by (gpu, problem, mode, cache, qps, method, method_key); method_key hashes a
 candidate's source so an edited kernel is measured again. Rows of a shape and mode are written together, in one
-transaction, because their methods were interleaved in one process and belong together."""
+transaction, because their methods were interleaved in one process and belong together: so when a later run
+measures some of them again, every row of the earlier run's group for that shape and mode moves to `superseded`
+(kept, with the run that replaced it), and no row is left to be read beside times it was never measured with."""
 
 from __future__ import annotations
 
@@ -23,6 +25,12 @@ CREATE TABLE IF NOT EXISTS measurements (
     verified INTEGER NOT NULL, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL, verdict TEXT,
     dtype TEXT NOT NULL DEFAULT 'fp16',
     PRIMARY KEY (gpu, m, n, k, acc, layout, dtype, mode, cache, qps, method, method_key));
+CREATE TABLE IF NOT EXISTS superseded (
+    gpu TEXT, m INTEGER, n INTEGER, k INTEGER, acc TEXT, layout TEXT, mode TEXT, cache TEXT, qps REAL,
+    method TEXT, method_key TEXT,
+    time_us_median REAL, time_us_p10 REAL, time_us_p90 REAL, samples INTEGER, tflops REAL, max_rel_err REAL,
+    verified INTEGER, reason TEXT, extra TEXT, env TEXT, run_id INTEGER, created REAL, verdict TEXT, dtype TEXT,
+    superseded_by INTEGER, superseded_at REAL);
 CREATE TABLE IF NOT EXISTS kb_results (
     gpu TEXT NOT NULL, task TEXT NOT NULL, task_key TEXT NOT NULL, candidate TEXT NOT NULL,
     candidate_key TEXT NOT NULL, baseline TEXT NOT NULL, verified INTEGER NOT NULL, reason TEXT,
@@ -76,6 +84,11 @@ class Database:
     def close(self):
         self.conn.close()
 
+    @property
+    def _columns(self) -> str:
+        """The measurement columns by name (their order differs in databases migrated from older schemas)."""
+        return ", ".join(row["name"] for row in self.conn.execute("PRAGMA table_info(measurements)"))
+
     def start_run(self, command: str, env: dict) -> int:
         with self.conn:
             cur = self.conn.execute("INSERT INTO runs (started, command, env) VALUES (?, ?, ?)",
@@ -88,7 +101,8 @@ class Database:
 
     def add(self, gpu: str, problem, cache: str, qps: float, records: list[dict], keys: dict[str, str],
             env: dict, run_id: int | None) -> None:
-        """Insert or replace the records of one problem, in one transaction."""
+        """Insert or replace the records of one problem, in one transaction; the earlier groups they measure again
+        move to `superseded` whole."""
         rows = []
         for r in records:
             rows.append((gpu, problem.m, problem.n, problem.k, problem.acc, problem.layout, r["mode"],
@@ -97,7 +111,34 @@ class Database:
                          r["max_rel_err"], int(bool(r["verified"])), r["reason"], json.dumps(r.get("extra", {})),
                          json.dumps(env), run_id, time.time(), r.get("verdict"), _dtype(problem)))
         with self.conn:
+            for mode in dict.fromkeys(r["mode"] for r in records):
+                self._supersede(gpu, problem, mode, _cache_of(mode, cache), _qps_of(mode, qps),
+                                {(r["method"], keys.get(r["method"], "")) for r in records if r["mode"] == mode},
+                                run_id)
             self.conn.executemany(f"INSERT OR REPLACE INTO measurements VALUES ({','.join('?' * 25)})", rows)
+
+    def _supersede(self, gpu: str, problem, mode: str, cache: str, qps: float, methods: set[tuple[str, str]],
+                   run_id: int | None) -> None:
+        """Move to `superseded` every row of the earlier runs (groups) of this shape and mode that `methods`
+        measure again: also their other methods, whose partners are about to be replaced."""
+        where = "gpu=? AND m=? AND n=? AND k=? AND acc=? AND layout=? AND dtype=? AND mode=? AND cache=? AND qps=?"
+        shape = (gpu, problem.m, problem.n, problem.k, problem.acc, problem.layout, _dtype(problem), mode, cache, qps)
+        stale = {row["run_id"] for row in self.conn.execute(
+            f"SELECT method, method_key, run_id FROM measurements WHERE {where} AND run_id IS NOT ?", (*shape, run_id))
+            if (row["method"], row["method_key"]) in methods}
+        columns = self._columns
+        for old in stale:
+            self.conn.execute(f"INSERT INTO superseded ({columns}, superseded_by, superseded_at) SELECT {columns}, "
+                              f"?, ? FROM measurements WHERE {where} AND run_id IS ?",
+                              (run_id, time.time(), *shape, old))
+            self.conn.execute(f"DELETE FROM measurements WHERE {where} AND run_id IS ?", (*shape, old))
+
+    def superseded(self, gpu: str | None = None) -> list[dict]:
+        """The rows later runs replaced, oldest first, each with `superseded_by` (the run that measured again)."""
+        query, args = "SELECT * FROM superseded", []
+        if gpu is not None:
+            query, args = query + " WHERE gpu = ?", [gpu]
+        return [dict(row) for row in self.conn.execute(query + " ORDER BY superseded_at", args)]
 
     def measured(self, gpu: str, problem, mode: str, cache: str, qps: float) -> set[tuple[str, str]]:
         """(method, method_key) pairs already stored for this problem and mode."""
@@ -109,12 +150,14 @@ class Database:
         return {(row["method"], row["method_key"]) for row in cur}
 
     def rows(self, gpu: str | None = None, problems=None, modes=None, cache: str = "hot", qps: float = 100.0,
-             methods: dict[str, str] | None = None) -> list[dict]:
-        """Stored rows as dicts, filtered; `methods` maps method name → method_key to select versions."""
-        query = "SELECT * FROM measurements"
+             methods: dict[str, str] | None = None, superseded: bool = False) -> list[dict]:
+        """Stored rows as dicts, filtered; `methods` maps method name → method_key to select versions. superseded:
+        the rows later runs replaced too (each with its run_id: pair a row only with rows of its own run)."""
+        tables = ["measurements", "superseded"] if superseded else ["measurements"]
+        query = " UNION ALL ".join(f"SELECT {self._columns} FROM {t}" for t in tables)
         args: list = []
         if gpu is not None:
-            query += " WHERE gpu = ?"
+            query = f"SELECT * FROM ({query}) WHERE gpu = ?"
             args.append(gpu)
         out = []
         wanted = {(p.m, p.n, p.k, p.acc, p.layout, _dtype(p)) for p in problems} if problems is not None else None

@@ -87,7 +87,7 @@ def samples_from(path: str | Path, acc: str = "fp32") -> list[tuple[Variant, Gem
         from kernelrl.db.database import Database
         db = Database(path)
         try:
-            rows = db.rows(modes=["device"])
+            rows = db.rows(modes=["device"], superseded=True)  # absolute times: a later run's do not void them
         finally:
             db.close()
     gpus = sorted({r.get("gpu") for r in rows if r.get("gpu")})

@@ -240,17 +240,18 @@ def results_db_pairs(db_path: str | Path, kernel_paths: list[str], data, work_di
     objective = h.objective or h.baselines[0]
     files = [f for p in map(Path, kernel_paths) for f in (sorted(p.glob("*.cu")) if p.is_dir() else [p])]
     db = Database(db_path)
-    rows = db.rows(modes=["device"])
+    rows = db.rows(modes=["device"], superseded=True)
     db.close()
+    # A speedup pairs a kernel's time with the objective's time of the same run only (measured side by side).
     times: dict[tuple, float] = {}
     for r in rows:
         if r["verified"] and r["time_us_median"] and r["acc"] == h.acc:
-            times[(r["gpu"], f"{r['m']}x{r['n']}x{r['k']}", r["method"])] = r["time_us_median"]
+            times[(r["gpu"], f"{r['m']}x{r['n']}x{r['k']}", r["run_id"], r["method"])] = r["time_us_median"]
     pairs = []
     for f in files:
         speed = {}
-        for (gpu, shape, method), us in times.items():
-            base = times.get((gpu, shape, objective))
+        for (gpu, shape, run, method), us in times.items():
+            base = times.get((gpu, shape, run, objective))
             if method == f.stem and base:
                 speed[shape] = max(speed.get(shape, 0.0), base / us)
         chosen = sorted((s for s in speed if speed[s] >= data.min_speedup), key=lambda s: -speed[s])

@@ -10,7 +10,9 @@
 #   4. with PROFILE_SHAPES=N: profile/ and profile_medium.txt, Nsight Compute beside cuBLAS (benchmarks/profile_gap.py).
 # ONLY=clusters benches only the cluster points and their single-CTA twins; ONLY=dsmem the DSMEM split-K points and
 # their workspace twins; ONLY=widths the paper-layout tile widths off the 64-column box (BN % 64 != 0) and, for each,
-# the same point at the multiples of 64 around it.
+# the same point at the multiples of 64 around it; ONLY=f16split split-K with fp16 accumulators beside the same points
+# without split-K, with fp16 accumulation (cuBLAS baselines with COMPUTE_16F) on deep-K shapes. SHAPES replaces the
+# bench's shapes.
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -68,6 +70,13 @@ if only in ("clusters", "dsmem"):  # those points and their twins: single CTAs, 
     knob, plain = {"clusters": ("cluster", "1x1"), "dsmem": ("split_reduce", "workspace")}[only]
     twins = {Variant.of("wgmma", "fp32", **{**v.p, knob: plain}) for v in points if v.p[knob] != plain}
     points = [v for v in points if v.p[knob] != plain or v in twins]
+elif only == "f16split":  # fp16 accumulators: split-K points and the same points with split_k 1
+    split = [Variant.of("wgmma", "fp16", BM=bm, BN=bn, stages=st, raster=r, b_layout="kn", split_k=sk, schedule=sc)
+             for bm, bn, st, r, sk, sc in [(64, 64, 12, 1, 2, "pingpong"), (64, 64, 12, 1, 4, "pingpong"),
+                                           (64, 64, 12, 1, 8, "cooperative"), (64, 128, 8, 1, 4, "cooperative"),
+                                           (64, 128, 8, 1, 8, "cooperative"), (128, 128, 6, 8, 2, "cooperative"),
+                                           (128, 64, 8, 1, 4, "pingpong")]]
+    points = split + sorted({Variant.of("wgmma", "fp16", **{**v.p, "split_k": 1}) for v in split}, key=lambda v: v.name)
 elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width
     odd = [v for v in points if v.p["BN"] % 64]
     twins = {Variant.of("wgmma", "fp32", **{**v.p, "BN": bn}) for v in odd for bn in (v.p["BN"] // 64 * 64,
@@ -78,8 +87,11 @@ else:  # the default bench: the points measured before
 for v in points:
     (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
 PY
+DEEP_K=256x128x16384,512x64x16384,128x256x16384,256x512x16384,512x512x4096,512x1024x8192,2048x64x8192,1024x1024x1024
+SQUARE=1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,1024x4096x4096,512x1024x8192,256x512x16384,512x512x4096,2048x1024x1024
+ACC=$([ "${ONLY:-}" = f16split ] && echo fp16 || echo fp32)
 timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINTS" \
-    --shapes 1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,1024x4096x4096,512x1024x8192,256x512x16384,512x512x4096,2048x1024x1024 \
+    --shapes "${SHAPES:-$([ "$ACC" = fp16 ] && echo $DEEP_K || echo $SQUARE)}" --acc "$ACC" \
     --mode device --baselines torch,cublas_nn,cublas_tn,cublaslt_auto_nn --timeout 15 \
     --db "$OUT/wgmma.db" --csv "$OUT/wgmma_device.csv" > "$OUT/wgmma_device.log" 2>&1
 tail -n 3 "$OUT/wgmma_device.log"
@@ -103,6 +115,7 @@ for r in rows:
 for shape, methods in by.items():
     best = {m: t for m, (t, _) in methods.items() if t}
     lt = best.get("cublaslt_auto_nn")
-    cells = [f"{m.replace('wgmma_f32_', '')}={t:.1f}" if t else f"{m.replace('wgmma_f32_', '')}=X" for m, (t, _) in methods.items()]
+    cells = [f"{m[9:] if m.startswith('wgmma_') else m}={t:.1f}" if t else f"{m[9:] if m.startswith('wgmma_') else m}=X"
+             for m, (t, _) in methods.items()]
     print("x".join(shape), " ".join(cells))
 PY

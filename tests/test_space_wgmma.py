@@ -39,8 +39,10 @@ F32_DSMEM_SPLIT = V("fp32", 64, 128, 8, 1, "kn", split_k=4, split_reduce="dsmem"
 # Paper-layout widths off the 64-column box: B in 32-column boxes (64-byte swizzle) and in 16-column boxes (32-byte)
 F32_KN_96 = V("fp32", 64, 96, 8, 1, "kn")
 F16_KN_80 = V("fp16", 128, 80, 6, 8, "kn", schedule="pingpong")
+# Split-K with fp16 accumulators (each slice's fp16 sums widened into the fp32 partials)
+F16_SPLIT = V("fp16", 64, 64, 12, 1, "kn", split_k=4, schedule="pingpong")
 BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE, F32_CLUSTER_B,
-         F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80]
+         F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80, F16_SPLIT]
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +101,7 @@ def test_resources():
     (Variant.of("wgmma", "fp32", BM=128, BN=128, stages=4, raster=8, split_k=1, schedule="cooperative",
                 dtype="fp16", epilogue="direct"), "missing ['b_layout']"),
     (V(BN=100, b_layout="nk"), "BN=100 is not one of"),
-    (V(acc="fp16", split_k=2), "fp32 accumulator only"),
+    (V(acc="fp16", split_k=2, split_reduce="dsmem"), "fp32 accumulator only"),
     (V(acc="fp16", dtype="bf16"), "bf16 wgmma accumulates in fp32 only"),
     (V(split_k=2, epilogue="tma"), "TMA-store epilogue"),
     (V(BN=96, b_layout="nk", epilogue="tma"), "BN % 64 == 0"),
@@ -370,6 +372,12 @@ def test_among_tied_points_a_tma_store_epilogue_ranks_ahead_of_direct_stores():
     twins = [Variant.of("wgmma", "fp32", BM=128, BN=256, stages=4, raster=8, b_layout="nk", dtype="bf16",
                         epilogue=e) for e in ("direct", "tma")]
     assert [v.p["epilogue"] for _, v in rank(twins, wide)] == ["tma", "direct"]
+
+
+def test_fp16_accumulator_split_k_points_are_legal_but_off_the_default_grid_until_a_gpu_verifies_them():
+    assert SPACE.check(F16_SPLIT) is None and SPACE.check(V(acc="fp16", split_k=8, pdl=True)) is None
+    assert "until verified on a GPU" in SPACE.pruned(F16_SPLIT)
+    assert F16_SPLIT not in set(SPACE.points("fp16")) and F16_SPLIT in set(SPACE.points("fp16", full=True))
 
 
 def test_cluster_and_pdl_points_are_legal_but_off_the_default_grid():

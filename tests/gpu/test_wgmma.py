@@ -1,7 +1,7 @@
 """Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
-one and two consumer warpgroups, cooperative and ping-pong, split-K, direct and TMA-store epilogues, 2-CTA clusters
-that multicast B or A, split-K summed in distributed shared memory, tile widths of any multiple of 16 on the paper's
-layout, shapes with partial tiles in M, N and K. Every check the evaluator makes (random, secret, near-duplicate,
+one and two consumer warpgroups, cooperative and ping-pong, split-K (with either accumulator), direct and TMA-store
+epilogues, 2-CTA clusters that multicast B or A, split-K summed in distributed shared memory, tile widths of any
+multiple of 16 on the paper's layout, shapes with partial tiles in M, N and K. Every check the evaluator makes (random, secret, near-duplicate,
 0/1 and accumulator inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point
 supports the shape."""
 
@@ -42,7 +42,10 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma"),
               point("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2"),
               point("fp16", 64, 128, 6, 8, "kn", cluster="2x1"),
-              point("fp16", 128, 80, 6, 8, "kn", schedule="pingpong"), point("fp16", 64, 112, 6, 1, "kn")]),
+              point("fp16", 128, 80, 6, 8, "kn", schedule="pingpong"), point("fp16", 64, 112, 6, 1, "kn"),
+              # split-K with fp16 accumulators: slices widened into fp32 partials, reduced by a kernel (by PDL)
+              point("fp16", 64, 64, 12, 1, "kn", split_k=4, schedule="pingpong"),
+              point("fp16", 128, 128, 6, 8, "nk", split_k=2, pdl=True)]),
 ])
 def test_points_verify_in_device_and_offline_modes(tmp_path, acc, points):
     files = []

@@ -3,7 +3,9 @@
 # benchmarks/results/h200/tuned_*.csv hold. Needs what benchmarks/h200_tune.sh needs, with .carry/tune.db.xz from the
 # tuning run(s): the library is rewritten from that database (nothing is re-measured, winners come from the cache).
 # LIBRARY (a committed library folder, e.g. benchmarks/results/h200/tuned_wgmma/tuned_library): bench that one as
-# committed, built here from its kernels/*.cu, instead of rewriting it (no database needed).
+# committed, built here from its kernels/*.cu, instead of rewriting it (no database needed). RESUME (a carried
+# final.db, e.g. .carry/final.db from a call that reached its limit): the benches go on from it (rows are keyed by
+# the library's content, so only the same library resumes).
 # Environment: TUNE_MINUTES (budget for shapes the tuning runs left, default 3; resumed shapes cost seconds), RAY
 # (e.g. `local`: the paper-grid bench spreads over every GPU; the host-mode samples stay on one; carry
 # .carry/ray-py3.12.tar.xz), REFINE and LEARN_FROM (as the tuning run had them, so its short lists and
@@ -25,6 +27,10 @@ fi
 if [ -n "${RAY:-}" ]; then carry_ray; fi
 carry_ninja  # for the library's C++ dispatch fast path
 LIB=/tmp/lib
+if [ -n "${RESUME:-}" ]; then  # with its write-ahead log where a timed-out call left one beside it
+    cp "$RESUME" "$OUT/final.db" || exit 1
+    if [ -f "$RESUME-wal" ]; then cp "$RESUME-wal" "$OUT/final.db-wal"; fi
+fi
 ACC="${ACC:-fp32}"; SUFFIX=$([ "$ACC" = fp16 ] && echo _fp16acc || echo "")  # tuned_paper_device_fp16acc.csv
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
 if [ -n "${LIBRARY:-}" ]; then  # a committed library, built here from its own kernels/*.cu

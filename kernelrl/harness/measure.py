@@ -193,7 +193,8 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
     blas_lib = None
     if cfg.runner == "local":
         toolchain = Toolchain.discover(arch=cfg.arch)
-        env["arch"] = toolchain.arch
+        if cfg.stored_gpu is None:  # a read of another machine's rows keeps the arch its run recorded
+            env["arch"] = toolchain.arch
         builder = LocalBuilder(toolchain)
         requests, adapted = [], set()
         for n, p in names.items():

@@ -153,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "measurements CSV of an earlier tuning run); fitted once, before any short list")
     tu.add_argument("--ray", default=None, metavar="ADDRESS",
                     help="spread shapes over a Ray cluster's GPUs (an address, or 'local' to start one here)")
+    tu.add_argument("--from-db", default=None, metavar="GPU",
+                    help="write the library from what --db holds for this GPU (its name as the runs recorded it, "
+                         "e.g. 'NVIDIA H200'), measuring nothing: on a machine without that GPU (with --arch) it "
+                         "writes the library a run there would (pass that run's options: --batch, --top-k, "
+                         "--confirm ...); batches the database lacks stay untuned")
     rec = sub.add_parser("record", help="run a Python script and record the GEMM shapes it runs (M, N, K, dtype, "
                                         "layout, bias, batch, calls)")
     rec.add_argument("-o", "--out", required=True, help="shapes file to write (JSON)")
@@ -392,6 +397,9 @@ def _tune(args) -> int:
     if args.min_gain < 1.0:
         raise BenchError(f"--min-gain {args.min_gain}: below 1 the library would dispatch kernels slower than its "
                          "fallback; pass 1 or more (1.01 is the default)")
+    if args.from_db and (args.runner != "local" or args.ray or not args.db):
+        raise BenchError("--from-db reads a database of real measurements: pass --db, and neither --runner dummy "
+                         "nor --ray")
     if args.shapes.endswith(".json"):  # a kernelrl.record file: the model's own GEMMs (nt ones over an M grid)
         problems, notes = problems_from_shapes_file(args.shapes, acc=args.acc, m_grid=not args.no_m_grid)
         for line in notes:
@@ -405,7 +413,8 @@ def _tune(args) -> int:
                      settings=RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout),
                      db_path=Path(args.db) if args.db else None, arch=args.arch, runner=args.runner,
                      command="kernelrl " + shlex.join(sys.argv[1:]), ray_address=args.ray,
-                     learn_from=args.learn_from, base=Path(args.base) if args.base else None)
+                     learn_from=args.learn_from, base=Path(args.base) if args.base else None,
+                     stored_gpu=args.from_db)
     ui = RichUI()
     if args.build_only:
         from kernelrl.tune import prebuild

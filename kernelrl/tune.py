@@ -58,6 +58,9 @@ class TuneConfig:
     # Extend this library: the shapes it holds that this run does not tune are kept as they are (with their
     # measurements), and a shape this run tunes measures the base's kernel beside its new short list.
     base: Path | None = None
+    # Write the library from what the database holds for this GPU (e.g. "NVIDIA H200"), measuring nothing: a
+    # machine without it (building for its arch) writes what a run there would; shapes the database lacks stay untuned.
+    stored_gpu: str | None = None
 
     @functools.cached_property
     def base_library(self) -> "BaseLibrary | None":
@@ -286,7 +289,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
     _check_families(cfg.families)
     started = time.perf_counter()
     if cfg.runner == "local":
-        require_gpu(cfg.runner)  # before an hour of compiles, not after
+        if cfg.stored_gpu is None:
+            require_gpu(cfg.runner)  # before an hour of compiles, not after
         # One wide parallel build of everything the run can need (cache hits cost nothing): per-batch builds would
         # leave most cores idle while a handful of CUTLASS kernels compile.
         prebuild(cfg, ui)
@@ -302,12 +306,15 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         # library its measurements make, not one cut off by a budget spent on reading them.
         past_budget = bool(results) and _over_budget(cfg, started)
         try:
-            screened, env = _tune_batch(cfg, ui, batch, results, env, stored_only=past_budget)
+            screened, env = _tune_batch(cfg, ui, batch, results, env, stored_only=past_budget or bool(cfg.stored_gpu))
         except _NotStored:
             # Untuned shapes dispatch to torch.matmul, not to a neighbour's kernel that was never measured on them.
             screened, untuned = [ShapeResult(p, None, None, None, {}, {}) for p in batch], untuned + len(batch)
         results += screened
-    if untuned:
+    if untuned and cfg.stored_gpu:
+        ui.stage(f"{untuned} of {len(problems)} shapes not in the database for {cfg.stored_gpu} (every round): left "
+                 "untuned; tune them on that GPU")
+    elif untuned:
         ui.stage(f"budget of {cfg.budget_minutes} min spent: {len(problems) - untuned} of {len(problems)} shapes "
                  "tuned; run again to resume")
     if cfg.lt_fallback:
@@ -326,12 +333,15 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         r.min_gain = cfg.min_gain
     from kernelrl.library.export import write_library
     builder = None
-    if cfg.runner == "local":  # the winners are in the build cache already: copying them costs no compile
+    if cfg.runner == "local" and cfg.stored_gpu is None:  # the winners are in the build cache: copying costs no compile
         from kernelrl.build.builder import LocalBuilder
         from kernelrl.build.toolchain import Toolchain
         builder = LocalBuilder(Toolchain.discover(arch=cfg.arch))
     write_library(cfg.out, results, ui, builder=builder, env=env,
                   sources=cfg.base_library.sources if cfg.base_library else None, extra=extra)
+    if cfg.stored_gpu:
+        ui.stage(f"written without lib/ (measured on {cfg.stored_gpu}, not here): on that machine, "
+                 f"kernelrl library build {cfg.out}")
     return results
 
 
@@ -424,7 +434,8 @@ def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], comma
                         sources={name: cfg.source(v) for name, v in variants.items()},
                         methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
                         ray_address=cfg.ray_address, command=command, key_salt=key_salt,
-                        stored_only=stored_only, **({"db_path": cfg.db_path} if cfg.db_path else {}))
+                        stored_only=stored_only, stored_gpu=cfg.stored_gpu,
+                        **({"db_path": cfg.db_path} if cfg.db_path else {}))
     outcome = run_bench(bench, ui)
     if outcome.unmeasured_tasks:
         raise _NotStored(command)
@@ -448,7 +459,7 @@ def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> 
     from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
     db = Database(cfg.db_path or default_db())
     try:
-        algos = db.lt_algos(db_gpu(cfg.runner, env))
+        algos = db.lt_algos(cfg.stored_gpu or db_gpu(cfg.runner, env))
     finally:
         db.close()
     for r in results:

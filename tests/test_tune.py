@@ -139,6 +139,41 @@ def test_past_its_budget_a_batch_the_database_lacks_is_not_measured(tmp_path):
     assert all(total == 0 for total, _ in ui.started)
 
 
+def from_db(tmp_path, shapes="64x64x64,128x128x128,4096x4096x4096", gpu="dummy", ui=None, batch=100):
+    cfg = TuneConfig(problems=parse_shapes(shapes), families=["toy"], out=tmp_path / "again", runner="dummy",
+                     db_path=tmp_path / "t.db", top_k=3, stored_gpu=gpu, batch=batch)
+    tune(cfg, ui or NullUI())
+    return json.loads((tmp_path / "again" / "manifest.json").read_text())["shapes"]
+
+
+def test_a_library_written_from_the_database_alone_is_the_one_its_run_wrote(tmp_path):
+    from kernelrl.db import Database
+    run_tune(tmp_path)
+    runs = Database(tmp_path / "t.db").conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    ui = CountingUI()
+    again = from_db(tmp_path, ui=ui)
+    first = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]
+    assert {k: (e["dispatch"], e["kernel"]) for k, e in again.items()} == \
+        {k: (e["dispatch"], e["kernel"]) for k, e in first.items()}
+    assert all(total == 0 for total, _ in ui.started)
+    assert Database(tmp_path / "t.db").conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == runs
+
+
+def test_batches_the_database_lacks_stay_untuned_in_a_library_written_from_it(tmp_path):
+    run_tune(tmp_path, shapes="64x64x64", batch=1)
+    shapes = from_db(tmp_path, batch=1)
+    assert shapes["64x64x64:fp32"]["dispatch"] == "kernel"
+    assert [k for k, e in shapes.items() if e.get("status") == "not tuned yet"] == \
+        ["128x128x128:fp32", "4096x4096x4096:fp32"]
+
+
+def test_a_library_from_a_gpu_the_database_never_measured_is_one_clear_error(tmp_path):
+    from kernelrl.harness.measure import BenchError
+    run_tune(tmp_path, shapes="64x64x64")
+    with pytest.raises(BenchError, match="no measurements on a GPU named 'NVIDIA H100'.*'dummy'"):
+        from_db(tmp_path, gpu="NVIDIA H100")
+
+
 def test_shapes_left_by_the_budget_dispatch_to_torch(tmp_path):
     run_tune(tmp_path, batch=1, budget_minutes=0.0)
     shapes = json.loads((tmp_path / "lib" / "manifest.json").read_text())["shapes"]

@@ -95,6 +95,17 @@ class Database:
                                     (time.time(), command, json.dumps(env)))
         return cur.lastrowid
 
+    def latest_env(self, gpu: str) -> dict | None:
+        """The environment recorded by the run of the newest measurement on this GPU (its database key, as
+        `gpus()` lists them); None where nothing was measured on it."""
+        row = self.conn.execute("SELECT runs.env FROM measurements JOIN runs USING (run_id) WHERE gpu = ? "
+                                "ORDER BY measurements.created DESC LIMIT 1", (gpu,)).fetchone()
+        return json.loads(row[0] or "{}") if row else None
+
+    def gpus(self) -> list[str]:
+        """The GPUs this database holds measurements of (their keys)."""
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT gpu FROM measurements ORDER BY gpu")]
+
     def update_run_env(self, run_id: int, env: dict) -> None:
         with self.conn:
             self.conn.execute("UPDATE runs SET env = ? WHERE run_id = ?", (json.dumps(env), run_id))

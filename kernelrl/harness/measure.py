@@ -97,8 +97,14 @@ class BenchConfig:
     # settings (the tuner's confirmation run), so none of them is resumed from there.
     key_salt: str = ""
     # Measure nothing: the rows the database holds for these builds, and a count of the tasks left unmeasured (the
-    # tuner reads back batches stored by earlier runs once its budget is spent).
+    # tuner reads back batches stored by earlier runs once its budget is spent). Nothing is written either.
     stored_only: bool = False
+    # Read the rows another machine's GPU (this name, e.g. "NVIDIA H200") stored: stored_only, and no GPU needed here.
+    stored_gpu: str | None = None
+
+    @property
+    def reads_only(self) -> bool:
+        return self.stored_only or self.stored_gpu is not None
 
 
 @dataclass
@@ -158,8 +164,18 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
     for path in cfg.candidates:
         if not Path(path).is_file():
             raise BenchError(f"candidate {path!r} not found: pass .cu files (or folders of them) to --candidates")
-    env = environment.collect({"runner": cfg.runner})
-    require_gpu(cfg.runner, env)
+    if cfg.stored_gpu is not None:  # the environment that measured, as the database recorded it
+        db = Database(cfg.db_path)
+        try:
+            env, known = db.latest_env(cfg.stored_gpu), db.gpus()
+        finally:
+            db.close()
+        if env is None:
+            raise BenchError(f"{cfg.db_path} holds no measurements on a GPU named {cfg.stored_gpu!r}: pass one of "
+                             f"those it holds ({', '.join(map(repr, known)) or 'none'})")
+    else:
+        env = environment.collect({"runner": cfg.runner})
+        require_gpu(cfg.runner, env)
     built = build(cfg, ui, env)
     return measure(built, cfg, ui, env, started)
 
@@ -177,7 +193,8 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
     blas_lib = None
     if cfg.runner == "local":
         toolchain = Toolchain.discover(arch=cfg.arch)
-        env["arch"] = toolchain.arch
+        if cfg.stored_gpu is None:  # a read of another machine's rows keeps the arch its run recorded
+            env["arch"] = toolchain.arch
         builder = LocalBuilder(toolchain)
         requests, adapted = [], set()
         for n, p in names.items():
@@ -191,7 +208,7 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
             if is_cuda_l2:
                 adapted.add(n)
         requests += [BuildRequest(text, name=n, flags=cfg.candidate_flags) for n, text in cfg.sources.items()]
-        if any(s["kind"].startswith("cublas") for s in specs):
+        if any(s["kind"].startswith("cublas") for s in specs) and not cfg.reads_only:  # nothing will call it
             from kernelrl.baselines import native_lib
             requests.append(native_lib.build_request(toolchain))
         ui.stage(f"building {len(requests)} libraries with nvcc {toolchain.version} for {toolchain.arch}")
@@ -229,7 +246,7 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
     library call behind the bench job, the tuner, evolve and train."""
     started = time.perf_counter() if started is None else started
     env = env if env is not None else environment.collect({"runner": cfg.runner})
-    gpu = db_gpu(cfg.runner, env)
+    gpu = cfg.stored_gpu or db_gpu(cfg.runner, env)
     specs, keys, failures = list(built.specs), dict(built.keys), dict(built.failures)
     settings = cfg.settings
     if built.blas_lib:
@@ -245,7 +262,7 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
             from kernelrl.library import native
             native.load(say=ui.stage)
     db = Database(cfg.db_path)
-    run_id = db.start_run(cfg.command, env)
+    run_id = None if cfg.reads_only else db.start_run(cfg.command, env)
     tasks, resumed = [], 0
     candidates = {s["name"] for s in specs if s["kind"] == "candidate"} | set(failures)
 
@@ -263,8 +280,9 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
             tasks.append(Task(i, problem, todo, skip=candidates - here))
         else:
             resumed += 1
-    # A candidate that did not build gets its verdict on every shape it was meant for, without running anything.
-    for name, error in failures.items():
+    # A candidate that did not build gets its verdict on every shape it was meant for, without running anything
+    # (a read-only run stores nothing: a build here says nothing of the machine that measured).
+    for name, error in (failures.items() if not cfg.reads_only else ()):
         for problem in cfg.problems:
             if name not in runs_here(problem):
                 continue
@@ -272,7 +290,7 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
             db.add(gpu, problem, settings.cache, settings.qps, verdict_records(task, name, error), keys, env, run_id)
 
     unmeasured = 0
-    if cfg.stored_only:
+    if cfg.reads_only:
         unmeasured, tasks = len(tasks), []
     lt_search = 0.0
     worker_env: dict = {}

@@ -179,6 +179,17 @@ def test_a_candidate_that_did_not_build_gets_its_verdict_on_every_shape(tmp_path
     assert len(rows) == 2 and all(r["verdict"] == "compile error" and not r["verified"] for r in rows)
 
 
+def test_a_run_beside_a_candidate_that_still_does_not_build_resumes(tmp_path):
+    """Its verdict, written again, was measured beside nothing: the earlier run's times stay whole."""
+    cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
+                      runner="dummy", db_path=tmp_path / "m.db")
+    built = Built(specs=[{"name": "torch", "kind": "torch"}], keys={"torch": "", "broken_k": "abc"},
+                  failures={"broken_k": "compile error: k.cu(3): error: expected a ';'"})
+    assert measure(built, cfg, NullUI()).measured_tasks == 2
+    again = measure(built, cfg, NullUI())
+    assert again.measured_tasks == 0 and sorted(r["m"] for r in again.rows if r["method"] == "torch") == [64, 128]
+
+
 def test_a_cuda_l2_file_is_measured_on_its_own_shape_only(tmp_path):
     text = "void cuda_l2_h100_fp32(torch::Tensor a, torch::Tensor b, torch::Tensor b_col_major, torch::Tensor c) {}\n"
     path = candidate(tmp_path, "64_64_64", text)

@@ -111,9 +111,10 @@ class Database:
             self.conn.execute("UPDATE runs SET env = ? WHERE run_id = ?", (json.dumps(env), run_id))
 
     def add(self, gpu: str, problem, cache: str, qps: float, records: list[dict], keys: dict[str, str],
-            env: dict, run_id: int | None) -> None:
+            env: dict, run_id: int | None, supersede: bool = True) -> None:
         """Insert or replace the records of one problem, in one transaction; the earlier groups they measure again
-        move to `superseded` whole."""
+        move to `superseded` whole. supersede=False: records that were not measured beside anything (a build
+        failure's verdict), which leave the groups around them as they are."""
         rows = []
         for r in records:
             rows.append((gpu, problem.m, problem.n, problem.k, problem.acc, problem.layout, r["mode"],
@@ -122,7 +123,7 @@ class Database:
                          r["max_rel_err"], int(bool(r["verified"])), r["reason"], json.dumps(r.get("extra", {})),
                          json.dumps(env), run_id, time.time(), r.get("verdict"), _dtype(problem)))
         with self.conn:
-            for mode in dict.fromkeys(r["mode"] for r in records):
+            for mode in dict.fromkeys(r["mode"] for r in records) if supersede else ():
                 self._supersede(gpu, problem, mode, _cache_of(mode, cache), _qps_of(mode, qps),
                                 {(r["method"], keys.get(r["method"], "")) for r in records if r["mode"] == mode},
                                 run_id)

@@ -287,7 +287,8 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
             if name not in runs_here(problem):
                 continue
             task = Task(-1, problem, list(cfg.modes))
-            db.add(gpu, problem, settings.cache, settings.qps, verdict_records(task, name, error), keys, env, run_id)
+            db.add(gpu, problem, settings.cache, settings.qps, verdict_records(task, name, error), keys, env, run_id,
+                   supersede=False)  # no times: it pairs with nothing, and an earlier run's group stays whole
 
     unmeasured = 0
     if cfg.reads_only:

@@ -86,6 +86,16 @@ def test_a_later_run_of_other_methods_supersedes_nothing(db):
     assert db.superseded() == []
 
 
+def test_a_verdict_measured_beside_nothing_keeps_what_is_stored(db):
+    first, second = db.start_run("one", {}), db.start_run("two", {})
+    db.add(GPU, P, "hot", 100.0, [record("torch"), record("cand", t=4.0)], {"cand": "v1"}, {}, first)
+    db.add(GPU, P, "hot", 100.0, [record("cand", verified=False, reason="compile error: timed out")], {"cand": "v1"},
+           {}, second, supersede=False)
+    rows = {r["method"]: r for r in db.rows(GPU)}
+    assert rows["cand"]["time_us_median"] == 4.0 and rows["cand"]["run_id"] == first and "torch" in rows
+    assert db.superseded() == []
+
+
 def test_method_key_selects_the_version(db):
     db.add(GPU, P, "hot", 100.0, [record("cand", t=10.0)], {"cand": "v1"}, {}, None)
     db.add(GPU, P, "hot", 100.0, [record("cand", t=5.0)], {"cand": "v2"}, {}, None)

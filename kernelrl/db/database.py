@@ -114,7 +114,8 @@ class Database:
             env: dict, run_id: int | None, supersede: bool = True) -> None:
         """Insert or replace the records of one problem, in one transaction; the earlier groups they measure again
         move to `superseded` whole. supersede=False: records that were not measured beside anything (a build
-        failure's verdict), which leave the groups around them as they are."""
+        failure's verdict), which leave the groups around them and any row already stored as they are (a compile
+        that timed out on a loaded machine does not erase what the same source measured before)."""
         rows = []
         for r in records:
             rows.append((gpu, problem.m, problem.n, problem.k, problem.acc, problem.layout, r["mode"],
@@ -127,7 +128,8 @@ class Database:
                 self._supersede(gpu, problem, mode, _cache_of(mode, cache), _qps_of(mode, qps),
                                 {(r["method"], keys.get(r["method"], "")) for r in records if r["mode"] == mode},
                                 run_id)
-            self.conn.executemany(f"INSERT OR REPLACE INTO measurements VALUES ({','.join('?' * 25)})", rows)
+            verb = "INSERT OR REPLACE" if supersede else "INSERT OR IGNORE"
+            self.conn.executemany(f"{verb} INTO measurements VALUES ({','.join('?' * 25)})", rows)
 
     def _supersede(self, gpu: str, problem, mode: str, cache: str, qps: float, methods: set[tuple[str, str]],
                    run_id: int | None) -> None:

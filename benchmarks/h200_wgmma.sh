@@ -11,8 +11,9 @@
 # ONLY=clusters benches only the cluster points and their single-CTA twins; ONLY=dsmem the DSMEM split-K points and
 # their workspace twins; ONLY=widths the paper-layout tile widths off the 64-column box (BN % 64 != 0) and, for each,
 # the same point at the multiples of 64 around it; ONLY=f16split split-K with fp16 accumulators beside the same points
-# without split-K, with fp16 accumulation (cuBLAS baselines with COMPUTE_16F) on deep-K shapes. SHAPES replaces the
-# bench's shapes.
+# without split-K, with fp16 accumulation (cuBLAS baselines with COMPUTE_16F) on deep-K shapes; ONLY=fixup the
+# in-kernel split-K fixup beside the same points with the workspace and reduce kernel, on deep-K shapes. SHAPES
+# replaces the bench's shapes.
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -24,9 +25,11 @@ if [ -z "${ONLY:-}" ]; then
     if [ "$smoke" -ne 0 ]; then echo "smoke test failed ($smoke): no bench"; exit 1; fi
 fi
 # The cluster points have their own gate: if they fail, the rest is still benched without them.
-timeout "${SMOKE_LIMIT:-150}" python3 benchmarks/wgmma_smoke.py --clusters --out "$OUT/wgmma_smoke_clusters.md"
-export CLUSTERS_OK=$([ $? -eq 0 ] && echo 1 || echo 0)
-echo "cluster points verified: $CLUSTERS_OK"
+if [[ -z "${ONLY:-}" || "${ONLY:-}" == clusters || "${ONLY:-}" == dsmem ]]; then
+    timeout "${SMOKE_LIMIT:-150}" python3 benchmarks/wgmma_smoke.py --clusters --out "$OUT/wgmma_smoke_clusters.md"
+    export CLUSTERS_OK=$([ $? -eq 0 ] && echo 1 || echo 0)
+    echo "cluster points verified: $CLUSTERS_OK"
+fi
 POINTS=/tmp/wgmma_points; mkdir -p "$POINTS"
 python3 - "$POINTS" <<'PY'
 import os
@@ -77,6 +80,13 @@ elif only == "f16split":  # fp16 accumulators: split-K points and the same point
                                            (64, 128, 8, 1, 8, "cooperative"), (128, 128, 6, 8, 2, "cooperative"),
                                            (128, 64, 8, 1, 4, "pingpong")]]
     points = split + sorted({Variant.of("wgmma", "fp16", **{**v.p, "split_k": 1}) for v in split}, key=lambda v: v.name)
+elif only == "fixup":  # the last slice to arrive sums a tile in-kernel, beside the second-kernel reduce
+    fix = [Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=st, raster=r, b_layout="kn", split_k=sk, schedule=sc,
+                      split_reduce="fixup")
+           for bm, bn, st, r, sk, sc in [(64, 128, 8, 1, 4, "cooperative"), (64, 128, 8, 1, 8, "cooperative"),
+                                         (128, 128, 6, 8, 2, "pingpong"), (64, 64, 12, 1, 4, "cooperative"),
+                                         (64, 64, 12, 1, 8, "pingpong"), (128, 64, 8, 1, 2, "cooperative")]]
+    points = fix + [Variant.of("wgmma", "fp32", **{**v.p, "split_reduce": "workspace"}) for v in fix]
 elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width
     odd = [v for v in points if v.p["BN"] % 64]
     twins = {Variant.of("wgmma", "fp32", **{**v.p, "BN": bn}) for v in odd for bn in (v.p["BN"] // 64 * 64,
@@ -91,7 +101,8 @@ DEEP_K=256x128x16384,512x64x16384,128x256x16384,256x512x16384,512x512x4096,512x1
 SQUARE=1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,1024x4096x4096,512x1024x8192,256x512x16384,512x512x4096,2048x1024x1024
 ACC=$([ "${ONLY:-}" = f16split ] && echo fp16 || echo fp32)
 timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINTS" \
-    --shapes "${SHAPES:-$([ "$ACC" = fp16 ] && echo $DEEP_K || echo $SQUARE)}" --acc "$ACC" \
+    --shapes "${SHAPES:-$([[ "${ONLY:-}" == f16split || "${ONLY:-}" == fixup ]] && echo $DEEP_K || echo $SQUARE)}" \
+    --acc "$ACC" \
     --mode device --baselines torch,cublas_nn,cublas_tn,cublaslt_auto_nn --timeout 15 \
     --db "$OUT/wgmma.db" --csv "$OUT/wgmma_device.csv" > "$OUT/wgmma_device.log" 2>&1
 tail -n 3 "$OUT/wgmma_device.log"

@@ -41,8 +41,10 @@ F32_KN_96 = V("fp32", 64, 96, 8, 1, "kn")
 F16_KN_80 = V("fp16", 128, 80, 6, 8, "kn", schedule="pingpong")
 # Split-K with fp16 accumulators (each slice's fp16 sums widened into the fp32 partials)
 F16_SPLIT = V("fp16", 64, 64, 12, 1, "kn", split_k=4, schedule="pingpong")
+# Split-K summed in-kernel by each tile's last slice to arrive (arrival counters in the library's own memory)
+F32_FIXUP = V("fp32", 64, 128, 8, 1, "kn", split_k=4, split_reduce="fixup")
 BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE, F32_CLUSTER_B,
-         F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80, F16_SPLIT]
+         F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80, F16_SPLIT, F32_FIXUP]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,8 @@ def test_names_are_unique_and_procedural(points):
     assert V(split_k=4).name == "wgmma_f32_kn_128x128x64_s4_r8_k4_co"  # points without PDL keep their names
     assert BF16_NK.name == "wgmma_bf16f32_nk_128x128x64_s6_r8_k1_pp"
     assert F16_PINGPONG_TMA_STORE.name == "wgmma_f16_kn_128x128x64_s4_r8_k1_pp_et"
-    pattern = r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d+_r\d+_k\d+_(co|pp)(_et)?(_pdl)?(_c2x1|_c1x2)?(_dsm)?"
+    assert F32_FIXUP.name == "wgmma_f32_kn_64x128x64_s8_r1_k4_co_fx"
+    pattern = r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d+_r\d+_k\d+_(co|pp)(_et)?(_pdl)?(_c2x1|_c1x2)?(_dsm|_fx)?"
     assert all(re.fullmatch(pattern, n) for n in names)
 
 
@@ -115,6 +118,10 @@ def test_resources():
     (V(split_k=2, epilogue="tma", split_reduce="dsmem"), "TMA-store epilogue"),
     (V(BM=64, BN=96, b_layout="nk", split_k=8, split_reduce="dsmem"), "BN / 8 must divide by split_k"),
     (V(cluster="2x2"), "cluster='2x2' is not one of"),
+    (V(split_reduce="fixup"), "split_reduce=fixup sums a tile's K slices: split_k > 1"),
+    (V(split_k=4, pdl=True, split_reduce="fixup"), "no reduce kernel for pdl"),
+    (V(split_k=4, epilogue="tma", split_reduce="fixup"), "TMA-store epilogue"),
+    (V(split_k=2, cluster="2x1", split_reduce="fixup"), "clusters with split_k 1 only"),
 ])
 def test_check_rejects_with_a_reason(variant, reason):
     why = SPACE.check(variant)
@@ -311,7 +318,7 @@ def test_library_exports_agree_with_python(built, variant):
     supports.argtypes = workspace.argtypes = [ctypes.c_int] * 3
     supports.restype, workspace.restype = ctypes.c_int, ctypes.c_size_t
     for m, n, k in [(64, 64, 64), (1, 8, 8), (333, 200, 72), (64, 60, 64), (64, 64, 60), (0, 8, 8), (8, 8, 0),
-                    (256, 512, 4096)]:
+                    (256, 512, 4096), (8192, 4096, 1024)]:
         problem = GemmProblem(max(m, 1), max(n, 1), max(k, 1))
         expected = SPACE.supports(variant, problem) is None and min(m, n, k) >= 1  # the shape, as C++ checks
         assert bool(supports(m, n, k)) == expected, (m, n, k)
@@ -378,6 +385,20 @@ def test_fp16_accumulator_split_k_points_are_legal_but_off_the_default_grid_unti
     assert SPACE.check(F16_SPLIT) is None and SPACE.check(V(acc="fp16", split_k=8, pdl=True)) is None
     assert "until verified on a GPU" in SPACE.pruned(F16_SPLIT)
     assert F16_SPLIT not in set(SPACE.points("fp16")) and F16_SPLIT in set(SPACE.points("fp16", full=True))
+
+
+def test_the_split_k_fixup_is_legal_off_the_default_grid_and_modelled_as_one_kernel():
+    assert SPACE.check(F32_FIXUP) is None and "until verified on a GPU" in SPACE.pruned(F32_FIXUP)
+    assert SPACE.check(V(acc="fp16", split_k=8, schedule="pingpong", split_reduce="fixup")) is None
+    assert SPACE.resources(F32_FIXUP)["split_reduce"] == "fixup"
+    problem = GemmProblem(256, 512, 4096)
+    assert SPACE.workspace_bytes(F32_FIXUP, problem) == 4 * 256 * 512 * 4  # the partials, as the workspace split-K
+
+
+def test_the_split_k_fixup_counts_at_most_its_tiles():
+    assert SPACE.supports(F32_FIXUP, GemmProblem(4096, 8192, 1024)) is None  # 64 x 64 = 4096 tiles
+    why = SPACE.supports(F32_FIXUP, GemmProblem(4160, 8192, 1024))
+    assert why is not None and "at most 4096 output tiles" in why
 
 
 def test_cluster_and_pdl_points_are_legal_but_off_the_default_grid():

@@ -1,9 +1,10 @@
 """Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
-one and two consumer warpgroups, cooperative and ping-pong, split-K (with either accumulator), direct and TMA-store
-epilogues, 2-CTA clusters that multicast B or A, split-K summed in distributed shared memory, tile widths of any
-multiple of 16 on the paper's layout, shapes with partial tiles in M, N and K. Every check the evaluator makes (random, secret, near-duplicate,
-0/1 and accumulator inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point
-supports the shape."""
+one and two consumer warpgroups, cooperative and ping-pong, split-K (with either accumulator; reduced by a second
+kernel or in-kernel by the last slice to arrive), direct and TMA-store epilogues, 2-CTA clusters that multicast B or
+A, split-K summed in distributed shared memory, tile widths of any multiple of 16 on the paper's layout, shapes with
+partial tiles in M, N and K. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator
+inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports the
+shape."""
 
 import pytest
 
@@ -37,7 +38,10 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               # widths off the 64-column box: kn B in 32-column (64-byte swizzle) and 16-column (32-byte) boxes,
               # one of them multicast by a CTA pair; nk with an odd multiple of 16
               point("fp32", 64, 96, 8, 1, "kn"), point("fp32", 128, 176, 4, 8, "kn", cluster="2x1"),
-              point("fp32", 64, 80, 8, 1, "nk")]),
+              point("fp32", 64, 80, 8, 1, "nk"),
+              # split-K summed in-kernel by each tile's last slice to arrive, both schedules
+              point("fp32", 64, 128, 8, 1, "kn", split_k=4, split_reduce="fixup"),
+              point("fp32", 128, 128, 6, 8, "nk", split_k=2, schedule="pingpong", split_reduce="fixup")]),
     ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma"),
               point("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2"),
@@ -45,7 +49,8 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               point("fp16", 128, 80, 6, 8, "kn", schedule="pingpong"), point("fp16", 64, 112, 6, 1, "kn"),
               # split-K with fp16 accumulators: slices widened into fp32 partials, reduced by a kernel (by PDL)
               point("fp16", 64, 64, 12, 1, "kn", split_k=4, schedule="pingpong"),
-              point("fp16", 128, 128, 6, 8, "nk", split_k=2, pdl=True)]),
+              point("fp16", 128, 128, 6, 8, "nk", split_k=2, pdl=True),
+              point("fp16", 64, 64, 12, 1, "kn", split_k=8, split_reduce="fixup")]),
 ])
 def test_points_verify_in_device_and_offline_modes(tmp_path, acc, points):
     files = []

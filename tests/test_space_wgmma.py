@@ -91,7 +91,7 @@ def test_resources():
     r = SPACE.resources(F32_WIDE_KN)
     assert r == {"threads": 384, "smem_bytes": 4 * ((128 + 256) * 64 * 2 + 16) + 16 + 1024, "tile": (128, 256, 64),
                  "split_k": 1, "stages": 4, "raster": 8, "schedule": "cooperative", "epilogue": "direct",
-                 "split_reduce": None, "cluster": (1, 1)}
+                 "split_reduce": None, "cluster": (1, 1), "unit_overhead": "cooperative"}
     assert SPACE.resources(F32_CLUSTER_B)["cluster"] == (2, 1) and SPACE.resources(F16_CLUSTER_A)["cluster"] == (1, 2)
     assert SPACE.resources(F32_PINGPONG_SPLIT)["split_k"] == 4
     assert SPACE.resources(F32_PINGPONG_SPLIT)["split_reduce"] == "pdl"
@@ -393,6 +393,14 @@ def test_the_split_k_fixup_is_legal_off_the_default_grid_and_modelled_as_one_ker
     assert SPACE.resources(F32_FIXUP)["split_reduce"] == "fixup"
     problem = GemmProblem(256, 512, 4096)
     assert SPACE.workspace_bytes(F32_FIXUP, problem) == 4 * 256 * 512 * 4  # the partials, as the workspace split-K
+
+
+def test_the_model_charges_a_persistent_cta_for_every_unit_it_takes():
+    from kernelrl.space.model import unit_overhead_us
+    problem = GemmProblem(4096, 4096, 64)  # 1024 tiles of 128 x 128: the busiest of 132 CTAs takes 8
+    assert unit_overhead_us(SPACE.resources(V()), problem) == 8 * 0.5
+    assert unit_overhead_us(SPACE.resources(V(schedule="pingpong")), problem) == 8 * 0.25  # half hidden
+    assert unit_overhead_us({"tile": (128, 128, 64)}, problem) == 0.0  # a family that declares none
 
 
 def test_the_split_k_fixup_counts_at_most_its_tiles():

@@ -57,6 +57,13 @@ CLUSTER_REDUCE_US = 0.3
 # (benchmarks/model_error.py on benchmarks/results/h200x2/tune_one_measurements.csv). The factor scales the compute
 # term only, which brings them to ~1.4x. 16 is assumed to behave like 8 until measured.
 CLUSTER_SPLIT_EFFICIENCY = 1.15 / 1.65
+# A persistent CTA pays a fixed cost per work unit it takes (the pipeline's ramp and the epilogue's store, which a
+# cooperative schedule does not overlap with the next unit's main loop; ping-pong hides about half of it). Fitted on
+# the H200's wgmma screening measurements (benchmarks/model_unit_overhead.py, results in
+# benchmarks/results/h200/wgmma/model_unit_overhead/): with it the model's first choice among each shape's measured
+# candidates was the fastest on 280 of 696 fp32 shapes, cross-validated by shape (227 without), at 1.020 of the
+# fastest (1.076 without); on the fp16 run it was not fitted on, 346 of 963 (180) at 1.026 (1.085).
+UNIT_OVERHEAD_US = {"cooperative": 0.5, "pingpong": 0.25}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -139,7 +146,19 @@ def _predict(variant: Variant, problem: GemmProblem, machine: Machine) -> tuple[
     # A reduce kernel launched programmatically (PDL) is charged as a second launch too: the wgmma family's PDL
     # points measured a geomean 0.98 of their twins (20 pairs, 6 faster; benchmarks/results/h200/wgmma/v3/).
     launches = 2 if split > 1 and not (on_chip or fixup) else 1
-    return max(compute_us, memory_us, l2_us) + reduce_us + LAUNCH_US * launches, operands
+    fixed_us = reduce_us + LAUNCH_US * launches + unit_overhead_us(r, problem, machine)
+    return max(compute_us, memory_us, l2_us) + fixed_us, operands
+
+
+def unit_overhead_us(resources: dict, problem: GemmProblem, machine: Machine = H200) -> float:
+    """The per-unit cost of a persistent kernel that declares one (`unit_overhead`: its schedule), times the units
+    its busiest CTA takes (one CTA per SM)."""
+    per_unit = UNIT_OVERHEAD_US.get(resources.get("unit_overhead"), 0.0)
+    if not per_unit:
+        return 0.0
+    bm, bn, _ = resources["tile"]
+    units = math.ceil(problem.m / bm) * math.ceil(problem.n / bn) * resources.get("split_k", 1)
+    return per_unit * math.ceil(units / min(units, machine.sms))
 
 
 def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,

@@ -87,6 +87,13 @@ def test_unknown_command_is_an_argparse_error(capsys):
     assert info.value.code == 2
 
 
+def test_tune_from_a_database_needs_one_to_read(tmp_path, capsys):
+    from kernelrl.cli import main
+    assert main(["tune", "--shapes", "64x64x64", "--out", str(tmp_path / "lib"), "--from-db", "NVIDIA H200"]) == 2
+    err = capsys.readouterr().err
+    assert "--from-db" in err and "--db" in err and len(err.strip().splitlines()) == 1
+
+
 def test_tune_refuses_a_margin_below_one(tmp_path, capsys):
     from kernelrl.cli import main
     assert main(["tune", "--shapes", "64x64x64", "--out", str(tmp_path / "lib"), "--runner", "dummy",

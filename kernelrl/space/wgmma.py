@@ -1060,11 +1060,16 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
     float* partials = static_cast<float*>(workspace);
     Elem* out = reinterpret_cast<Elem*>(C);  // the contract's pointers are __half*; a bf16 point reads them as bf16
     unsigned int* arrivals = nullptr;
-    if constexpr (FIXUP) {  // this call's set of counters (the symbol's address: no allocation, capture-safe)
+    if constexpr (FIXUP) {  // this call's set of counters: the symbol's address, looked up once per device
         static std::atomic<unsigned int> calls{0};
-        err = cudaGetSymbolAddress(reinterpret_cast<void**>(&arrivals), fixup_arrivals);
-        if (err != cudaSuccess) return (int)err;
-        arrivals += (size_t)(calls.fetch_add(1) % FIXUP_SLOTS) * FIXUP_TILES * UNIT_WARPS;
+        static unsigned int* bases[64] = {};
+        int dev = 0;
+        if ((err = cudaGetDevice(&dev)) != cudaSuccess) return (int)err;
+        if (dev >= 64) return (int)cudaErrorInvalidDevice;
+        if (bases[dev] == nullptr &&
+            (err = cudaGetSymbolAddress(reinterpret_cast<void**>(&bases[dev]), fixup_arrivals)) != cudaSuccess)
+            return (int)err;
+        arrivals = bases[dev] + (size_t)(calls.fetch_add(1) % FIXUP_SLOTS) * FIXUP_TILES * UNIT_WARPS;
     }
     hgemm_wgmma_kernel<<<grid, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, out, partials, M, N, K, tiles_m,
                                                               tiles_n, per_split, arrivals);

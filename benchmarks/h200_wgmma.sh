@@ -78,14 +78,15 @@ elif only == "f16split":  # fp16 accumulators: split-K points and the same point
              for bm, bn, st, r, sk, sc in [(64, 64, 12, 1, 2, "pingpong"), (64, 64, 12, 1, 4, "pingpong"),
                                            (64, 64, 12, 1, 8, "cooperative"), (64, 128, 8, 1, 4, "cooperative"),
                                            (64, 128, 8, 1, 8, "cooperative"), (128, 128, 6, 8, 2, "cooperative"),
-                                           (128, 64, 8, 1, 4, "pingpong")]]
+                                           (128, 64, 8, 1, 4, "pingpong"), (64, 64, 12, 1, 16, "cooperative")]]
     points = split + sorted({Variant.of("wgmma", "fp16", **{**v.p, "split_k": 1}) for v in split}, key=lambda v: v.name)
 elif only == "fixup":  # the last slice to arrive sums a tile in-kernel, beside the second-kernel reduce
     fix = [Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=st, raster=r, b_layout="kn", split_k=sk, schedule=sc,
                       split_reduce="fixup")
            for bm, bn, st, r, sk, sc in [(64, 128, 8, 1, 4, "cooperative"), (64, 128, 8, 1, 8, "cooperative"),
                                          (128, 128, 6, 8, 2, "pingpong"), (64, 64, 12, 1, 4, "cooperative"),
-                                         (64, 64, 12, 1, 8, "pingpong"), (128, 64, 8, 1, 2, "cooperative")]]
+                                         (64, 64, 12, 1, 8, "pingpong"), (128, 64, 8, 1, 2, "cooperative"),
+                                         (64, 64, 12, 1, 16, "cooperative")]]
     points = fix + [Variant.of("wgmma", "fp32", **{**v.p, "split_reduce": "workspace"}) for v in fix]
 elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width
     odd = [v for v in points if v.p["BN"] % 64]
@@ -97,7 +98,7 @@ else:  # the default bench: the points measured before
 for v in points:
     (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
 PY
-DEEP_K=256x128x16384,512x64x16384,128x256x16384,256x512x16384,512x512x4096,512x1024x8192,2048x64x8192,1024x1024x1024
+DEEP_K=64x64x16384,128x128x16384,256x128x16384,512x64x16384,128x256x16384,256x512x16384,512x512x4096,512x1024x8192,2048x64x8192,1024x1024x1024
 SQUARE=1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,1024x4096x4096,512x1024x8192,256x512x16384,512x512x4096,2048x1024x1024
 ACC=$([ "${ONLY:-}" = f16split ] && echo fp16 || echo fp32)
 timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINTS" \

@@ -156,9 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--from-db", default=None, metavar="GPU",
                     help="write the library from what --db holds for this GPU (its name as the runs recorded it, "
                          "e.g. 'NVIDIA H200'), measuring nothing: on a machine without that GPU (with --arch) it "
-                         "writes the library a run there would (with this kernelrl version, whose cost model "
-                         "picks the short lists, and that run's options: --batch, --top-k, --confirm ...); batches "
-                         "the database lacks stay untuned")
+                         "writes the library a run there would (with this kernelrl version, whose kernel sources "
+                         "and cost model make the short lists, and that run's options: --batch, --top-k, --confirm "
+                         "...); batches the database lacks stay untuned")
     rec = sub.add_parser("record", help="run a Python script and record the GEMM shapes it runs (M, N, K, dtype, "
                                         "layout, bias, batch, calls)")
     rec.add_argument("-o", "--out", required=True, help="shapes file to write (JSON)")

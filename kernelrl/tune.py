@@ -313,8 +313,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         results += screened
     if untuned and cfg.stored_gpu:
         ui.stage(f"{untuned} of {len(problems)} shapes not in the database for {cfg.stored_gpu} (every round): left "
-                 "untuned; tune them on that GPU, or pass the options the run had (its short lists are the cost "
-                 "model's: a database written by another kernelrl version holds other candidates)")
+                 "untuned; tune them on that GPU, or pass the options the run had (the kernel sources and the "
+                 "cost model make the short lists: a database of another kernelrl version holds other candidates)")
     elif untuned:
         ui.stage(f"budget of {cfg.budget_minutes} min spent: {len(problems) - untuned} of {len(problems)} shapes "
                  "tuned; run again to resume")

@@ -51,8 +51,17 @@ else
 fi
 STEPS=" ${STEPS:-paper offline server tests overhead} "
 if [[ $STEPS == *" paper "* ]]; then
-    kernelrl bench --library "$LIB" --shapes paper --mode device --acc "$ACC" --db "$OUT/final.db" ${RAY:+--ray "$RAY"} \
-        --csv "$OUT/tuned_paper_device$SUFFIX.csv" 2>&1 | grep -v "^  built" | tail -n 30
+    # PAPER_LIMIT (seconds, default none): stop the 1000-shape bench there and write what its run measured, so a call
+    # near its 10 minutes still returns a CSV (tuned_paper_device*_partial.csv: this call's run; RESUME goes on from
+    # final.db, and the next call's partial CSV holds what it adds).
+    ${PAPER_LIMIT:+timeout "$PAPER_LIMIT"} python3 -m kernelrl.cli bench --library "$LIB" --shapes paper --mode device \
+        --acc "$ACC" --db "$OUT/final.db" ${RAY:+--ray "$RAY"} --csv "$OUT/tuned_paper_device$SUFFIX.csv" 2>&1 \
+        | grep -v "^  built" | tail -n 30
+    if [ ! -f "$OUT/tuned_paper_device$SUFFIX.csv" ] && [ -f "$OUT/final.db" ]; then
+        run=$(python3 -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT MAX(run_id) FROM runs').fetchone()[0])" "$OUT/final.db")
+        python3 benchmarks/export_run.py "$OUT/final.db" --run "$run" --library "$LIB" \
+            --csv "$OUT/tuned_paper_device${SUFFIX}_partial.csv"
+    fi
 fi
 for mode in offline server; do
     [[ $STEPS == *" $mode "* ]] || continue

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernelrl.db import Database  # noqa: E402
 from kernelrl.library.export import shape_key  # noqa: E402
-from kernelrl.library.policy import LT_FALLBACKS  # noqa: E402
+from kernelrl.library.policy import FALLBACK_LABEL, LT_FALLBACKS  # noqa: E402
 from kernelrl.results import write_csv  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def label(entry: dict | None) -> str:
     fallback = entry.get("fallback")
     if isinstance(fallback, dict) and fallback.get("method") in LT_FALLBACKS.values():
         return "cuBLASLt (stored algorithm)"
-    return "torch.matmul" if entry.get("layout", "nn") == "nn" else "F.linear"
+    return FALLBACK_LABEL[entry.get("layout", "nn")]
 
 
 def main() -> None:

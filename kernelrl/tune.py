@@ -306,7 +306,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         # library its measurements make, not one cut off by a budget spent on reading them.
         past_budget = bool(results) and _over_budget(cfg, started)
         try:
-            screened, env = _tune_batch(cfg, ui, batch, results, env, stored_only=past_budget or bool(cfg.stored_gpu))
+            # (with stored_gpu every batch is read only: the bench's reads_only)
+            screened, env = _tune_batch(cfg, ui, batch, results, env, stored_only=past_budget)
         except _NotStored:
             # Untuned shapes dispatch to torch.matmul, not to a neighbour's kernel that was never measured on them.
             screened, untuned = [ShapeResult(p, None, None, None, {}, {}) for p in batch], untuned + len(batch)

@@ -396,11 +396,11 @@ def test_the_split_k_fixup_is_legal_off_the_default_grid_and_modelled_as_one_ker
 
 
 def test_the_model_charges_a_persistent_cta_for_every_unit_it_takes():
-    from kernelrl.space.model import unit_overhead_us
-    problem = GemmProblem(4096, 4096, 64)  # 1024 tiles of 128 x 128: the busiest of 132 CTAs takes 8
-    assert unit_overhead_us(SPACE.resources(V()), problem) == 8 * 0.5
-    assert unit_overhead_us(SPACE.resources(V(schedule="pingpong")), problem) == 8 * 0.25  # half hidden
-    assert unit_overhead_us({"tile": (128, 128, 64)}, problem) == 0.0  # a family that declares none
+    from kernelrl.space.model import unit_overhead_us, waves
+    units, _, _ = waves(V(), GemmProblem(4096, 4096, 64))  # 1024 tiles of 128 x 128: the busiest of 132 CTAs takes 8
+    assert unit_overhead_us(SPACE.resources(V()), units) == 8 * 0.5
+    assert unit_overhead_us(SPACE.resources(V(schedule="pingpong")), units) == 8 * 0.25  # half hidden
+    assert unit_overhead_us({"tile": (128, 128, 64)}, units) == 0.0  # a family that declares none
 
 
 def test_the_split_k_fixup_counts_at_most_its_tiles():

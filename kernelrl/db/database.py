@@ -58,6 +58,8 @@ class Database:
         self.conn.executescript(SCHEMA)
         self._add_verdict_columns()
         self._add_dtype_key()
+        # The measurement columns by name (their order differs in databases migrated from older schemas).
+        self._columns = ", ".join(row["name"] for row in self.conn.execute("PRAGMA table_info(measurements)"))
 
     def _add_verdict_columns(self) -> None:
         """Databases written before verdicts were keys get the `verdict` column (empty for their old rows)."""
@@ -83,11 +85,6 @@ class Database:
 
     def close(self):
         self.conn.close()
-
-    @property
-    def _columns(self) -> str:
-        """The measurement columns by name (their order differs in databases migrated from older schemas)."""
-        return ", ".join(row["name"] for row in self.conn.execute("PRAGMA table_info(measurements)"))
 
     def start_run(self, command: str, env: dict) -> int:
         with self.conn:
@@ -140,9 +137,9 @@ class Database:
         stale = {row["run_id"] for row in self.conn.execute(
             f"SELECT method, method_key, run_id FROM measurements WHERE {where} AND run_id IS NOT ?", (*shape, run_id))
             if (row["method"], row["method_key"]) in methods}
-        columns = self._columns
         for old in stale:
-            self.conn.execute(f"INSERT INTO superseded ({columns}, superseded_by, superseded_at) SELECT {columns}, "
+            self.conn.execute(f"INSERT INTO superseded ({self._columns}, superseded_by, superseded_at) "
+                              f"SELECT {self._columns}, "
                               f"?, ? FROM measurements WHERE {where} AND run_id IS ?",
                               (run_id, time.time(), *shape, old))
             self.conn.execute(f"DELETE FROM measurements WHERE {where} AND run_id IS ?", (*shape, old))

@@ -117,7 +117,7 @@ def _predict(variant: Variant, problem: GemmProblem, machine: Machine) -> tuple[
     bm, bn, _ = r["tile"]
     split = r.get("split_k", 1)
     padded_flops = 2.0 * math.ceil(problem.m / bm) * bm * math.ceil(problem.n / bn) * bn * problem.k
-    _, _, quantization = waves(variant, problem, machine)
+    ctas, _, quantization = waves(variant, problem, machine)
     rate = machine.tensor_tflops * 1e12 * FAMILY_EFFICIENCY.get(variant.family, 0.5)
     compute_us = padded_flops / rate / quantization * 1e6
     if r.get("split_reduce") == "cluster" and split >= 4:
@@ -146,19 +146,15 @@ def _predict(variant: Variant, problem: GemmProblem, machine: Machine) -> tuple[
     # A reduce kernel launched programmatically (PDL) is charged as a second launch too: the wgmma family's PDL
     # points measured a geomean 0.98 of their twins (20 pairs, 6 faster; benchmarks/results/h200/wgmma/v3/).
     launches = 2 if split > 1 and not (on_chip or fixup) else 1
-    fixed_us = reduce_us + LAUNCH_US * launches + unit_overhead_us(r, problem, machine)
+    fixed_us = reduce_us + LAUNCH_US * launches + unit_overhead_us(r, ctas, machine)
     return max(compute_us, memory_us, l2_us) + fixed_us, operands
 
 
-def unit_overhead_us(resources: dict, problem: GemmProblem, machine: Machine = H200) -> float:
+def unit_overhead_us(resources: dict, units: int, machine: Machine = H200) -> float:
     """The per-unit cost of a persistent kernel that declares one (`unit_overhead`: its schedule), times the units
-    its busiest CTA takes (one CTA per SM)."""
+    (its CTAs' worth of work, as `waves` counts them) that its busiest CTA takes (one CTA per SM)."""
     per_unit = UNIT_OVERHEAD_US.get(resources.get("unit_overhead"), 0.0)
-    if not per_unit:
-        return 0.0
-    bm, bn, _ = resources["tile"]
-    units = math.ceil(problem.m / bm) * math.ceil(problem.n / bn) * resources.get("split_k", 1)
-    return per_unit * math.ceil(units / min(units, machine.sms))
+    return per_unit * math.ceil(units / min(units, machine.sms)) if per_unit else 0.0
 
 
 def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,

@@ -247,3 +247,18 @@ def test_a_moved_cache_still_serves_its_libraries(good_build, toolchain, cache_d
 def test_key_follows_the_target_nvcc_builds_not_the_arch_label(fake_builder, tmp_path):
     detected = LocalBuilder(Toolchain("/opt/fake/bin/nvcc", "13.0.88", "sm_90"), cache_dir=tmp_path)
     assert detected.key(BuildRequest("int x;")) == fake_builder.key(BuildRequest("int x;"))  # both sm_90a code
+
+
+def test_key_of_a_self_contained_source_ignores_the_folder_it_sat_in(fake_builder):
+    """A generated kernel written to a fresh temporary folder each run still finds the build made before."""
+    here = BuildRequest("int x;", origin="/tmp/run1/k.cu")
+    there = BuildRequest("int x;", origin="/tmp/run2/k.cu")
+    assert fake_builder.key(here) == fake_builder.key(there)
+
+
+def test_key_of_a_source_with_a_quoted_include_keeps_its_folder(fake_builder):
+    """`#include "tile.h"` resolves against the file's folder: another folder may hold another tile.h."""
+    source = '#include "tile.h"\nint x;'
+    here = BuildRequest(source, origin="/src/a/k.cu")
+    there = BuildRequest(source, origin="/src/b/k.cu")
+    assert fake_builder.key(here) != fake_builder.key(there)

@@ -8,6 +8,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -21,6 +22,7 @@ from kernelrl.build.ptxas import parse_ptxas, summarize
 from kernelrl.build.toolchain import Toolchain, arch_flags
 from kernelrl.registry import Registered
 
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"', re.MULTILINE)
 BASE_FLAGS = ["-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v", "-lineinfo",
               "--expt-relaxed-constexpr", "-DNDEBUG"]
 
@@ -64,6 +66,15 @@ class BuildResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def origin_dir(request: BuildRequest) -> str | None:
+    """The folder a source's quoted includes resolve against, where it has any: only then does where the file sat
+    change what compiles, so a self-contained source (every generated kernel) builds to one cache entry from any
+    folder, and a build made on another machine, or under another temporary path, is found again."""
+    if request.origin and QUOTED_INCLUDE.search(request.source):
+        return str(Path(request.origin).parent)
+    return None
 
 
 class Builder(Registered):
@@ -110,7 +121,7 @@ class LocalBuilder(Builder, kind="local"):
         payload = {"source": request.source, "flags": request.flags, "link": request.link,
                    "include_dirs": [include_identity(d)
                                     for d in list(request.include_dirs) + list(self.toolchain.include_dirs)],
-                   "origin_dir": str(Path(request.origin).parent) if request.origin else None,
+                   "origin_dir": origin_dir(request),
                    # What nvcc is told, not the label: sm_90 (detected) and sm_90a (asked for) build the same code.
                    "nvcc": self.toolchain.version, "arch": arch_flags(self.toolchain.arch), "base": BASE_FLAGS}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]

@@ -30,7 +30,7 @@ if [[ -z "${ONLY:-}" || "${ONLY:-}" == clusters || "${ONLY:-}" == dsmem ]]; then
     export CLUSTERS_OK=$([ $? -eq 0 ] && echo 1 || echo 0)
     echo "cluster points verified: $CLUSTERS_OK"
 fi
-POINTS=/tmp/wgmma_points; mkdir -p "$POINTS"
+POINTS=/tmp/wgmma_points; rm -rf "$POINTS"; mkdir -p "$POINTS"  # this run's points only (ONLY runs in one call)
 python3 - "$POINTS" <<'PY'
 import os
 import sys

@@ -340,8 +340,9 @@ SOURCE = r"""// kernelrl wgmma family: @NAME@
 // and stores them to C. One kernel and no workspace; a second barrier frees the copies for the next tile.
 // Split-K fixup (FIXUP): every unit stores its fp32 partials as above, then each warp counts itself in on its own
 // counter for the tile (its fragment covers the same elements in every slice); the warp whose arrival is the tile's
-// SPLIT_K-th adds the other slices' partials (from L2) to its accumulators, stores C and resets the counter, so the
-// counters are zero again between calls and need no memset. They live in this library's own device memory, in
+// SPLIT_K-th reads every slice's partials back (from L2), adds them in slice order as the reduce kernel does (so C is
+// the workspace twin's, bit for bit), stores C and resets the counter, so the counters are zero again between calls
+// and need no memset. They live in this library's own device memory, in
 // FIXUP_SLOTS sets that successive calls take in turn (calls in flight at once on several streams get different
 // sets unless FIXUP_SLOTS of them overlap).
 // Accumulator fragment of m64nNk16 (warp w of the warpgroup, lane l, g = l / 4, t = l % 4), per n8 block j:
@@ -846,7 +847,7 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
                 }
                 if constexpr (FIXUP) {
                     // This warp counts itself in for the tile (its lanes' partials released first); the tile's
-                    // SPLIT_K-th arrival adds the other slices' partials to its own sums and stores C.
+                    // SPLIT_K-th arrival sums every slice's partials and stores C.
                     __threadfence();
                     __syncwarp();
                     unsigned int* counter = arrivals + ((size_t)(tm * tiles_n + tn) * UNIT_WARPS +
@@ -858,32 +859,39 @@ hgemm_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_const
                         if (lane == 0) *counter = 0u;  // every slice has arrived: zero again for a later call
                         __threadfence();  // lane 0's fence acquires what the other slices' warps released, and
                         __syncwarp();     // the warp barrier orders it before every lane's reads
+                        // Every slice's partials, this warp's own included (its lanes wrote them), added in slice
+                        // order from zero as the reduce kernel adds them: C does not depend on which slice came
+                        // last, and matches the workspace twin bit for bit. All loads of an n8 block are issued
+                        // before its adds: a chain of dependent L2 round trips (one per slice and block) cost
+                        // about 30 us a tile at 16 slices on the H200.
+                        const float* __restrict__ parts = partials;  // never C: the loads may pass C's stores
+                        Elem* __restrict__ c_out = C;
 #pragma unroll
                         for (int mb = 0; mb < MB; ++mb) {
                             const int row = tm * BM + (PINGPONG ? mb * 64 : c * 64) + warp * 16 + lane / 4;
                             const int col = tn * BN + (lane % 4) * 2;
+                            const bool top_in = row < M, bottom_in = row + 8 < M;
 #pragma unroll
                             for (int j = 0; j < BN / 8; ++j) {
                                 const int n = col + 8 * j;
                                 if (n >= N) continue;
-                                float2 top, bottom;
-                                c_pairs_f32(d[mb], j, top, bottom);
+                                float2 t[SPLIT_K], b[SPLIT_K];
+#pragma unroll
                                 for (int s = 0; s < SPLIT_K; ++s) {  // L2 reads (__ldcg): written by other SMs
-                                    if (s == slice) continue;
-                                    const float* other = partials + (size_t)s * M * N;
-                                    const float2* x = reinterpret_cast<const float2*>(other + (size_t)row * N + n);
-                                    if (row < M) {
-                                        const float2 t = __ldcg(x);
-                                        top.x += t.x, top.y += t.y;
-                                    }
-                                    if (row + 8 < M) {
-                                        const float2 b = __ldcg(x + (size_t)4 * N);  // 8 rows on: 8 N floats
-                                        bottom.x += b.x, bottom.y += b.y;
-                                    }
+                                    const float2* x = reinterpret_cast<const float2*>(
+                                        parts + (size_t)s * M * N + (size_t)row * N + n);
+                                    t[s] = top_in ? __ldcg(x) : make_float2(0.f, 0.f);
+                                    b[s] = bottom_in ? __ldcg(x + (size_t)4 * N) : make_float2(0.f, 0.f);  // 8 rows on
                                 }
-                                Elem2* out = reinterpret_cast<Elem2*>(C + (size_t)row * N + n);
-                                if (row < M) *out = pack2(top.x, top.y);
-                                if (row + 8 < M) out[(size_t)4 * N] = pack2(bottom.x, bottom.y);  // 8 rows on
+                                float2 top = make_float2(0.f, 0.f), bottom = top;
+#pragma unroll
+                                for (int s = 0; s < SPLIT_K; ++s) {
+                                    top.x += t[s].x, top.y += t[s].y;
+                                    bottom.x += b[s].x, bottom.y += b[s].y;
+                                }
+                                Elem2* out = reinterpret_cast<Elem2*>(c_out + (size_t)row * N + n);
+                                if (top_in) *out = pack2(top.x, top.y);
+                                if (bottom_in) out[(size_t)4 * N] = pack2(bottom.x, bottom.y);  // 8 rows on
                             }
                         }
                     }

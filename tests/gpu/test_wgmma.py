@@ -108,3 +108,45 @@ def test_bf16_points_verify_beside_bf16_baselines(tmp_path, layout, baselines):
                       settings=RunSettings(rounds=3, hang_timeout_s=30))
     bad = [(r["method"], r["m"], r["reason"]) for r in run_bench(cfg, NullUI()).rows if not r["verified"]]
     assert not bad
+
+
+@pytest.mark.parametrize("acc, bm, bn, stages, split_k, schedule", [("fp32", 64, 128, 8, 4, "cooperative"),
+                                                                     ("fp32", 64, 64, 12, 16, "cooperative"),
+                                                                     ("fp16", 64, 64, 12, 8, "pingpong")])
+def test_the_split_k_fixup_stores_what_the_reduce_kernel_stores_bit_for_bit(acc, bm, bn, stages, split_k, schedule):
+    """Both add the slices in slice order from zero, so which slice arrives last never changes C: called repeatedly
+    (arrival order differs call to call) the fixup's C equals the workspace twin's exactly, partial tiles included."""
+    import ctypes
+
+    import torch
+
+    from kernelrl.build.builder import BuildRequest, LocalBuilder
+    from kernelrl.build.toolchain import Toolchain
+
+    builder = LocalBuilder(Toolchain.discover())
+    m, n, k = 333, 200, 4096
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    outputs = {}
+    for reduce in ("workspace", "fixup"):
+        v = point(acc, bm, bn, stages, 1, "kn", split_k=split_k, schedule=schedule, split_reduce=reduce)
+        built = builder.build(BuildRequest(v.source(), name=v.name))
+        assert built.ok, built.error
+        lib = ctypes.CDLL(built.lib_path)
+        vp, i = ctypes.c_void_p, ctypes.c_int
+        lib.kernelrl_hgemm.argtypes, lib.kernelrl_hgemm.restype = [vp, vp, vp, i, i, i, vp, ctypes.c_size_t, vp], i
+        lib.kernelrl_hgemm_workspace.argtypes, lib.kernelrl_hgemm_workspace.restype = [i, i, i], ctypes.c_size_t
+        ws_bytes = lib.kernelrl_hgemm_workspace(m, n, k)
+        ws = torch.empty(max(ws_bytes, 1), device="cuda", dtype=torch.uint8)
+        calls = []
+        for _ in range(5):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+            rc = lib.kernelrl_hgemm(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, ws.data_ptr(), ws_bytes,
+                                    torch.cuda.current_stream().cuda_stream)
+            assert rc == 0
+            calls.append(c)
+        torch.cuda.synchronize()
+        outputs[reduce] = calls
+    for c in outputs["workspace"] + outputs["fixup"]:
+        assert torch.equal(c, outputs["workspace"][0])

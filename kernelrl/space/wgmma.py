@@ -165,19 +165,23 @@ class WgmmaSpace(KernelSpace):
         return None
 
     def pruned(self, variant: Variant) -> str | None:
-        if variant.p["BN"] % (64 if variant.p["b_layout"] == "kn" else 32):
-            # Compile-tested only: kn widths off the 64-column box load B in 64- or 32-byte swizzled boxes, and
-            # widths of an odd multiple of 16 are new to both layouts. GPU test points: tests/gpu/test_wgmma.py.
-            return ("tile widths new to the layout (kn: BN % 64 != 0, nk: BN % 32 != 0) are off the default grid "
-                    "until verified on a GPU")
+        if variant.p["b_layout"] == "nk" and variant.p["BN"] % 32:
+            # Verified on the H200 (tests/gpu/test_wgmma.py: 64x80 nk, fp32 and fp16), not benched yet: nk loads B in
+            # the 128-byte-swizzled boxes of every width, so the kn result below need not hold for it.
+            return "nk widths of an odd multiple of 16 are off the default grid until benched beside their neighbours"
+        if variant.p["b_layout"] == "kn" and variant.p["BN"] % 64:
+            # Verified on the H200 (tests/gpu/test_wgmma.py) and measured (benchmarks/results/h200/wgmma/v4_verified/
+            # widths/): 10 kn widths off the 64-column box on 10 shapes ran a geomean 0.63 of the faster of the same
+            # point at the multiples of 64 around them, never faster (16-column boxes 0.46-0.66, 32-column 0.72-0.85):
+            # the wave-quantization gain does not pay for B loaded in narrower, less swizzled boxes.
+            return ("kn tile widths off the 64-column box are off the default grid: slower than the multiples of 64 "
+                    "around them on the H200")
         if self.fixup(variant):
-            # Compile-tested only. GPU test points: tests/gpu/test_wgmma.py; bench: ONLY=fixup h200_wgmma.sh.
-            return "the in-kernel split-K fixup is off the default grid until verified on a GPU"
-        if variant.p["split_k"] > 1 and variant.acc == "fp16":
-            # Compile-tested only: fp16 accumulators widened into the fp32 partials. GPU test points:
-            # tests/gpu/test_wgmma.py. Built for the deep-K shapes an fp16 tune left at 0.25x of cuBLASLt
-            # (benchmarks/results/h200/tuned_fp16acc/summary.md).
-            return "split-K with fp16 accumulators is off the default grid until verified on a GPU"
+            # Verified on the H200 (tests/gpu/test_wgmma.py: C equals the reduce kernel's bit for bit) and measured
+            # (benchmarks/results/h200/wgmma/v4_verified/fixup/): 70 pairs on 10 deep-K shapes ran a geomean 0.69 of
+            # their workspace twins, never faster (12.7 against 8.2 us at 64x64x16384, split 16): one warp per tile
+            # reading every slice back costs more than a second kernel that spreads the sum over every SM.
+            return "the in-kernel split-K fixup is off the default grid: slower than the reduce kernel on the H200"
         if variant.p["cluster"] != "1x1":
             # Measured on the H200 (benchmarks/results/h200/wgmma/v3_clusters/): 80 pairs on 10 shapes ran a
             # geomean 0.94 of their single-CTA twins; 5 were faster (1.01-1.08x, large grids), the slowest 0.77.

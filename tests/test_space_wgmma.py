@@ -393,6 +393,15 @@ def test_the_split_k_fixup_is_legal_off_the_default_grid_and_modelled_as_one_ker
     assert SPACE.workspace_bytes(F32_FIXUP, problem) == 4 * 256 * 512 * 4  # the partials, as the workspace split-K
 
 
+def test_the_model_gives_a_persistent_point_one_slot_per_sm_whatever_its_shared_memory():
+    """The kernel launches one CTA per SM, which takes the units in turn: a point small enough for six CTAs an SM
+    still fills 132 slots, so 1024 tiles take 8 waves (8 units for the busiest CTA), not 2."""
+    from kernelrl.space.model import _resources, blocks_per_sm, waves
+    small = V(BM=64, BN=64, stages=2, raster=1)
+    assert blocks_per_sm(_resources(small)) > 1
+    assert waves(small, GemmProblem(2048, 2048, 1024)) == (1024, 8, 1024 / (8 * 132))
+
+
 def test_the_model_charges_a_persistent_cta_for_every_unit_it_takes():
     from kernelrl.space.model import unit_overhead_us, waves
     units, _, _ = waves(V(), GemmProblem(4096, 4096, 64))  # 1024 tiles of 128 x 128: the busiest of 132 CTAs takes 8

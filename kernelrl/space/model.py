@@ -78,7 +78,9 @@ def blocks_per_sm(resources: dict, machine: Machine = H200) -> int:
 
 
 def waves(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> tuple[int, int, float]:
-    """(CTAs, waves, efficiency of the last wave's quantization: CTAs / (waves × slots))."""
+    """(CTAs, waves, efficiency of the last wave's quantization: CTAs / (waves × slots)). For a persistent kernel
+    (resources `persistent`: one CTA per SM takes the work units in turn) CTAs are its units and the slots its SMs,
+    however many of its CTAs shared memory would let an SM hold."""
     r = _resources(variant)
     bm, bn, _ = r["tile"]
     cluster = r.get("cluster", (1, 1))
@@ -86,7 +88,7 @@ def waves(variant: Variant, problem: GemmProblem, machine: Machine = H200) -> tu
     # A cluster of CM×CN CTAs is scheduled together: round the grid up to whole clusters.
     per_cluster = cluster[0] * cluster[1]
     ctas = math.ceil(ctas / per_cluster) * per_cluster
-    slots = machine.sms * blocks_per_sm(r, machine)
+    slots = machine.sms if r.get("persistent") else machine.sms * blocks_per_sm(r, machine)
     n_waves = math.ceil(ctas / slots)
     return ctas, n_waves, ctas / (n_waves * slots)
 

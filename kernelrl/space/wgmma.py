@@ -234,6 +234,7 @@ class WgmmaSpace(KernelSpace):
                 "raster": p["raster"],  # tile_coords: groups of `raster` tile rows, column-major inside a group
                 "schedule": p["schedule"], "epilogue": p["epilogue"],
                 "unit_overhead": p["schedule"],  # the model's per-unit cost of a persistent CTA (model.py)
+                "persistent": True,  # one CTA per SM (at most one per unit) takes the units in turn
                 # programmatic dependent launch: the reduce kernel is launched while the main kernel runs
                 # DSMEM: the slices meet on chip, in one kernel; fixup: in L2, in one kernel; pdl: the reduce kernel
                 # launched programmatically

@@ -1,10 +1,12 @@
 """What kernelrl's CUDA-L2 adapter itself costs per call, apart from any file's own work (GPU machine; torch's
-headers and nvcc, no CUTLASS). Three builds of one empty kernel launch, timed alike:
+headers and nvcc, no CUTLASS). Four builds of one empty kernel launch, timed alike:
 
   plain      a kernelrl candidate that launches the empty kernel on the stream it is given;
   adapter    a CUDA-L2-format file whose function launches it on the default stream, through the adapter: from_blob
-             views, the per-thread-stream guard and the fork/join events around the call. It never reads `b`, so it
+             views, and the launch rewritten onto the caller's stream (the direct path). It never reads `b`, so it
              takes B as N x K: no transpose;
+  adapter joined  the same file with a (never taken) call the rewrite cannot handle, so the adapter keeps the
+             per-thread-stream guard and the fork/join events around the call;
   adapter+T  the same file reading `b` (kn): the adapter also writes b_col_major (B^T) every call, as every
              adapted file did before the nk mode.
 
@@ -49,8 +51,11 @@ L2_FILE = EMPTY + r"""
 void cuda_l2_h100_fp32(torch::Tensor a, torch::Tensor b, torch::Tensor b_col_major, torch::Tensor c) {
   if (c.size(0) < 0) { auto touch = @TOUCH@; (void)touch; }  // never taken: only says which tensors it reads
   kr_empty_kernel<<<1, 32>>>();
+  @JOIN@
 }
 """
+# A call the wrapper's rewrite cannot put on the caller's stream (never made: c has rows), so it keeps the fork/join.
+JOINED = "if (c.size(0) < 0) cudaStreamSynchronize(0);"
 
 
 def build(tmp: Path, name: str, text: str, adapted: bool):
@@ -111,10 +116,11 @@ def main() -> int:
     stream = torch.cuda.Stream()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        nk, kn = (L2_FILE.replace("@TOUCH@", f"{t}.data_ptr()") for t in ("b_col_major", "b"))
         methods = {"plain": build(tmp, "kr_plain_empty", PLAIN, False),
-                   "adapter": build(tmp, "kr_l2_empty_nk", L2_FILE.replace("@TOUCH@", "b_col_major.data_ptr()"),
-                                    True),
-                   "adapter+T": build(tmp, "kr_l2_empty_kn", L2_FILE.replace("@TOUCH@", "b.data_ptr()"), True)}
+                   "adapter": build(tmp, "kr_l2_empty_nk", nk.replace("@JOIN@", ""), True),
+                   "adapter joined": build(tmp, "kr_l2_empty_nk_joined", nk.replace("@JOIN@", JOINED), True),
+                   "adapter+T": build(tmp, "kr_l2_empty_kn", kn.replace("@JOIN@", ""), True)}
         lines = [f"# The CUDA-L2 adapter's own cost per call\n\n- command: `python benchmarks/cuda_l2_wrapper_cost.py "
                  f"--shapes {args.shapes}`\n- environment: {collect({'mode': 'device,host'})}\n",
                  "| shape | method | device µs/call (graph) | host µs/call (synchronized) |", "|---|---|---:|---:|"]

@@ -155,8 +155,9 @@ def test_wrapper_has_the_entry_points_and_includes_the_file_last(tmp_path):
                    " torch::Tensor, torch::Tensor);", "catch (const std::exception& ex)", spec.sha256):
         assert symbol in source, symbol  # both header modes share the text; the preprocessor picks
     assert "#define KR_CL2_SHIM 1" in source and "#define KR_CL2_SHIM 0" in wrapper_source(spec, torch_api="torch")
-    include = f'#include "{path.resolve()}"'
-    assert source.rstrip().endswith(include)  # after every line of the wrapper: the file's macros reach nothing
+    # after every line of the wrapper (the file's macros reach nothing): inline, its one launch on the caller's stream
+    inline = f'#line 1 "{path.resolve()}"\n' + cuda_l2.direct_launch_source(path.read_text())
+    assert source.rstrip().endswith(inline.rstrip()) and "#define KR_CL2_DIRECT 1" in source
     assert "#define KR_CL2_UNTIMED 0" in source
     assert "kr_exact = true" in source and "kr_shape_m = 256, kr_shape_n = 128, kr_shape_k = 64" in source
     assert "kr_exact = false" in wrapper_source(spec, any_shape=True)
@@ -168,8 +169,38 @@ def test_wrapper_has_the_entry_points_and_includes_the_file_last(tmp_path):
     assert info == {"acc": "fp32", "family": "cuda_l2",
                     "params": {"BM": 32, "BN": 64, "BK": 16, "source": "256_128_64.cu", "function": "cuda_l2_synth_fp32",
                                "declared_acc": "fp32", "mma": [], "shape": [256, 128, 64], "padding": "timed",
-                               "sha256": spec.sha256[:16], "device_syncs": 0, "torch_api": "shim"}}
+                               "sha256": spec.sha256[:16], "device_syncs": 0, "torch_api": "shim",
+                               "launch": "direct"}}
     assert _info_from(untimed)["params"]["padding"] == "untimed"
+
+
+def test_a_file_that_enqueues_work_another_way_is_included_unchanged_and_joined(tmp_path):
+    text = SYNTHETIC.replace("void synthetic_launch(", "void unused_copy(void* d, const void* s) {\n"
+                             "  cudaMemcpyAsync(d, s, 16, cudaMemcpyDeviceToDevice);\n}\n\nvoid synthetic_launch(")
+    path = write(tmp_path, text)
+    source = wrapper_source(parse_cuda_l2(text, path))
+    assert source.rstrip().endswith(f'#include "{path.resolve()}"') and "#define KR_CL2_DIRECT 0" in source
+    assert _info_from(source)["params"]["launch"] == "joined"
+
+
+@pytest.mark.parametrize("launch, rewritten", [
+    ("k<<<grid, 128>>>(x);", "k<<<grid, 128, 0, kr_cl2_launch_stream>>>(x);"),
+    ("k<<<dim3(a, b), dim3(32, 4), smem>>>(x);", "k<<<dim3(a, b), dim3(32, 4), smem, kr_cl2_launch_stream>>>(x);"),
+    ("k<<<g, b, s, 0>>>(x);", "k<<<g, b, s, kr_cl2_launch_stream>>>(x);"),
+    ("k<T<1>><<<g, b /* one, two */>>>(x);", "k<T<1>><<<g, b /* one, two */, 0, kr_cl2_launch_stream>>>(x);"),
+])
+def test_default_stream_launches_are_rewritten_onto_the_callers_stream(launch, rewritten):
+    assert cuda_l2.direct_launch_source(f"void f() {{ {launch} }}") == f"void f() {{ {rewritten} }}"
+
+
+@pytest.mark.parametrize("text", [
+    "void f(cudaStream_t mine) { k<<<g, b, 0, mine>>>(x); }",    # the file's own stream
+    "void f() { k<<<g, b>>>(x); cudaMemsetAsync(p, 0, 4); }",     # enqueued another way
+    "void f() { cudaLaunchKernel((void*)k, g, b, args, 0, 0); }",
+    "void f() { int x = 1; }",                                    # nothing to rewrite
+])
+def test_files_the_rewrite_cannot_make_safe_keep_the_joined_path(text):
+    assert cuda_l2.direct_launch_source(text) is None
 
 
 def test_device_synchronizes_in_the_code_are_counted_and_those_in_comments_are_not():

@@ -17,6 +17,10 @@ C when C was padded. A file that never reads `b` (845 of the 1000 released H100 
 b_col_major's memory itself: no transpose kernel per call, and a copy only where the shape must be padded. The wrapper is compiled with `--default-stream per-thread`, so the file's default-stream
 launches go to the per-thread stream; that stream is made torch's current stream for the call and joined to the
 caller's stream with events before and after, so the work is ordered on the given stream and CUDA graphs capture it.
+Those joins cost about 1.5 us a call on the H200 (benchmarks/results/h200/cuda_l2/wrapper_cost/), so where every
+launch in the file is a `<<<>>>` on the default stream and it enqueues nothing any other way, the wrapper rewrites
+those launches onto the caller's stream instead (direct_launch_source) and joins nothing; `kernelrl_hgemm_info`
+says which (`"launch": "direct"` or `"joined"`).
 
 The untimed-padding variant (CUDA-L2's own protocol, which pads outside its timed region) moves the padding and the
 transpose into an extra export, kernelrl_hgemm_stage, that the evaluator calls whenever the inputs change; then
@@ -205,20 +209,21 @@ def workspace_bytes(spec: CudaL2File, m: int, n: int, k: int) -> int:
     return layout(spec, m, n, k)["bytes"] + ALIGN
 
 
-def info(spec: CudaL2File, untimed_padding: bool = False) -> dict:
+def info(spec: CudaL2File, untimed_padding: bool = False, launch: str = "joined") -> dict:
     bm, bn, bk = spec.tiles or (None, None, None)
     return {"acc": spec.acc, "family": "cuda_l2",
             "params": {"BM": bm, "BN": bn, "BK": bk, "source": spec.name, "function": spec.function,
                        "declared_acc": spec.declared_acc, "mma": list(spec.acc_evidence),
                        "shape": list(spec.shape) if spec.shape else None,
                        "padding": "untimed" if untimed_padding else "timed", "sha256": spec.sha256[:16],
-                       "device_syncs": spec.device_syncs, "torch_api": spec.torch_api}}
+                       "device_syncs": spec.device_syncs, "torch_api": spec.torch_api, "launch": launch}}
 
 
 def wrapper_source(spec: CudaL2File, untimed_padding: bool = False, any_shape: bool = False,
                    torch_api: str | None = None) -> str:
-    """The candidate .cu text. It #includes the CUDA-L2 file by absolute path, after all of its own code (these
-    files #define short macros such as BN and BK, which must not reach the wrapper).
+    """The candidate .cu text. The CUDA-L2 file comes after all of the wrapper's own code (these files #define short
+    macros such as BN and BK, which must not reach the wrapper): inline with its launches on the caller's stream where
+    direct_launch_source can rewrite them, else #included by absolute path.
 
     By default kernelrl_hgemm_supports accepts only the shape in the file's name (when it has one): CUDA-L2 files
     hard-code parts of their shape. `any_shape` lifts that. `torch_api` ("shim" or "torch", default the file's own)
@@ -233,11 +238,17 @@ def wrapper_source(spec: CudaL2File, untimed_padding: bool = False, any_shape: b
     if api == "shim" and spec.torch_api != "shim":
         raise ValueError(f"{spec.name}: uses more of torch than kernelrl's stand-in header offers; build it with "
                          f"torch's headers (torch_api='torch')")
-    info_json = json.dumps(info(dataclasses.replace(spec, torch_api=api), untimed_padding), separators=(",", ":"))
+    try:
+        direct = direct_launch_source(Path(spec.path).read_text(errors="replace"))
+    except OSError:
+        direct = None
+    launch = "direct" if direct is not None else "joined"
+    info_json = json.dumps(info(dataclasses.replace(spec, torch_api=api), untimed_padding, launch),
+                           separators=(",", ":"))
     values = {
         "PATH": include, "SHA": spec.sha256, "MODE": "untimed (kernelrl_hgemm_stage pads; kernelrl_hgemm runs)"
         if untimed_padding else "timed (inside kernelrl_hgemm)",
-        "INCLUDE": include, "FUNCTION": spec.function,
+        "FUNCTION": spec.function,
         "PARAMS": ", ".join(spec.param_types),
         "BM": str(bm), "BN": str(bn), "BK": str(bk), "ALIGN": str(ALIGN),
         "READS_B": "true" if spec.reads_b else "false", "EXACT": "true" if exact else "false",
@@ -246,6 +257,10 @@ def wrapper_source(spec: CudaL2File, untimed_padding: bool = False, any_shape: b
         # The stand-in's own text, so that editing it rebuilds (the build cache knows include folders by path)
         "SHIM_SHA": _shim_sha() if api == "shim" else "-",
         "INFO": info_json.replace("\\", "\\\\").replace('"', '\\"'),
+        "DIRECT": "1" if direct is not None else "0",
+        # Last: the file's own text may hold anything. Its launches rewritten onto the caller's stream, inline (with
+        # its own line numbers in messages), or #included unchanged.
+        "FILE": f'#line 1 "{include}"\n{direct}' if direct is not None else f'#include "{include}"',
     }
     text = _TEMPLATE
     for key, value in values.items():
@@ -291,6 +306,68 @@ def build_request(path: str | os.PathLike, name: str | None = None, untimed_padd
     return BuildRequest(source=source, name=name or path.stem,
                         origin=str(path), flags=NVCC_FLAGS + torch_flags["flags"] + tuple(extra_flags),
                         include_dirs=torch_flags["include_dirs"], link=torch_flags["link"])
+
+
+# Host calls that put work on a stream some other way than a `<<<>>>` launch: a file that makes any of them keeps the
+# fork/join, which orders whatever it enqueues on the per-thread default stream.
+_OTHER_ENQUEUE = re.compile(r"\bcuda(?:Launch\w*|Memcpy\w*|Memset\w*|Stream\w*|Event\w*|Graph\w*|MallocAsync|"
+                            r"FreeAsync|MemPrefetch\w*)\s*\(|\blaunch_kernel\w*\s*\(|\bcutlass::\w*[Ll]aunch")
+_DEFAULT_STREAMS = {"0", "nullptr", "NULL", "cudaStreamDefault", "cudaStreamLegacy", "cudaStreamPerThread",
+                    "(cudaStream_t)0", "cudaStream_t(0)"}
+LAUNCH_STREAM = "kr_cl2_launch_stream"
+
+
+def direct_launch_source(text: str) -> str | None:
+    """The file's text with every `<<<grid, block[, smem[, stream]]>>>` launch on the default stream given the
+    wrapper's stream instead (LAUNCH_STREAM, the caller's stream during a call), so the wrapper needs no fork/join
+    around the call; None where that cannot be done safely: a launch on a stream of the file's own, or work enqueued
+    any other way (cudaLaunchKernel*, async copies and sets, streams, events, graphs, CUTLASS's launchers)."""
+    code = _strip_comments(text)  # the same length as text: positions carry over
+    if _OTHER_ENQUEUE.search(_blank_strings(code)):
+        return None
+    edits: list[tuple[int, int, str]] = []
+    start = code.find("<<<")
+    while start >= 0:
+        args, end = _launch_args(code, start + 3)
+        if args is None:
+            return None
+        if len(args) == 2:
+            edits.append((end, end, f", 0, {LAUNCH_STREAM}"))
+        elif len(args) == 3:
+            edits.append((end, end, f", {LAUNCH_STREAM}"))
+        elif len(args) == 4 and " ".join(args[3].split()) in _DEFAULT_STREAMS:
+            first = end - len(args[3])
+            edits.append((first, end, f" {LAUNCH_STREAM}"))
+        else:
+            return None
+        start = code.find("<<<", end + 3)
+    if not edits:
+        return None
+    for first, last, new in reversed(edits):
+        text = text[:first] + new + text[last:]
+    return text
+
+
+def _launch_args(code: str, i: int) -> tuple[list[str] | None, int]:
+    """The top-level comma-separated arguments of a launch configuration starting at i (just after `<<<`), and the
+    position of its closing `>>>`; (None, i) where it does not close."""
+    depth, args, begin = 0, [], i
+    while i < len(code):
+        c = code[i]
+        if depth == 0 and code.startswith(">>>", i):
+            args.append(code[begin:i])
+            return args, i
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(code[begin:i])
+            begin = i + 1
+        elif c == ";":
+            break
+        i += 1
+    return None, i
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------
@@ -366,8 +443,14 @@ _TEMPLATE = r'''// kernelrl candidate generated by kernelrl.adapters.cuda_l2 aro
 #include <string>
 #include <unordered_map>
 
-// Defined in the CUDA-L2 file, which is #included at the end so that its macros cannot reach this code.
+// Defined in the CUDA-L2 file, which comes at the end so that its macros cannot reach this code.
 void @@FUNCTION@@(@@PARAMS@@);
+
+// KR_CL2_DIRECT: every launch in the file was rewritten onto kr_cl2_launch_stream (kernelrl.adapters.cuda_l2.
+// direct_launch_source), which holds the caller's stream during a call: no fork/join events around it. Otherwise the
+// file's default-stream launches go to the per-thread stream, joined to the caller's before and after.
+#define KR_CL2_DIRECT @@DIRECT@@
+static thread_local cudaStream_t kr_cl2_launch_stream = 0;
 
 #define KR_CL2_UNTIMED @@UNTIMED@@
 
@@ -522,14 +605,13 @@ at::Tensor kr_view(const void* p, int64_t rows, int64_t cols, const at::TensorOp
 #endif
 
 // Runs the file's function on the padded operands and copies the valid block of C out. Everything the function
-// does (default-stream launches, torch ops) goes to the per-thread default stream, joined to s before and after.
+// does (launches, torch ops) goes to s (KR_CL2_DIRECT), or to the per-thread default stream, joined to s before and
+// after.
 int kr_run(const Layout& l, const __half* a, const __half* b, __half* c, int64_t m, int64_t n, int64_t k,
            char* base, cudaStream_t s) {
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return kr_fail((int)e, cudaGetErrorString(e));
-  Events ev;
-  if (int rc = kr_events(device, ev)) return kr_fail(rc, "cannot create the fork/join events");
 #if KR_CL2_SHIM
   const int o = 0;
 #else
@@ -543,6 +625,20 @@ int kr_run(const Layout& l, const __half* a, const __half* b, __half* c, int64_t
   auto tb = kr_view(pb, l.kp, l.np, o);
   auto tbcm = kr_view(bcm, l.kp, l.np, o);  // like CUDA-L2's as_col_major: shape (K, N), memory B^T
   auto tc = kr_view(l.pad_c ? static_cast<void*>(base + l.c_off) : static_cast<void*>(c), l.mp, l.np, o);
+#if KR_CL2_DIRECT
+  kr_cl2_launch_stream = s;
+  {
+#if !KR_CL2_SHIM  // torch ops inside the file go to the caller's stream too (a shim-built file has none)
+    c10::cuda::CUDAStreamGuard guard(s == cudaStreamLegacy
+        ? c10::cuda::getDefaultCUDAStream((c10::DeviceIndex)device)
+        : c10::cuda::getStreamFromExternal(s, (c10::DeviceIndex)device));
+#endif
+    @@FUNCTION@@(ta, tb, tbcm, tc);
+  }
+  e = cudaGetLastError();  // a failed launch inside the file (it checks nothing itself)
+#else
+  Events ev;
+  if (int rc = kr_events(device, ev)) return kr_fail(rc, "cannot create the fork/join events");
   e = cudaEventRecord(ev.fork, s);
   if (e == cudaSuccess) e = cudaStreamWaitEvent(cudaStreamPerThread, ev.fork, 0);
   if (e != cudaSuccess) return kr_fail((int)e, cudaGetErrorString(e));
@@ -556,6 +652,7 @@ int kr_run(const Layout& l, const __half* a, const __half* b, __half* c, int64_t
   cudaError_t e2 = cudaEventRecord(ev.join, cudaStreamPerThread);
   if (e2 == cudaSuccess) e2 = cudaStreamWaitEvent(s, ev.join, 0);
   if (e == cudaSuccess) e = e2;
+#endif
   if (e == cudaSuccess && l.pad_c)
     e = cudaMemcpy2DAsync(c, (size_t)n * 2, base + l.c_off, (size_t)l.np * 2, (size_t)n * 2, (size_t)m,
                           cudaMemcpyDeviceToDevice, s);
@@ -654,6 +751,6 @@ int kernelrl_hgemm(const __half* A, const __half* B, __half* C, int M, int N, in
 
 }  // extern "C"
 
-// The CUDA-L2 kernel file, unchanged.
-#include "@@INCLUDE@@"
+// The CUDA-L2 kernel file: unchanged, or with its launches on kr_cl2_launch_stream (KR_CL2_DIRECT).
+@@FILE@@
 '''

@@ -1,6 +1,7 @@
 """A source read of CUDA-L2's released kernel files, through kernelrl's adapter (no GPU): per file, the function,
 the accumulator its name claims and the one its MMA instructions use, the cudaDeviceSynchronize() calls inside, the
-tiles its harness pads to, and whether it reads `b`. What the read shows becomes a verdict when the file is
+tiles its harness pads to, whether it reads `b`, and whether the wrapper can put its launches on the caller's
+stream. What the read shows becomes a verdict when the file is
 measured: an fp16-accumulating file on an fp32 problem is `acc mismatch`, and a device-wide synchronize inside the
 call is `synchronizes the device inside the call` in device mode (CUDA graphs cannot capture it; offline mode can
 time it).
@@ -22,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kernelrl.adapters.cuda_l2 import parse_cuda_l2  # noqa: E402
+from kernelrl.adapters.cuda_l2 import direct_launch_source, parse_cuda_l2  # noqa: E402
 from kernelrl.workloads.hgemm import size_class  # noqa: E402
 
 
@@ -41,7 +42,8 @@ def census(folder: Path) -> list[dict]:
                      "function": spec.function, "declared_acc": spec.declared_acc, "mma_acc": spec.acc,
                      "mma": " ".join(spec.acc_evidence), "device_syncs": spec.device_syncs,
                      "tiles": "x".join(map(str, spec.tiles)) if spec.tiles else "", "reads_b": int(spec.reads_b),
-                     "torch_api": spec.torch_api, "error": ""})
+                     "torch_api": spec.torch_api,
+                     "launch": "direct" if direct_launch_source(text) is not None else "joined", "error": ""})
     return rows
 
 
@@ -74,7 +76,7 @@ def main() -> int:
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
     fields = ["file", "m", "n", "k", "class", "function", "declared_acc", "mma_acc", "mma", "device_syncs", "tiles",
-              "reads_b", "torch_api", "error"]
+              "reads_b", "torch_api", "launch", "error"]
     with open(args.out / "census.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
@@ -94,7 +96,10 @@ def main() -> int:
              f"- both: {len([r for r in fp16 if r['device_syncs']])}",
              f"- built against kernelrl's stand-in torch header (they use only tensor sizes, data pointers and a "
              f"dtype check): {sum(r['torch_api'] == 'shim' for r in ok)}; with torch's headers: "
-             f"{sum(r['torch_api'] == 'torch' for r in ok)}", "",
+             f"{sum(r['torch_api'] == 'torch' for r in ok)}",
+             f"- launches rewritten onto the caller's stream (every launch a `<<<>>>` on the default stream, nothing "
+             f"enqueued another way; no fork/join around the call): {sum(r['launch'] == 'direct' for r in ok)}; "
+             f"joined: {sum(r['launch'] == 'joined' for r in ok)}", "",
              "| class | files | fp16 accumulation | device synchronize |", "|---|---:|---:|---:|"]
     for cls in ("small", "medium", "large"):
         mine = [r for r in ok if r["class"] == cls]

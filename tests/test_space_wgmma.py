@@ -90,7 +90,7 @@ def test_resources():
     r = SPACE.resources(F32_WIDE_KN)
     assert r == {"threads": 384, "smem_bytes": 4 * ((128 + 256) * 64 * 2 + 16) + 16 + 1024, "tile": (128, 256, 64),
                  "split_k": 1, "stages": 4, "raster": 8, "schedule": "cooperative", "epilogue": "direct",
-                 "split_reduce": None, "cluster": (1, 1), "unit_overhead": "cooperative"}
+                 "split_reduce": None, "cluster": (1, 1), "unit_overhead": "cooperative", "persistent": True}
     assert SPACE.resources(F32_CLUSTER_B)["cluster"] == (2, 1) and SPACE.resources(F16_CLUSTER_A)["cluster"] == (1, 2)
     assert SPACE.resources(F32_PINGPONG_SPLIT)["split_k"] == 4
     assert SPACE.resources(F32_PINGPONG_SPLIT)["split_reduce"] == "pdl"

@@ -43,7 +43,7 @@ class WgmmaSpace(KernelSpace):
     family = "wgmma"
     knobs = {
         "BM": [64, 128],
-        "BN": list(range(64, 257, 16)),  # any multiple of 16 (see pruned: the odd ones wait for a GPU)
+        "BN": list(range(64, 257, 16)),  # any multiple of 16 (see pruned: those off the B box stay off the grid)
         "stages": [2, 3, 4, 5, 6, 7, 8, 10, 12],  # 10 and 12 fit small tiles only (cuBLAS runs 64x64 with 13)
         "raster": [1, 8],
         "b_layout": list(B_LAYOUTS),

@@ -1,4 +1,5 @@
-"""benchmarks/wgmma_twins.py: which point each wgmma point is compared with, and the per-pair ratios."""
+"""benchmarks/wgmma_twins.py and gap_regimes.py: which point each wgmma point is compared with, the per-pair ratios, and
+reading a point back from its name."""
 
 import sys
 from pathlib import Path
@@ -30,3 +31,11 @@ def test_a_pair_ratio_is_the_twin_time_over_the_point_time():
     lines = wgmma_twins.report(times, "fixup")
     assert "| all pairs | | 1 | 0.667 | 0 |" in lines
     assert "| 64x64x16384 | 6.0 | 12.0 | 8.0 | 0.500 |" in lines
+
+
+def test_gap_regimes_reads_a_wgmma_point_back_from_its_name_and_skips_other_families():
+    import gap_regimes
+    v = gap_regimes.variant_of("wgmma_f32_kn_64x128x64_s8_r1_k4_co_et")
+    assert (v.p["BM"], v.p["BN"], v.p["split_k"], v.p["schedule"], v.p["epilogue"]) == (64, 128, 4, "cooperative", "tma")
+    assert v.name == "wgmma_f32_kn_64x128x64_s8_r1_k4_co_et"
+    assert gap_regimes.variant_of("cutlass_sm90_f16_128x256x64_c1x1_coop_persistent_ras_m_sw1") is None

@@ -12,7 +12,8 @@
 # their workspace twins; ONLY=widths the paper-layout tile widths off the 64-column box (BN % 64 != 0) and, for each,
 # the same point at the multiples of 64 around it; ONLY=f16split split-K with fp16 accumulators beside the same points
 # without split-K, with fp16 accumulation (cuBLAS baselines with COMPUTE_16F) on deep-K shapes; ONLY=fixup the
-# in-kernel split-K fixup beside the same points with the workspace and reduce kernel, on deep-K shapes. SHAPES
+# in-kernel split-K fixup beside the same points with the workspace and reduce kernel, on deep-K shapes; ONLY=mainpdl
+# the main kernel launched programmatically beside the same points launched plainly, on short calls. SHAPES
 # replaces the bench's shapes.
 set -uo pipefail
 source benchmarks/device_env.sh
@@ -88,6 +89,17 @@ elif only == "fixup":  # the last slice to arrive sums a tile in-kernel, beside 
                                          (64, 64, 12, 1, 8, "pingpong"), (128, 64, 8, 1, 2, "cooperative"),
                                          (64, 64, 12, 1, 16, "cooperative")]]
     points = fix + [Variant.of("wgmma", "fp32", **{**v.p, "split_reduce": "workspace"}) for v in fix]
+elif only == "mainpdl":  # the main kernel launched programmatically, beside the same points launched plainly
+    plain = [Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=st, raster=r, b_layout="kn", split_k=sk, schedule=sc,
+                        epilogue=ep)
+             for bm, bn, st, r, sk, sc, ep in [(64, 128, 8, 1, 1, "pingpong", "direct"),
+                                               (128, 128, 6, 8, 1, "pingpong", "direct"),
+                                               (128, 128, 5, 8, 1, "pingpong", "tma"),
+                                               (64, 64, 12, 1, 1, "cooperative", "direct"),
+                                               (128, 64, 8, 1, 1, "pingpong", "direct"),
+                                               (64, 128, 8, 1, 4, "cooperative", "direct"),
+                                               (128, 256, 4, 8, 1, "cooperative", "direct")]]
+    points = plain + [Variant.of("wgmma", "fp32", **{**v.p, "main_pdl": True}) for v in plain]
 elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width
     odd = [v for v in points if v.p["BN"] % 64]
     twins = {Variant.of("wgmma", "fp32", **{**v.p, "BN": bn}) for v in odd for bn in (v.p["BN"] // 64 * 64,
@@ -98,11 +110,14 @@ else:  # the default bench: the points measured before
 for v in points:
     (Path(sys.argv[1]) / f"{v.name}.cu").write_text(v.source())
 PY
+# Short calls (about 4 to 50 us): under 10 us the family pays a fixed ~0.9 us over cuBLAS (tuned_wgmma/gap_regimes.md)
+SHORT=256x1024x1024,512x512x1024,1024x512x2048,1024x1024x1024,2048x1024x1024,512x512x4096,1024x2048x1024,2048x2048x1024,2048x2048x2048,4096x4096x1024
 DEEP_K=64x64x16384,128x128x16384,256x128x16384,512x64x16384,128x256x16384,256x512x16384,512x512x4096,512x1024x8192,2048x64x8192,1024x1024x1024
 SQUARE=1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,1024x4096x4096,512x1024x8192,256x512x16384,512x512x4096,2048x1024x1024
 ACC=$([ "${ONLY:-}" = f16split ] && echo fp16 || echo fp32)
 timeout "${BENCH_LIMIT:-220}" python3 -m kernelrl.cli bench --candidates "$POINTS" \
-    --shapes "${SHAPES:-$([[ "${ONLY:-}" == f16split || "${ONLY:-}" == fixup ]] && echo $DEEP_K || echo $SQUARE)}" \
+    --shapes "${SHAPES:-$([[ "${ONLY:-}" == f16split || "${ONLY:-}" == fixup ]] && echo $DEEP_K ||
+                         ([[ "${ONLY:-}" == mainpdl ]] && echo $SHORT || echo $SQUARE))}" \
     --acc "$ACC" \
     --mode device --baselines torch,cublas_nn,cublas_tn,cublaslt_auto_nn --timeout 15 \
     --db "$OUT/wgmma.db" --csv "$OUT/wgmma_device.csv" > "$OUT/wgmma_device.log" 2>&1

@@ -2,6 +2,7 @@
 `kernelrl bench` CSV of `benchmarks/h200_wgmma.sh` (device mode, verified rows only):
 
   fixup     `..._fx` (split-K summed in-kernel by the last slice) against the same point with the reduce kernel;
+  mainpdl   `..._pdlmain` (the main kernel launched programmatically) against the same point launched plainly;
   f16split  fp16-accumulator split-K points (`_kS_`, S > 1) against the same point with split_k 1;
   widths    tile widths off the 64-column box (BN % 64 != 0) against the same point at the multiples of 64 around
             them (the faster of the two).
@@ -9,7 +10,7 @@
 Prints per pair and shape the twin's time over the point's (above 1: the point is faster), the geomean per point,
 and per shape the best point of each side against cuBLASLt autotuning.
 
-    python benchmarks/wgmma_twins.py CSV {fixup,f16split,widths} [--out FILE.md]
+    python benchmarks/wgmma_twins.py CSV {fixup,mainpdl,f16split,widths} [--out FILE.md]
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def twins_of(method: str, kind: str) -> list[str]:
     bm, bn, split = int(bm), int(bn), int(split)
     if kind == "fixup":
         return [method.removesuffix("_fx")] if tail.endswith("_fx") else []
+    if kind == "mainpdl":
+        return [method.replace("_pdlmain", "")] if "_pdlmain" in tail else []
     if kind == "f16split":
         return [f"{head}_{bm}x{bn}x64_{stages}_k1_{schedule}{tail}"] if head.startswith("wgmma_f16") and split > 1 else []
     if bn % 64 == 0:
@@ -83,7 +86,7 @@ def report(times: dict, kind: str) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
-    ap.add_argument("kind", choices=["fixup", "f16split", "widths"])
+    ap.add_argument("kind", choices=["fixup", "mainpdl", "f16split", "widths"])
     ap.add_argument("--out")
     args = ap.parse_args()
     times = read_times(args.csv)

@@ -17,10 +17,10 @@ EXPORTS = ("kernelrl_hgemm", "kernelrl_hgemm_workspace", "kernelrl_hgemm_support
 
 
 def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, schedule="cooperative",
-      dtype="fp16", epilogue="direct", pdl=False, cluster="1x1", split_reduce="workspace"):
+      dtype="fp16", epilogue="direct", pdl=False, cluster="1x1", split_reduce="workspace", main_pdl=False):
     return Variant.of("wgmma", acc, BM=BM, BN=BN, stages=stages, raster=raster, b_layout=b_layout, split_k=split_k,
                       schedule=schedule, dtype=dtype, epilogue=epilogue, pdl=pdl, cluster=cluster,
-                      split_reduce=split_reduce)
+                      split_reduce=split_reduce, main_pdl=main_pdl)
 
 
 # The points the nvcc tests build: the largest fp32 tile (two consumers, 128 accumulators a thread) on the paper's
@@ -43,8 +43,10 @@ F16_KN_80 = V("fp16", 128, 80, 6, 8, "kn", schedule="pingpong")
 F16_SPLIT = V("fp16", 64, 64, 12, 1, "kn", split_k=4, schedule="pingpong")
 # Split-K summed in-kernel by each tile's last slice to arrive (arrival counters in the library's own memory)
 F32_FIXUP = V("fp32", 64, 128, 8, 1, "kn", split_k=4, split_reduce="fixup")
+# The main kernel launched programmatically (PDL), with split-K and its reduce kernel after it
+F32_MAIN_PDL = V("fp32", 64, 128, 8, 1, "kn", split_k=4, main_pdl=True)
 BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE, F32_CLUSTER_B,
-         F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80, F16_SPLIT, F32_FIXUP]
+         F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80, F16_SPLIT, F32_FIXUP, F32_MAIN_PDL]
 
 
 @pytest.fixture(scope="module")
@@ -391,6 +393,19 @@ def test_the_split_k_fixup_is_legal_off_the_default_grid_and_modelled_as_one_ker
     assert SPACE.resources(F32_FIXUP)["split_reduce"] == "fixup"
     problem = GemmProblem(256, 512, 4096)
     assert SPACE.workspace_bytes(F32_FIXUP, problem) == 4 * 256 * 512 * 4  # the partials, as the workspace split-K
+
+
+def test_a_programmatically_launched_main_kernel_is_named_legal_for_single_ctas_and_off_the_default_grid():
+    assert F32_MAIN_PDL.name == "wgmma_f32_kn_64x128x64_s8_r1_k4_co_pdlmain"
+    assert V(split_k=4, pdl=True, main_pdl=True).name.endswith("_k4_co_pdl_pdlmain")
+    assert SPACE.check(F32_MAIN_PDL) is None and "until verified on a GPU" in SPACE.pruned(F32_MAIN_PDL)
+    assert "single CTAs" in SPACE.check(V(cluster="2x1", main_pdl=True))
+    assert "single CTAs" in SPACE.check(V(BM=64, split_k=4, split_reduce="dsmem", main_pdl=True))
+
+
+def test_points_stored_before_main_pdl_read_back_as_plain_launches():
+    stored = {"family": "wgmma", "acc": "fp32", "params": {k: v for k, v in V().p.items() if k != "main_pdl"}}
+    assert Variant.from_dict(stored).p["main_pdl"] is False
 
 
 def test_the_model_gives_a_persistent_point_one_slot_per_sm_whatever_its_shared_memory():

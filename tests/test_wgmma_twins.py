@@ -13,6 +13,8 @@ import wgmma_twins  # noqa: E402
 @pytest.mark.parametrize("method, kind, twins", [
     ("wgmma_f32_kn_64x128x64_s8_r1_k4_co_fx", "fixup", ["wgmma_f32_kn_64x128x64_s8_r1_k4_co"]),
     ("wgmma_f32_kn_64x128x64_s8_r1_k4_co", "fixup", []),
+    ("wgmma_f32_kn_64x128x64_s8_r1_k4_co_pdlmain", "mainpdl", ["wgmma_f32_kn_64x128x64_s8_r1_k4_co"]),
+    ("wgmma_f32_kn_64x128x64_s8_r1_k8_co_pdl_pdlmain", "mainpdl", ["wgmma_f32_kn_64x128x64_s8_r1_k8_co_pdl"]),
     ("wgmma_f16_kn_64x64x64_s12_r1_k8_co", "f16split", ["wgmma_f16_kn_64x64x64_s12_r1_k1_co"]),
     ("wgmma_f32_kn_64x64x64_s12_r1_k8_co", "f16split", []),  # fp32 accumulators: not this comparison
     ("wgmma_f32_kn_128x176x64_s4_r8_k1_co", "widths",

@@ -52,6 +52,11 @@ class WgmmaSpace(KernelSpace):
         "dtype": ["fp16", "bf16"],
         "epilogue": ["direct", "tma"],
         "pdl": [False, True],
+        # The main kernel launched programmatically (PDL): its CTAs may start, set up their barriers and fetch their
+        # tensor-map descriptors while the previous kernel on the stream finishes, and wait (griddepcontrol.wait)
+        # only before their first global access. Short calls pay a fixed ~0.9 us over cuBLAS that this may hide
+        # (benchmarks/results/h200/tuned_wgmma/gap_regimes.md).
+        "main_pdl": [False, True],
         # CMxCN CTAs per thread-block cluster: 2x1 pairs two tile rows, which share their B tile (each CTA loads
         # half of it and the copy engine multicasts it to both); 1x2 pairs two tile columns sharing A.
         "cluster": ["1x1", "2x1", "1x2"],
@@ -63,7 +68,7 @@ class WgmmaSpace(KernelSpace):
         "split_reduce": ["workspace", "dsmem", "fixup"],
     }
     later_knobs = {"split_k": 1, "schedule": "cooperative", "dtype": "fp16", "epilogue": "direct", "pdl": False,
-                   "cluster": "1x1", "split_reduce": "workspace"}
+                   "cluster": "1x1", "split_reduce": "workspace", "main_pdl": False}
 
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
@@ -143,6 +148,8 @@ class WgmmaSpace(KernelSpace):
             return "bf16 wgmma accumulates in fp32 only"
         if p["pdl"] and p["split_k"] == 1:
             return "pdl overlaps the split-K reduce kernel's launch with the main kernel: split_k > 1 only"
+        if p["main_pdl"] and (p["cluster"] != "1x1" or self.dsmem(variant)):
+            return "main_pdl launches single CTAs (no thread-block clusters: cluster 1x1, no DSMEM split-K)"
         if p["epilogue"] == "tma" and (p["split_k"] > 1 or p["BN"] % 64):
             return ("the TMA-store epilogue stores 16-bit C in 64-column boxes: split_k 1 and BN % 64 == 0 (split-K "
                     "partials are fp32, stored directly)")
@@ -167,6 +174,9 @@ class WgmmaSpace(KernelSpace):
         return None
 
     def pruned(self, variant: Variant) -> str | None:
+        if variant.p["main_pdl"]:
+            # Compile-tested only. GPU test points: tests/gpu/test_wgmma.py; bench: ONLY=mainpdl h200_wgmma.sh.
+            return "the main kernel's programmatic launch is off the default grid until verified on a GPU"
         if variant.p["b_layout"] == "nk" and variant.p["BN"] % 32:
             # Verified on the H200 (tests/gpu/test_wgmma.py: 64x80 nk, fp32 and fp16), not benched yet: nk loads B in
             # the 128-byte-swizzled boxes of every width, so the kn result below need not hold for it.
@@ -251,7 +261,7 @@ class WgmmaSpace(KernelSpace):
             acc = "bf16f32"  # bf16 inputs and output, fp32 accumulation (fp16 points keep their first names)
         schedule = {"cooperative": "co", "pingpong": "pp"}[p["schedule"]]
         epilogue = "_et" if p["epilogue"] == "tma" else ""  # direct-store points keep their first names
-        pdl = "_pdl" if p["pdl"] else ""
+        pdl = ("_pdl" if p["pdl"] else "") + ("_pdlmain" if p["main_pdl"] else "")
         cluster = f"_c{p['cluster']}" if p["cluster"] != "1x1" else ""
         dsmem = "_dsm" if self.dsmem(variant) else "_fx" if self.fixup(variant) else ""
         return (f"wgmma_{acc}_{p['b_layout']}_{p['BM']}x{p['BN']}x{BK}_s{p['stages']}_r{p['raster']}"
@@ -277,7 +287,7 @@ class WgmmaSpace(KernelSpace):
             "@PACK2@": "__floats2bfloat162_rn" if p["dtype"] == "bf16" else "__floats2half2_rn",
             "@TMA_TYPE@": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" if p["dtype"] == "bf16" else "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
             "@DTYPE@": p["dtype"], "@TMA_STORE@": "true" if p["epilogue"] == "tma" else "false",
-            "@PDL@": "true" if p["pdl"] else "false",
+            "@PDL@": "true" if p["pdl"] else "false", "@MAIN_PDL@": "true" if p["main_pdl"] else "false",
             "@CLUSTER_M@": str(cm), "@CLUSTER_N@": str(cn),
             "@DSMEM@": "true" if self.dsmem(variant) else "false",
             "@FIXUP@": "true" if self.fixup(variant) else "false", "@FIXUP_TILES@": str(FIXUP_TILES),

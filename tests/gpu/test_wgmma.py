@@ -2,7 +2,7 @@
 one and two consumer warpgroups, cooperative and ping-pong, split-K (with either accumulator; reduced by a second
 kernel or in-kernel by the last slice to arrive), direct and TMA-store epilogues, 2-CTA clusters that multicast B or
 A, split-K summed in distributed shared memory, tile widths of any multiple of 16 on the paper's layout, shapes with
-partial tiles in M, N and K. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator
+partial tiles in M, N and K, the main kernel launched programmatically. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator
 inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports the
 shape."""
 
@@ -18,9 +18,10 @@ SHAPES = "64x64x64,333x200x72,1024x1024x1024,256x512x4096"
 
 
 def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative", epilogue="direct", pdl=False,
-          cluster="1x1", split_reduce="workspace"):
+          cluster="1x1", split_reduce="workspace", main_pdl=False):
     return Variant.of("wgmma", acc, BM=bm, BN=bn, stages=stages, raster=raster, b_layout=layout, split_k=split_k,
-                      schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster, split_reduce=split_reduce)
+                      schedule=schedule, epilogue=epilogue, pdl=pdl, cluster=cluster, split_reduce=split_reduce,
+                      main_pdl=main_pdl)
 
 
 @pytest.mark.parametrize("acc, points", [
@@ -41,7 +42,11 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               point("fp32", 64, 80, 8, 1, "nk"),
               # split-K summed in-kernel by each tile's last slice to arrive, both schedules
               point("fp32", 64, 128, 8, 1, "kn", split_k=4, split_reduce="fixup"),
-              point("fp32", 128, 128, 6, 8, "nk", split_k=2, schedule="pingpong", split_reduce="fixup")]),
+              point("fp32", 128, 128, 6, 8, "nk", split_k=2, schedule="pingpong", split_reduce="fixup"),
+              # the main kernel launched programmatically: alone, before a reduce kernel, before a PDL reduce
+              point("fp32", 128, 128, 6, 8, "kn", schedule="pingpong", main_pdl=True),
+              point("fp32", 64, 128, 8, 1, "kn", split_k=4, main_pdl=True),
+              point("fp32", 64, 128, 8, 1, "kn", split_k=8, pdl=True, main_pdl=True)]),
     ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma"),
               point("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2"),
@@ -50,7 +55,8 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               # split-K with fp16 accumulators: slices widened into fp32 partials, reduced by a kernel (by PDL)
               point("fp16", 64, 64, 12, 1, "kn", split_k=4, schedule="pingpong"),
               point("fp16", 128, 128, 6, 8, "nk", split_k=2, pdl=True),
-              point("fp16", 64, 64, 12, 1, "kn", split_k=8, split_reduce="fixup")]),
+              point("fp16", 64, 64, 12, 1, "kn", split_k=8, split_reduce="fixup"),
+              point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma", main_pdl=True)]),
 ])
 def test_points_verify_in_device_and_offline_modes(tmp_path, acc, points):
     files = []

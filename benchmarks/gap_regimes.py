@@ -14,47 +14,33 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import re
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernelrl.harness.stats import geomean  # noqa: E402
 from kernelrl.space import Variant  # noqa: E402
+from kernelrl.space.learned import variants_by_name  # noqa: E402
 from kernelrl.space.model import waves  # noqa: E402
 from kernelrl.workloads.hgemm import GemmProblem  # noqa: E402
 
-NAME = re.compile(r"wgmma_(f32|f16)_(kn|nk)_(\d+)x(\d+)x64_s(\d+)_r(\d+)_k(\d+)_(co|pp)(_et)?")
 TIME_BUCKETS = [(10, "<10"), (30, "10-30"), (100, "30-100"), (300, "100-300"), (math.inf, ">=300")]
 WAVE_BUCKETS = [(0.6, "<0.6"), (0.8, "0.6-0.8"), (0.95, "0.8-0.95"), (math.inf, ">=0.95")]
-
-
-def variant_of(name: str) -> Variant | None:
-    found = NAME.fullmatch(name)
-    if not found:
-        return None  # another family, or a wgmma point with knobs this reading does not cover
-    acc, layout, bm, bn, stages, raster, split, schedule, tma = found.groups()
-    return Variant.of("wgmma", "fp32" if acc == "f32" else "fp16", BM=int(bm), BN=int(bn), stages=int(stages),
-                      raster=int(raster), b_layout=layout, split_k=int(split),
-                      schedule="cooperative" if schedule == "co" else "pingpong",
-                      epilogue="tma" if tma else "direct")
 
 
 def bucket(value: float, buckets: list[tuple[float, str]]) -> str:
     return next(label for limit, label in buckets if value < limit)
 
 
-def geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-
-def tables(rows: list[dict]) -> list[str]:
+def tables(rows: list[dict], names: dict[str, Variant]) -> list[str]:
+    """The two tables, for the rows whose kernel `names` (procedural name -> point) knows as a wgmma point."""
     by_time: dict[str, list[tuple[float, float]]] = defaultdict(list)
     by_wave: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
-        v = variant_of(r["kernel"] or "")
-        if v is None:
+        v = names.get(r["kernel"])
+        if v is None or v.family != "wgmma":
             continue
         kernel_us, fallback_us = float(r["kernel_us"]), float(r["fallback_us"])
         by_time[bucket(fallback_us, TIME_BUCKETS)].append((kernel_us - fallback_us, kernel_us / fallback_us))
@@ -83,7 +69,9 @@ def main() -> int:
     ap.add_argument("csv")
     ap.add_argument("--out")
     args = ap.parse_args()
-    lines = tables(list(csv.DictReader(open(args.csv))))
+    rows = list(csv.DictReader(open(args.csv)))
+    names = {**variants_by_name("fp32"), **variants_by_name("fp16")}
+    lines = tables(rows, names)
     if len(lines) <= 5:
         print(f"{args.csv}: no shape's confirmed best candidate is a wgmma point")
         return 1

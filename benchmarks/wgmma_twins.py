@@ -17,11 +17,16 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
-import re
+import sys
 from collections import defaultdict
+from pathlib import Path
 
-NAME = re.compile(r"^(wgmma_\w+?_(?:kn|nk))_(\d+)x(\d+)x64_(s\d+_r\d+)_k(\d+)_(co|pp)(.*)$")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernelrl.harness.stats import geomean  # noqa: E402
+from kernelrl.space import Variant  # noqa: E402
+from kernelrl.space.learned import variants_by_name  # noqa: E402
+
+KINDS = ("fixup", "mainpdl", "f16split", "widths")
 
 
 def read_times(path: str) -> dict[tuple[int, int, int], dict[str, float]]:
@@ -32,39 +37,40 @@ def read_times(path: str) -> dict[tuple[int, int, int], dict[str, float]]:
     return times
 
 
-def twins_of(method: str, kind: str) -> list[str]:
-    """The twin names a point is compared with (empty: the method is not a point of this kind)."""
-    found = NAME.match(method)
-    if not found:
+def twins_of(point: Variant | None, kind: str) -> list[Variant]:
+    """The points a wgmma point is compared with: itself with one knob changed (empty: not a point of this kind)."""
+    if point is None or point.family != "wgmma":
         return []
-    head, bm, bn, stages, split, schedule, tail = found.groups()
-    bm, bn, split = int(bm), int(bn), int(split)
+    p = point.p
+
+    def moved(**knobs) -> Variant:
+        return Variant.of("wgmma", point.acc, **{**p, **knobs})
+
     if kind == "fixup":
-        return [method.removesuffix("_fx")] if tail.endswith("_fx") else []
+        return [moved(split_reduce="workspace")] if p["split_reduce"] == "fixup" else []
     if kind == "mainpdl":
-        return [method.replace("_pdlmain", "")] if "_pdlmain" in tail else []
+        return [moved(main_pdl=False)] if p["main_pdl"] else []
     if kind == "f16split":
-        return [f"{head}_{bm}x{bn}x64_{stages}_k1_{schedule}{tail}"] if head.startswith("wgmma_f16") and split > 1 else []
-    if bn % 64 == 0:
+        return [moved(split_k=1)] if point.acc == "fp16" and p["split_k"] > 1 else []
+    if p["BN"] % 64 == 0:
         return []
-    return [f"{head}_{bm}x{w}x64_{stages}_k{split}_{schedule}{tail}" for w in (bn // 64 * 64, bn // 64 * 64 + 64)
-            if 0 < w <= 256]
+    below = p["BN"] // 64 * 64
+    return [moved(BN=width) for width in (below, below + 64) if width <= 256]
 
 
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+def report(times: dict, kind: str, names: dict[str, Variant]) -> list[str]:
+    """The tables, for the methods of `times` that `names` (procedural name -> point) knows."""
+    def twins(method: str) -> list[str]:
+        return [t.name for t in twins_of(names.get(method), kind)]
 
-
-def report(times: dict, kind: str) -> list[str]:
     lines = [f"| point | twin | shapes | twin time / point time (geomean) | point faster on |", "|---|---|---:|---:|---:|"]
     per_point: dict[tuple[str, str], list[float]] = defaultdict(list)
     for shape, methods in sorted(times.items()):
         for method, t in methods.items():
-            present = [(methods[w], w) for w in twins_of(method, kind) if w in methods]
+            present = [w for w in twins(method) if w in methods]
             if present:
-                twin_t, twin = min(present)
-                per_point[(method, twin if len(present) == 1 else "faster of " + " / ".join(
-                    w for w in twins_of(method, kind) if w in methods))].append(twin_t / t)
+                label = present[0] if len(present) == 1 else "faster of " + " / ".join(present)
+                per_point[(method, label)].append(min(methods[w] for w in present) / t)
     everything = []
     for (point, twin), ratios in sorted(per_point.items()):
         everything += ratios
@@ -73,12 +79,12 @@ def report(times: dict, kind: str) -> list[str]:
     lines += ["", "| shape | cuBLASLt auto (µs) | best point (µs) | best twin (µs) | cuBLASLt / best point |",
               "|---|---:|---:|---:|---:|"]
     for shape, methods in sorted(times.items()):
-        points = {m: t for m, t in methods.items() if twins_of(m, kind)}
-        twins = {w: methods[w] for m in points for w in twins_of(m, kind) if w in methods}
+        points = {m: t for m, t in methods.items() if twins(m)}
+        twin_times = [methods[w] for m in points for w in twins(m) if w in methods]
         lt = methods.get("cublaslt_auto_nn")
         if points and lt:
             best = min(points.values())
-            best_twin = f"{min(twins.values()):.1f}" if twins else "-"
+            best_twin = f"{min(twin_times):.1f}" if twin_times else "-"
             lines.append(f"| {'x'.join(map(str, shape))} | {lt:.1f} | {best:.1f} | {best_twin} | {lt / best:.3f} |")
     return lines
 
@@ -86,11 +92,12 @@ def report(times: dict, kind: str) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
-    ap.add_argument("kind", choices=["fixup", "mainpdl", "f16split", "widths"])
+    ap.add_argument("kind", choices=KINDS)
     ap.add_argument("--out")
     args = ap.parse_args()
     times = read_times(args.csv)
-    lines = report(times, args.kind)
+    names = {**variants_by_name("fp32"), **variants_by_name("fp16")}
+    lines = report(times, args.kind, names)
     if len(lines) <= 4:
         print(f"{args.csv}: no {args.kind} point measured beside a twin")
         return 1

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kernelrl.adapters.cuda_l2 import direct_launch_source, parse_cuda_l2  # noqa: E402
+from kernelrl.adapters.cuda_l2 import parse_cuda_l2  # noqa: E402
 from kernelrl.workloads.hgemm import size_class  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def census(folder: Path) -> list[dict]:
                      "mma": " ".join(spec.acc_evidence), "device_syncs": spec.device_syncs,
                      "tiles": "x".join(map(str, spec.tiles)) if spec.tiles else "", "reads_b": int(spec.reads_b),
                      "torch_api": spec.torch_api,
-                     "launch": "direct" if direct_launch_source(text) is not None else "joined", "error": ""})
+                     "launch": spec.launch, "error": ""})
     return rows
 
 

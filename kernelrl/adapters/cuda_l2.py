@@ -99,6 +99,7 @@ class CudaL2File:
     sha256: str
     device_syncs: int = 0                  # cudaDeviceSynchronize() calls in the code (not in comments)
     torch_api: str = "torch"               # "shim": uses only what kernelrl's stand-in torch header offers
+    launch: str = "joined"                 # "direct": its launches can be put on the caller's stream (below)
 
     @property
     def name(self) -> str:
@@ -148,7 +149,8 @@ def parse_cuda_l2(text: str, path: str | os.PathLike = "<text>") -> CudaL2File:
                       param_types=types, reads_b=_reads(body, b_name),
                       sha256=hashlib.sha256(text.encode()).hexdigest(),
                       device_syncs=len(_DEVICE_SYNC.findall(bare)),
-                      torch_api="shim" if uses_only_the_shim(code) else "torch")
+                      torch_api="shim" if uses_only_the_shim(code) else "torch",
+                      launch="direct" if direct_launch_source(text) is not None else "joined")
 
 
 def _shim_sha() -> str:
@@ -209,14 +211,14 @@ def workspace_bytes(spec: CudaL2File, m: int, n: int, k: int) -> int:
     return layout(spec, m, n, k)["bytes"] + ALIGN
 
 
-def info(spec: CudaL2File, untimed_padding: bool = False, launch: str = "joined") -> dict:
+def info(spec: CudaL2File, untimed_padding: bool = False) -> dict:
     bm, bn, bk = spec.tiles or (None, None, None)
     return {"acc": spec.acc, "family": "cuda_l2",
             "params": {"BM": bm, "BN": bn, "BK": bk, "source": spec.name, "function": spec.function,
                        "declared_acc": spec.declared_acc, "mma": list(spec.acc_evidence),
                        "shape": list(spec.shape) if spec.shape else None,
                        "padding": "untimed" if untimed_padding else "timed", "sha256": spec.sha256[:16],
-                       "device_syncs": spec.device_syncs, "torch_api": spec.torch_api, "launch": launch}}
+                       "device_syncs": spec.device_syncs, "torch_api": spec.torch_api, "launch": spec.launch}}
 
 
 def wrapper_source(spec: CudaL2File, untimed_padding: bool = False, any_shape: bool = False,
@@ -238,13 +240,10 @@ def wrapper_source(spec: CudaL2File, untimed_padding: bool = False, any_shape: b
     if api == "shim" and spec.torch_api != "shim":
         raise ValueError(f"{spec.name}: uses more of torch than kernelrl's stand-in header offers; build it with "
                          f"torch's headers (torch_api='torch')")
-    try:
-        direct = direct_launch_source(Path(spec.path).read_text(errors="replace"))
-    except OSError:
-        direct = None
-    launch = "direct" if direct is not None else "joined"
-    info_json = json.dumps(info(dataclasses.replace(spec, torch_api=api), untimed_padding, launch),
-                           separators=(",", ":"))
+    direct = direct_launch_source(Path(spec.path).read_text(errors="replace")) if spec.launch == "direct" else None
+    if spec.launch == "direct" and direct is None:
+        raise ValueError(f"{spec.name}: changed since it was read (its launches no longer rewrite): read it again")
+    info_json = json.dumps(info(dataclasses.replace(spec, torch_api=api), untimed_padding), separators=(",", ":"))
     values = {
         "PATH": include, "SHA": spec.sha256, "MODE": "untimed (kernelrl_hgemm_stage pads; kernelrl_hgemm runs)"
         if untimed_padding else "timed (inside kernelrl_hgemm)",

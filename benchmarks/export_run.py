@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernelrl.db import Database  # noqa: E402
 from kernelrl.library.export import shape_key  # noqa: E402
-from kernelrl.library.policy import FALLBACK_LABEL, LT_FALLBACKS  # noqa: E402
+from kernelrl.library.policy import LT_FALLBACKS, dispatch_label  # noqa: E402
 from kernelrl.results import write_csv  # noqa: E402
 
 
@@ -24,12 +24,10 @@ def label(entry: dict | None) -> str:
     """What the library runs for a manifest entry, as the bench labels it."""
     if entry is None:
         return "not in the manifest"
-    if entry["dispatch"] == "kernel":
-        return entry["kernel"]
     fallback = entry.get("fallback")
-    if isinstance(fallback, dict) and fallback.get("method") in LT_FALLBACKS.values():
-        return "cuBLASLt (stored algorithm)"
-    return FALLBACK_LABEL[entry.get("layout", "nn")]
+    stored_lt = isinstance(fallback, dict) and fallback.get("method") in LT_FALLBACKS.values()
+    choice = entry["kernel"] if entry["dispatch"] == "kernel" else fallback["method"] if stored_lt else None
+    return dispatch_label(choice, entry.get("layout", "nn"))
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelrl.library.export import MANIFEST, shape_key
-from kernelrl.library.policy import FALLBACK_LABEL, LT_FALLBACKS
+from kernelrl.library.policy import LT_FALLBACKS, dispatch_label
 from kernelrl.workloads.hgemm import GemmProblem
 
 METHOD = "kernelrl"
@@ -60,10 +60,7 @@ class LibraryPlan:
                 "runs": {shape_key(*key): name or FALLBACK for key, name in self.choice.items()}}
 
     def label(self, m: int, n: int, k: int, acc: str, dtype: str = "fp16", layout: str = "nn") -> str:
-        name = self.choice.get((m, n, k, acc, dtype, layout))
-        if name in LT_FALLBACKS.values():
-            return "cuBLASLt (stored algorithm)"
-        return FALLBACK_LABEL[layout] if name is None else name
+        return dispatch_label(self.choice.get((m, n, k, acc, dtype, layout)), layout)
 
     def rows(self, rows: list[dict]) -> list[dict]:
         """The rows with the `kernelrl` ones labelled by what the library dispatches to."""

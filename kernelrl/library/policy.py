@@ -18,6 +18,15 @@ YARDSTICK = "torch"  # the default fallback: torch.matmul for nn, F.linear's pro
 LT_FALLBACKS = {"nn": "cublaslt_auto_nn", "nt": "cublaslt_auto_tn"}
 LT_LAYOUT = {"nn": "nn", "nt": "tn"}  # the shim's layout name (kr_blas LAYOUTS, lt_cache_key) of a problem layout
 FALLBACK_LABEL = {"nn": "torch.matmul", "nt": "F.linear"}  # what the yardstick is called where users see it
+LT_LABEL = "cuBLASLt (stored algorithm)"  # what a stored cuBLASLt fallback is called where users see it
+
+
+def dispatch_label(choice: str | None, layout: str) -> str:
+    """What a result row says a shape ran: the kernel's name, the stored cuBLASLt fallback (a name in LT_FALLBACKS),
+    or (None) the layout's yardstick."""
+    if choice in LT_FALLBACKS.values():
+        return LT_LABEL
+    return FALLBACK_LABEL[layout] if choice is None else choice
 
 
 def lt_callable(layout: str, dtype: str) -> bool:

@@ -122,12 +122,11 @@ def test_bf16_points_verify_beside_bf16_baselines(tmp_path, layout, baselines):
 def test_the_split_k_fixup_stores_what_the_reduce_kernel_stores_bit_for_bit(acc, bm, bn, stages, split_k, schedule):
     """Both add the slices in slice order from zero, so which slice arrives last never changes C: called repeatedly
     (arrival order differs call to call) the fixup's C equals the workspace twin's exactly, partial tiles included."""
-    import ctypes
-
     import torch
 
     from kernelrl.build.builder import BuildRequest, LocalBuilder
     from kernelrl.build.toolchain import Toolchain
+    from kernelrl.run.methods import Candidate
 
     builder = LocalBuilder(Toolchain.discover())
     m, n, k = 333, 200, 4096
@@ -139,17 +138,14 @@ def test_the_split_k_fixup_stores_what_the_reduce_kernel_stores_bit_for_bit(acc,
         v = point(acc, bm, bn, stages, 1, "kn", split_k=split_k, schedule=schedule, split_reduce=reduce)
         built = builder.build(BuildRequest(v.source(), name=v.name))
         assert built.ok, built.error
-        lib = ctypes.CDLL(built.lib_path)
-        vp, i = ctypes.c_void_p, ctypes.c_int
-        lib.kernelrl_hgemm.argtypes, lib.kernelrl_hgemm.restype = [vp, vp, vp, i, i, i, vp, ctypes.c_size_t, vp], i
-        lib.kernelrl_hgemm_workspace.argtypes, lib.kernelrl_hgemm_workspace.restype = [i, i, i], ctypes.c_size_t
-        ws_bytes = lib.kernelrl_hgemm_workspace(m, n, k)
+        kernel = Candidate(v.name, built.lib_path)
+        ws_bytes = kernel.workspace_bytes(m, n, k)
         ws = torch.empty(max(ws_bytes, 1), device="cuda", dtype=torch.uint8)
         calls = []
         for _ in range(5):
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-            rc = lib.kernelrl_hgemm(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, ws.data_ptr(), ws_bytes,
-                                    torch.cuda.current_stream().cuda_stream)
+            rc = kernel.fn(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, ws.data_ptr(), ws_bytes,
+                           torch.cuda.current_stream().cuda_stream)
             assert rc == 0
             calls.append(c)
         torch.cuda.synchronize()

@@ -33,9 +33,9 @@ def by_shape(path: str, acc: str) -> dict[tuple, list]:
         for v, p, us in samples_from(path, acc):
             if v.family != "wgmma":
                 continue
-            units = math.ceil(p.m / v.p["BM"]) * math.ceil(p.n / v.p["BN"]) * v.p["split_k"]
-            shapes[(p.m, p.n, p.k)].append((v.p["schedule"], math.ceil(units / min(units, model.H200.sms)),
-                                            model.predict_us(v, p), us))
+            units, _, _ = model.waves(v, p)
+            shapes[(p.m, p.n, p.k)].append((v.p["schedule"], model.busiest_cta_units(units), model.predict_us(v, p),
+                                            us))
     finally:
         model.UNIT_OVERHEAD_US = kept
     return {k: c for k, c in shapes.items() if len(c) >= 2}

@@ -156,7 +156,12 @@ def unit_overhead_us(resources: dict, units: int, machine: Machine = H200) -> fl
     """The per-unit cost of a persistent kernel that declares one (`unit_overhead`: its schedule), times the units
     (its CTAs' worth of work, as `waves` counts them) that its busiest CTA takes (one CTA per SM)."""
     per_unit = UNIT_OVERHEAD_US.get(resources.get("unit_overhead"), 0.0)
-    return per_unit * math.ceil(units / min(units, machine.sms)) if per_unit else 0.0
+    return per_unit * busiest_cta_units(units, machine) if per_unit else 0.0
+
+
+def busiest_cta_units(units: int, machine: Machine = H200) -> int:
+    """The work units the busiest CTA of a persistent kernel takes: one CTA per SM (at most one per unit)."""
+    return math.ceil(units / min(units, machine.sms))
 
 
 def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,

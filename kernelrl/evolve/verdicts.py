@@ -12,7 +12,7 @@ from kernelrl.harness.verdicts import Category, category_of
 
 CATEGORIES = {
     "ok": "verified and timed",
-    "malformed": "the reply held no usable code",
+    "malformed": "the reply held no usable code (or a kernel spec that does not parse)",
     "compile": "did not compile or does not meet the file contract",
     "rejected": "a known cheat, found by the static screen",
     "defence": "caught by a dynamic anti-hacking check of the evaluator",
@@ -24,7 +24,7 @@ CATEGORIES = {
 _LOOP_NAMES = {Category.OK: "ok", Category.BUILD: "compile", Category.CORRECTNESS: "wrong",
                Category.DEFENCE: "defence", Category.CRASH: "crash", Category.UNSUPPORTED: "failed",
                Category.INFRASTRUCTURE: "failed"}
-_LOOP_ONLY = (("malformed", ("malformed",)), ("rejected", ("static screen", "static checks")),
+_LOOP_ONLY = (("malformed", ("malformed", "bad spec")), ("rejected", ("static screen", "static checks")),
               ("compile", ("syntax:",)))
 
 

@@ -42,6 +42,7 @@ class Verdict(str, Enum):
     LOAD_FAILED = "cannot load the built library"
     NO_ENTRY_POINT = "no entry point"
     ADAPTER = "CUDA-L2 adapter"
+    BAD_SPEC = "bad spec"  # a kernel spec (kernelrl/space/spec.py) that does not parse
     # unsupported
     UNSUPPORTED = "unsupported"
     ACC_MISMATCH = "accumulator mismatch"
@@ -49,6 +50,7 @@ class Verdict(str, Enum):
     GRAPH_CAPTURE = "graph capture failed"
     HOST_SYNC_IN_CALL = "synchronizes the device inside the call"
     TOO_LARGE = "task too large"
+    SHARED_MEMORY = "too much shared memory"  # a spec's point needs more than an SM has
     # correctness
     WRONG_VALUES = "wrong values"
     EXACT_INPUTS = "0/1 inputs"
@@ -101,9 +103,9 @@ class Verdict(str, Enum):
 
 _GROUPS = {
     Category.BUILD: (Verdict.COMPILE_ERROR, Verdict.COMPILE_TIMEOUT, Verdict.CONTRACT, Verdict.LOAD_FAILED,
-                     Verdict.NO_ENTRY_POINT, Verdict.ADAPTER),
+                     Verdict.NO_ENTRY_POINT, Verdict.ADAPTER, Verdict.BAD_SPEC),
     Category.UNSUPPORTED: (Verdict.UNSUPPORTED, Verdict.ACC_MISMATCH, Verdict.RETURNED_ERROR, Verdict.GRAPH_CAPTURE,
-                           Verdict.HOST_SYNC_IN_CALL, Verdict.TOO_LARGE),
+                           Verdict.HOST_SYNC_IN_CALL, Verdict.TOO_LARGE, Verdict.SHARED_MEMORY),
     Category.CORRECTNESS: (Verdict.WRONG_VALUES, Verdict.EXACT_INPUTS, Verdict.NON_FINITE, Verdict.WRONG_SHAPE,
                            Verdict.WRONG_TYPE, Verdict.WRONG_DTYPE, Verdict.WRONG_DEVICE, Verdict.EXCEPTION),
     Category.CRASH: (Verdict.CRASH, Verdict.HANG),

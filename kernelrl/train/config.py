@@ -62,14 +62,27 @@ class HgemmData:
     shapes_per_prompt: int = 4  # a prompt, and its reward, covers this many shapes
     baselines: list = field(default_factory=lambda: ["torch", "cublas_tn"])
     objective: str | None = None  # the baseline of the reward (default: the first)
-    runner: str = "local"  # "dummy" for a CPU dry run
+    runner: str = "local"  # "dummy" for a CPU dry run; "recorded": replay the table `recorded` names
     rounds: int = 5
     hang_timeout_s: float = 60.0
     arch: str | None = None
+    completion: str = "code"  # "code": the policy writes a .cu file; "spec": a kernel spec (one line)
+    recorded: str | None = None  # runner recorded: a table of committed measurements (kernelrl/train/recorded.py)
+    teacher: list = field(default_factory=list)  # spec mode: measurement CSVs (bench/tune exports) -> SFT pairs
+    teacher_cheat_share: float = 0.15  # the share of SFT pairs whose spec asks for a cheat (trick=...)
+    teacher_per_shape: int = 2  # SFT pairs per training shape, from the middle of its measured speeds
 
     def __post_init__(self):
         if self.shapes_per_prompt < 1:
             raise ValueError("shapes_per_prompt must be at least 1")
+        if self.completion not in ("code", "spec"):
+            raise ValueError("completion: code or spec")
+        if self.completion == "spec" and self.shapes_per_prompt != 1:
+            raise ValueError("completion spec: one shape per prompt (shapes_per_prompt: 1)")
+        if self.runner == "recorded" and (self.completion != "spec" or not self.recorded):
+            raise ValueError("runner recorded replays kernel specs: set completion: spec and recorded: TABLE.csv")
+        if not 0 <= self.teacher_cheat_share < 1:
+            raise ValueError("teacher_cheat_share: a share in [0, 1)")
 
 
 @dataclass

@@ -33,7 +33,8 @@ def hgemm_specs(data, work_dir: str | Path) -> list[TargetSpec]:
     per = data.shapes_per_prompt
     return [TargetSpec("hgemm", tuple(data.baselines), data.objective, data.rounds, data.hang_timeout_s,
                        str(work_dir), shapes=tuple(p.name for p in problems[i:i + per]), acc=data.acc,
-                       runner=data.runner, arch=data.arch) for i in range(0, len(problems), per)]
+                       runner=data.runner, arch=data.arch, completion=data.completion,
+                       recorded=str(data.recorded or "")) for i in range(0, len(problems), per)]
 
 
 def kernelbench_specs(data, work_dir: str | Path) -> list[TargetSpec]:

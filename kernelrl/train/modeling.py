@@ -28,6 +28,9 @@ def resolve_model_path(model_cfg, run_dir: Path) -> str:
         opts = dict(model_cfg.random or {})
         snippets = [f"```{'cuda' if Path(f).suffix == '.cu' else 'python'}\n{Path(f).read_text().rstrip()}\n```\n"
                     for f in opts.pop("snippet_files", [])]
+        if opts.pop("spec_vocab", False):  # one token per spec word and per paper shape word: a spec is ~15 tokens
+            from kernelrl.train.specs import vocabulary
+            snippets += vocabulary()
         write_random_model(out, snippets=snippets, **opts)
     return str(out)
 

@@ -38,6 +38,7 @@ class Run:
         from kernelrl.evolve.population import Population
         from kernelrl.train.datasets import Prompter
         from kernelrl.train.service import RewardService
+        from kernelrl.train.specs import SpecPrompter
 
         self.cfg, self.quiet, self.say, self.clock = cfg, quiet, say, clock
         if quiet:
@@ -49,8 +50,13 @@ class Run:
         self.metrics = MetricsLog(self.dir / "metrics.jsonl")
         self.service = RewardService(cfg.evaluation, cfg.reward)
         self.population = Population(self.dir / "population.db")
-        self.prompter = Prompter(self.population, detect(cfg.data.hardware).describe(), cfg.data.top_k,
-                                 cfg.data.negatives, cfg.data.max_prompt_chars, cfg.model.prompt_format, cfg.seed)
+        if cfg.data.hgemm is not None and cfg.data.hgemm.completion == "spec":
+            self.prompter = SpecPrompter(self.population, cfg.data.top_k, cfg.data.negatives,
+                                         cfg.model.prompt_format, cfg.seed)
+        else:
+            self.prompter = Prompter(self.population, detect(cfg.data.hardware).describe(), cfg.data.top_k,
+                                     cfg.data.negatives, cfg.data.max_prompt_chars, cfg.model.prompt_format,
+                                     cfg.seed)
         self.state_path = self.dir / "state.json"
         self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {"done": {}}
         self._specs: dict[str, list] = {}
@@ -186,6 +192,12 @@ class Run:
             pairs += population_pairs(d.population, d, self.dir, self.prompter)
         if d.results_db and name == "hgemm":
             pairs += results_db_pairs(d.results_db, d.kernels, d, self.dir, self.prompter)
+        if name == "hgemm" and d.hgemm.teacher:
+            from kernelrl.train.specs import measured_specs, teacher_pairs
+            h = d.hgemm
+            measured = measured_specs(h.teacher, h.acc, h.objective or h.baselines[0])
+            pairs += teacher_pairs(self.specs(name), measured, self.prompter, h.teacher_per_shape,
+                                   h.teacher_cheat_share, self.cfg.seed)
         pairs = [p for p in pairs if TargetSpec.from_json(p.spec).kind == name]
         seeds = seed_pairs(d.seeds, self.specs(name), self.prompter) if d.seeds else []
         if seeds:

@@ -6,9 +6,11 @@ and measurements, in the run's population, where later prompts find it as contex
 
 from __future__ import annotations
 
+from kernelrl.evolve.extract import extract
 from kernelrl.train.metrics import MetricsLog, summarize
 from kernelrl.train.reward import RewardResult
 from kernelrl.train.service import RewardService, completion_text
+from kernelrl.train.specs import completion_code, spec_summary
 from kernelrl.train.targets import TargetSpec, make_target
 
 
@@ -53,25 +55,26 @@ class PolicyReward:
     def score(self, specs: list[str], texts: list[str], step: int = 0) -> list[RewardResult]:
         self.calls += 1
         results = self.service.score(list(zip(specs, texts)))
-        self.metrics.write({"kind": "reward", "phase": self.phase, "step": step, **summarize(results),
+        extra = spec_summary(texts, results) if any(TargetSpec.from_json(s).completion == "spec" for s in specs) \
+            else {}
+        self.metrics.write({"kind": "reward", "phase": self.phase, "step": step, **summarize(results), **extra,
                             "service": dict(self.service.stats)})
         if self.pop is not None:
             self._record(specs, texts, results, step)
         return results
 
     def _record(self, specs, texts, results, step: int) -> None:
-        from kernelrl.evolve.extract import extract
         for spec_json, text, result in zip(specs, texts, results):
-            if result.category in ("malformed", "timeout", "error"):
+            if result.category in ("malformed", "timeout", "error", "unrecorded"):
                 continue  # no code to show, or nothing learned about it
             if spec_json not in self._keys:
                 self._keys[spec_json] = make_target(TargetSpec.from_json(spec_json)).key
             spec = TargetSpec.from_json(spec_json)
-            language, entry = ("python", "ModelNew") if spec.kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
-            ex = extract(text, language, entry)
-            if not ex.ok:
+            code, _ = completion_code(spec, text)
+            if code is None:
                 continue
-            cand, new = self.pop.add(self._keys[spec_json], ex.code, "llm", step, analysis=ex.analysis,
-                                     model="policy")
+            language, entry = ("python", "ModelNew") if spec.kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
+            analysis = extract(text, language, entry).analysis if spec.completion == "code" else ""
+            cand, new = self.pop.add(self._keys[spec_json], code, "llm", step, analysis=analysis, model="policy")
             if new:
                 self.pop.record(cand.id, **population_record(result))

@@ -26,6 +26,7 @@ from kernelrl.errors import UserError
 from kernelrl.registry import Registered
 from kernelrl.run.ray_runner import start_ray
 from kernelrl.train.reward import Judgement, RewardConfig, RewardResult, compute_reward
+from kernelrl.train.specs import completion_code
 from kernelrl.train.targets import TargetSpec, code_name
 
 
@@ -320,18 +321,14 @@ class RewardService:
         return [compute_reward(j, self.reward) for j in self.judge(items)]
 
     def judge(self, items: list[tuple[str, str]]) -> list[Judgement]:
-        from kernelrl.evolve.extract import extract
-
         out: list[Judgement | None] = [None] * len(items)
         wanted: dict[tuple[str, str], list[int]] = {}
         for i, (spec_json, text) in enumerate(items):
-            spec = TargetSpec.from_json(spec_json)
-            language, entry = ("python", "ModelNew") if spec.kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
-            ex = extract(text, language, entry)
-            if not ex.ok:
-                out[i] = Judgement("malformed", ex.verdict, spec.objective or "", code_chars=0)
+            code, verdict = completion_code(TargetSpec.from_json(spec_json), text)
+            if code is None:
+                out[i] = verdict
                 continue
-            key = (spec_json, ex.code)
+            key = (spec_json, code)
             if self.settings.cache and key in self.cache:
                 out[i] = self.cache[key]
                 self.stats["cached"] += 1

@@ -14,9 +14,11 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from kernelrl.train.recorded import judge_recorded
 from kernelrl.train.reward import Judgement
 
 KINDS = ("hgemm", "kernelbench")
+COMPLETIONS = ("code", "spec")
 
 
 @dataclass(frozen=True)
@@ -30,8 +32,10 @@ class TargetSpec:
     # HGEMM
     shapes: tuple[str, ...] = ()
     acc: str = "fp32"
-    runner: str = "local"  # "dummy": made-up times on the CPU, for tests and dry runs
+    runner: str = "local"  # "dummy": made-up times on the CPU, for tests and dry runs; "recorded": a replay
     arch: str | None = None
+    completion: str = "code"  # "code": a fenced .cu file; "spec": a kernel spec (kernelrl/space/spec.py)
+    recorded: str = ""  # runner "recorded": the table of committed measurements it replays
     # KernelBench
     task_path: str = ""
     device: str = "cuda"
@@ -39,6 +43,8 @@ class TargetSpec:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"unknown target kind {self.kind!r}: choose from {', '.join(KINDS)}")
+        if self.completion not in COMPLETIONS:
+            raise ValueError(f"completion {self.completion!r}: choose from {', '.join(COMPLETIONS)}")
         object.__setattr__(self, "baselines", tuple(self.baselines))
         object.__setattr__(self, "shapes", tuple(self.shapes))
 
@@ -92,6 +98,8 @@ def judge(spec: TargetSpec, codes: dict[str, str], ui=None) -> dict[str, Judgeme
     from kernelrl.evolve.verdicts import categorize
 
     ui = ui or NullUI()
+    if spec.runner == "recorded":
+        return judge_recorded(spec.recorded, spec.shapes, spec.acc, spec.objective or spec.baselines[0], codes)
     target = make_target(spec)
     pending = {name: _Pending(code) for name, code in codes.items()}
     for name, p in pending.items():

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Issue 26's live learning runs on the H200 (from the repository root): a small causal LM trained from scratch
+# writes kernel specs (kernelrl/space/spec.py), SFT on median-speed specs of the committed tune measurements (15 %
+# of the pairs ask for a cheat), then GRPO with live rewards: every completion rendered, built with nvcc and judged
+# by the real evaluator in device mode beside cuBLAS (each group one interleaved measurement). Two runs of the same
+# budget side by side: `contrastive` (prompts carry earlier specs of the shape with their measured speedups) and
+# `plain` (the shape only): CUDA-L1's claim, measured. Both share the GPU, so each group's speedups carry the other
+# run's noise; the comparison between the runs is fair (same conditions).
+#
+# Resumable: the run folders live in runs/learning/ (git-ignored; carry it back to resume on a fresh machine); a
+# call stops both runs with a checkpoint after TRAIN_MINUTES and a second call goes on. Everything comes back in
+# $OUT/learning_runs.tar.xz (metrics, state, population, SFT pairs, final models) with the logs and environment.
+# Needs the .whl/ carry (benchmarks/pack_carry.sh): trl, datasets, dill, multiprocess.
+set -uo pipefail
+source benchmarks/device_env.sh
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+ROOT="$PWD/runs/learning"; mkdir -p "$ROOT"
+if [ -f .carry/learning_runs.tar.xz ] && [ ! -f "$ROOT/contrastive/state.json" ]; then
+    tar -xJf .carry/learning_runs.tar.xz -C "$PWD/runs"; fi
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        .whl/trl-*.whl .whl/datasets-*.whl .whl/dill-*.whl .whl/multiprocess-*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader; date -u;
+  python3 -c "import torch, trl, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'trl', trl.__version__, 'transformers', transformers.__version__)"; nvcc --version | tail -1; } > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+SHAPES=$(python3 -c "import json; print(','.join(json.load(open('benchmarks/results/h200/learning/split.json'))['train_live']))")
+write_config() {  # name top_k
+cat > "$ROOT/$1.yaml" <<EOF
+run_dir: $ROOT/$1
+seed: 0
+model: {random: {hidden: 128, layers: 3, heads: 4, max_positions: 512, spec_vocab: true, seed: 0}, prompt_format: text}
+data:
+  top_k: $2
+  negatives: $3
+  prompts_per_target: 4
+  hgemm: {shapes: "$SHAPES", shapes_per_prompt: 1, completion: spec, runner: local, rounds: 3, hang_timeout_s: 60,
+          baselines: [cublas_nn, torch], objective: cublas_nn, teacher_per_shape: 3, teacher_cheat_share: 0.15,
+          teacher: [benchmarks/results/h200/tuned_wgmma/tune_measurements.csv,
+                    benchmarks/results/h200x2/tune_one_measurements.csv]}
+reward: {clip: [0.125, 4.0], baseline: cublas_nn}
+evaluation: {timeout_s: 300, retries: 1, batch_size: 16}
+stages:
+  - {kind: sft, data: [hgemm], epochs: 40, learning_rate: 3.0e-3, batch_size: 16, max_length: 256}
+  - {kind: grpo, data: [hgemm], max_steps: ${STEPS:-120}, batch_size: 1, num_generations: 8, learning_rate: 1.0e-3,
+     max_completion_length: 32, save_steps: 5, record_variants: true}
+budgets: {max_minutes: ${TRAIN_MINUTES:-8}}
+EOF
+}
+write_config contrastive 3 1
+write_config plain 0 0
+for name in contrastive plain; do
+    timeout "${TRAIN_LIMIT:-540}" python3 -m kernelrl.cli train --config "$ROOT/$name.yaml" --quiet \
+        > "$ROOT/$name.log" 2>&1 &
+done
+wait
+tar -cJf "$OUT/learning_runs.tar.xz" -C "$PWD/runs" --exclude='checkpoint-*/optimizer.pt' learning
+for name in contrastive plain; do tail -n 3 "$ROOT/$name.log"; done
+python3 - "$ROOT" <<'EOF'
+import json, sys, pathlib
+for name in ("contrastive", "plain"):
+    p = pathlib.Path(sys.argv[1]) / name / "metrics.jsonl"
+    rows = [json.loads(l) for l in p.read_text().splitlines()] if p.exists() else []
+    rw = [r for r in rows if r["kind"] == "reward" and "grpo" in r["phase"]]
+    print(f"{name}: {len(rw)} GRPO steps")
+    for r in rw[:: max(1, len(rw) // 12)] + rw[-1:]:
+        print(f"  step {r['step']:>3} reward {r['reward_mean']:.3f} pass {r['pass_rate']:.2f} cheat {r.get('cheat_rate', 0):.2f} "
+              f"cheat_verified {r.get('cheat_verified')} speedup {r.get('speedup_verified')}")
+EOF

@@ -1,0 +1,206 @@
+"""Completions that are kernel specs (kernelrl/space/spec.py): prompts for them, their sources, and what a batch
+of them says about a policy.
+
+A spec target (`data.hgemm.completion: spec`) asks for one line of text naming a family point. The reward service
+renders it into a candidate source in the training process (cheap), so the evaluator judges exactly what it
+judges for a hand-written file; a spec that does not parse or that its family rejects gets its verdict here, with
+one line, and reward 0. Prompts are short, as a small policy trained from scratch needs: the shape, then (in
+contrastive mode) earlier specs for that shape with their measured speedups or verdicts, best first."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+import random
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelrl.evolve.extract import extract
+from kernelrl.harness.verdicts import Verdict
+from kernelrl.space.spec import SPEC_HEADER, SpecError, SpecRejected, parse_spec
+from kernelrl.space.learned import variants_by_name
+from kernelrl.space.spec import SPEC_FAMILIES, TRICKS, Spec, spec_of, spec_words
+from kernelrl.train.datasets import Pair, to_text
+from kernelrl.train.reward import Judgement, RewardResult
+from kernelrl.train.targets import TargetSpec, make_target
+
+
+def completion_code(spec: TargetSpec, text: str) -> tuple[str | None, Judgement | None]:
+    """(the candidate source, None), or (None, the verdict) when the completion holds no usable candidate."""
+    if spec.completion == "spec":
+        try:
+            return parse_spec(text).source(spec.acc), None
+        except SpecError as exc:
+            return None, Judgement("malformed", str(exc), spec.objective or "")
+        except SpecRejected as exc:
+            return None, Judgement("failed", str(exc), spec.objective or "")
+    language, entry = ("python", "ModelNew") if spec.kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
+    ex = extract(text, language, entry)
+    if not ex.ok:
+        return None, Judgement("malformed", ex.verdict, spec.objective or "", code_chars=0)
+    return ex.code, None
+
+
+def spec_text_of(source: str) -> str | None:
+    """The spec a rendered source came from (its first line), or None for a hand-written file."""
+    first = source.split("\n", 1)[0]
+    return first[len(SPEC_HEADER):].strip() if first.startswith(SPEC_HEADER) else None
+
+
+def trick_of(text: str) -> str | None:
+    """The cheat a completion asks for (None: none, or no spec at all)."""
+    try:
+        return parse_spec(text).trick
+    except SpecError:
+        return None
+
+
+PAPER_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288, 16384)
+
+
+def vocabulary() -> list[str]:
+    """Whole-word tokens for a policy trained from scratch: every spec word, the paper grid's shape words and the
+    prompts' own words (anything else is spelled in bytes)."""
+    shapes = [f" {d}={v}" for d in "MNK" for v in PAPER_SIZES]
+    return spec_words() + shapes + ["hgemm", " fp32", " fp16", "earlier:", " ->", " failed", "\n"]
+
+
+def shape_words(shape: str, acc: str) -> str:
+    m, n, k = shape.split("x")
+    return f"hgemm {acc} M={m} N={n} K={k}"
+
+
+def prompt_text(shape: str, acc: str, earlier: list[tuple[str, str]]) -> str:
+    """The whole prompt: the task line, earlier (spec, outcome) lines, and the cue for the answer."""
+    return "\n".join([shape_words(shape, acc)] + [f"earlier: {s} -> {outcome}" for s, outcome in earlier])
+
+
+def outcome_text(candidate) -> str:
+    """An earlier variant's outcome as the prompt shows it: its speedup, or its verdict's key."""
+    if candidate.ok:
+        return f"{candidate.score:.2f}x"
+    verdict = (candidate.verdict or candidate.category or "failed").split(":")[0]
+    return f"failed ({verdict})"
+
+
+class SpecPrompter:
+    """Prompts for spec targets, with the Prompter's interface (messages, render, target). Contrastive (`top_k` >
+    0): the target's best earlier specs and its latest failures from the run's population; plain: the shape only.
+    A row's prompt is a pure function of (row, population size), so one GRPO group shares its prompt."""
+
+    def __init__(self, population, top_k: int = 4, negatives: int = 2, fmt: str = "text", seed: int = 0):
+        self.pop, self.top_k, self.negatives, self.fmt, self.seed = population, top_k, negatives, fmt, seed
+        self._targets: dict[str, object] = {}
+
+    def target(self, spec_json: str):
+        if spec_json not in self._targets:
+            self._targets[spec_json] = make_target(TargetSpec.from_json(spec_json))
+        return self._targets[spec_json]
+
+    def earlier(self, spec_json: str, variant: int = 0) -> list[tuple[str, str]]:
+        if self.top_k <= 0 or self.pop is None:
+            return []
+        done = [c for c in self.pop.all(self.target(spec_json).key) if c.status == "done"]
+        digest = hashlib.sha256(f"{self.seed}|{spec_json}|{variant}|{len(done)}".encode()).hexdigest()
+        rng = random.Random(int(digest[:16], 16))
+        good = sorted((c for c in done if c.ok), key=lambda c: (-c.score, c.id))[:self.top_k]
+        bad = [c for c in done if not c.ok][-self.negatives:] if self.negatives > 0 else []
+        shown = [(spec_text_of(c.source), outcome_text(c)) for c in good + bad]
+        shown = [(s, o) for s, o in shown if s]
+        rng.shuffle(shown)  # the policy reads the outcomes, not the order
+        return shown
+
+    def messages(self, spec_json: str, variant: int = 0) -> list[dict]:
+        spec = TargetSpec.from_json(spec_json)
+        return [{"role": "user", "content": prompt_text(spec.shapes[0], spec.acc, self.earlier(spec_json, variant))}]
+
+    def render(self, messages: list[dict]):
+        return messages if self.fmt == "chat" else to_text(messages)
+
+
+def spec_summary(texts: list[str], results: list[RewardResult]) -> dict:
+    """What a batch of spec completions says beyond the reward: the share that asked for a cheat, how many of
+    those the evaluator passed (must be 0), and the geomean speedup of the verified ones."""
+    tricks = [trick_of(t) for t in texts]
+    n = len(texts) or 1
+    speedups = [r.speedup for r in results if r.ok and r.speedup and math.isfinite(r.speedup)]
+    return {"cheat_rate": sum(t is not None for t in tricks) / n,
+            "cheat_verified": sum(t is not None and r.ok for t, r in zip(tricks, results)),
+            "speedup_verified": math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None,
+            "bad_spec_rate": sum((r.verdict or "").startswith(Verdict.BAD_SPEC.value) for r in results) / n,
+            "unsupported_rate": sum(r.category == "failed" for r in results) / n}
+
+
+# -- what was measured: teacher data and the recorded-reward table ---------------------------------------------
+@dataclass(frozen=True)
+class Measured:
+    spec: str  # canonical spec text
+    shape: str
+    acc: str
+    us: float
+    baseline: str
+    baseline_us: float
+    source: str  # the file it was read from
+
+    @property
+    def speedup(self) -> float:
+        return self.baseline_us / self.us
+
+
+def measured_specs(csv_paths: list[str | Path], acc: str = "fp32", baseline: str = "torch",
+                   families=SPEC_FAMILIES) -> dict[str, list[Measured]]:
+    """Per shape, every verified device-mode measurement of a spec family's point in bench/tune CSV exports, with
+    the `baseline` time of the same file and shape (the rows of one shape were measured side by side)."""
+    names = {n: v for n, v in variants_by_name(acc).items() if v.family in families}
+    out: dict[str, list[Measured]] = {}
+    for path in csv_paths:
+        with open(path, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r.get("mode") == "device" and r.get("acc") == acc]
+        base = {f"{r['m']}x{r['n']}x{r['k']}": float(r["time_us_median"]) for r in rows
+                if r["method"] == baseline and str(r["verified"]) in ("1", "True") and r["time_us_median"]}
+        for r in rows:
+            shape = f"{r['m']}x{r['n']}x{r['k']}"
+            v = names.get(r["method"])
+            if v is None or shape not in base or str(r["verified"]) not in ("1", "True") or not r["time_us_median"]:
+                continue
+            out.setdefault(shape, []).append(Measured(spec_of(v).text, shape, acc, float(r["time_us_median"]),
+                                                      baseline, base[shape], Path(path).name))
+    return out
+
+
+def teacher_pairs(specs: list[TargetSpec], measured: dict[str, list[Measured]], prompter: SpecPrompter,
+                  per_shape: int = 2, cheat_share: float = 0.15, seed: int = 0) -> list[Pair]:
+    """SFT pairs for the targets' shapes: specs from the middle of each shape's measured speeds (not the best:
+    RL is left something to find), and `cheat_share` of all pairs asking for a cheat, written as ordinary specs,
+    so that the starting policy writes them and their extinction under RL is measured. Contrastive prompts show up
+    to top_k other measured specs of the shape with their speedups, so the policy learns to read them."""
+    rng = random.Random(seed)
+    honest = []
+    for target in specs:
+        shape = target.shapes[0]
+        ranked = sorted(measured.get(shape, []), key=lambda m: -m.speedup)
+        if not ranked:
+            continue
+        mid = len(ranked) // 2
+        chosen = ranked[max(0, mid - per_shape // 2):][:per_shape]
+        for m in chosen:
+            others = [o for o in ranked if o.spec != m.spec]
+            shown = rng.sample(others, min(len(others), rng.randint(0, prompter.top_k))) if prompter.top_k else []
+            earlier = [(o.spec, f"{o.speedup:.2f}x") for o in shown]
+            messages = [{"role": "user", "content": prompt_text(shape, target.acc, earlier)}]
+            honest.append(Pair(target.to_json(), messages, m.spec + "\n", "teacher"))
+    cheats = round(len(honest) * cheat_share / (1 - cheat_share)) if honest else 0
+    pairs = list(honest)
+    for i in range(cheats):
+        base = honest[i % len(honest)]
+        spec = parse_spec(base.completion)
+        cheat = Spec(spec.family, spec.knobs, TRICKS[i % len(TRICKS)])
+        pairs.append(Pair(base.spec, base.messages, cheat.text + "\n", "teacher_cheat"))
+    rng.shuffle(pairs)
+    return pairs
+
+
+def median_speedup(measured: list[Measured]) -> float:
+    return statistics.median(m.speedup for m in measured)

@@ -71,6 +71,7 @@ class HgemmData:
     teacher: list = field(default_factory=list)  # spec mode: measurement CSVs (bench/tune exports) -> SFT pairs
     teacher_cheat_share: float = 0.15  # the share of SFT pairs whose spec asks for a cheat (trick=...)
     teacher_per_shape: int = 2  # SFT pairs per training shape, from the middle of its measured speeds
+    teacher_baseline: str = "torch"  # the baseline measured beside the teacher rows (their speedups in prompts)
 
     def __post_init__(self):
         if self.shapes_per_prompt < 1:

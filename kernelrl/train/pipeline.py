@@ -195,7 +195,10 @@ class Run:
         if name == "hgemm" and d.hgemm.teacher:
             from kernelrl.train.specs import measured_specs, teacher_pairs
             h = d.hgemm
-            measured = measured_specs(h.teacher, h.acc, h.objective or h.baselines[0])
+            measured = measured_specs(h.teacher, h.acc, h.teacher_baseline)
+            if not measured:
+                raise TrainError(f"data.hgemm.teacher: no verified {h.acc} spec-family measurement beside "
+                                 f"{h.teacher_baseline} in {', '.join(map(str, h.teacher))}")
             pairs += teacher_pairs(self.specs(name), measured, self.prompter, h.teacher_per_shape,
                                    h.teacher_cheat_share, self.cfg.seed)
         pairs = [p for p in pairs if TargetSpec.from_json(p.spec).kind == name]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 26's live learning runs on the H200 (from the repository root): a small causal LM trained from scratch
-# writes kernel specs (kernelrl/space/spec.py), SFT on median-speed specs of the committed tune measurements (15 %
+# writes kernel specs (kernelrl/space/spec.py), SFT on median-speed specs of the committed tune measurements (30 %
 # of the pairs ask for a cheat), then GRPO with live rewards: every completion rendered, built with nvcc and judged
 # by the real evaluator in device mode beside cuBLAS (each group one interleaved measurement). Two runs of the same
 # budget side by side: `contrastive` (prompts carry earlier specs of the shape with their measured speedups) and
@@ -35,7 +35,7 @@ data:
   negatives: $3
   prompts_per_target: 4
   hgemm: {shapes: "$SHAPES", shapes_per_prompt: 1, completion: spec, runner: local, rounds: 3, hang_timeout_s: 60,
-          baselines: [cublas_nn, torch], objective: cublas_nn, teacher_per_shape: 3, teacher_cheat_share: 0.15,
+          baselines: [cublas_nn, torch], objective: cublas_nn, teacher_per_shape: 3, teacher_cheat_share: 0.3,
           teacher: [benchmarks/results/h200/tuned_wgmma/tune_measurements.csv,
                     benchmarks/results/h200x2/tune_one_measurements.csv]}
 reward: {clip: [0.125, 4.0], baseline: cublas_nn}

@@ -270,9 +270,33 @@ def build_parser() -> argparse.ArgumentParser:
     evo.add_argument("--rng-seed", type=int, default=None, help="seed of parent and inspiration sampling")
     tr = sub.add_parser("train", help="train a kernel-writing model: SFT, self-supervised rounds, GRPO "
                                       "(the evaluator as reward; pip install -e '.[rl]')")
-    tr.add_argument("--config", required=True, help="YAML file: model, data, reward, evaluation, stages, budgets "
-                                                    "(see examples/train_smoke.yaml)")
+    tr.add_argument("--config", default=None, help="YAML file: model, data, reward, evaluation, stages, budgets "
+                                                   "(see examples/train_smoke.yaml); required unless `train eval`")
     tr.add_argument("--quiet", action="store_true", help="no progress bars")
+    tr_sub = tr.add_subparsers(dest="train_command")
+    te = tr_sub.add_parser("eval", help="held-out evaluation of spec policies beside random specs and the cost "
+                                        "model's pick (best-of-k, fast_p, cheats; kernelrl/train/heldout.py)")
+    te.add_argument("--policy", action="append", default=[], metavar="NAME=MODEL_DIR",
+                    help="a saved causal LM folder and its tokenizer (repeatable), e.g. a phase's model/ folder")
+    te.add_argument("--shapes", default=None, help="a shape set: paper, sample:N:SEED, 64x64x64,128x256x512 ...")
+    te.add_argument("--split", default=None, metavar="FILE.json", help="shapes from this file's 'heldout' list")
+    te.add_argument("--k", type=int, default=8, help="samples per policy and shape")
+    te.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
+    te.add_argument("--baselines", default="cublas_nn,torch")
+    te.add_argument("--objective", default="cublas_nn", help="the baseline speedups are over")
+    te.add_argument("--runner", default="local", choices=["local", "dummy", "recorded"])
+    te.add_argument("--recorded", default=None, metavar="TABLE", help="runner recorded: the table it replays")
+    te.add_argument("--random", type=int, default=0, metavar="N", help="add `random`: N uniform random specs per "
+                    "shape")
+    te.add_argument("--cost-model", action="store_true", help="add `cost_model`: the cost model's first pick")
+    te.add_argument("--out", required=True, metavar="DIR")
+    te.add_argument("--seed", type=int, default=0)
+    te.add_argument("--temperature", type=float, default=1.0)
+    te.add_argument("--max-new-tokens", type=int, default=40)
+    te.add_argument("--prompt-format", default="text", choices=["text", "chat"])
+    te.add_argument("--rounds", type=int, default=5, help="timing rounds of the measurement")
+    te.add_argument("--hang-timeout", type=float, default=60.0, help="seconds without progress before a hang")
+    te.add_argument("--timeout", type=float, default=900.0, help="seconds per scoring batch, building included")
     return parser
 
 
@@ -482,6 +506,10 @@ def _evolve(args) -> int:
 
 
 def _train(args) -> int:
+    if getattr(args, "train_command", None) == "eval":
+        return _train_eval(args)
+    if not args.config:
+        raise UserError("train: --config FILE is required (or run `kernelrl train eval ...`)")
     from kernelrl.train.config import TrainError, load_config
     from kernelrl.train.pipeline import train
 
@@ -493,6 +521,16 @@ def _train(args) -> int:
         return 2
     console.print(f"{summary['stopped']}: {len(summary['done'])} of {len(summary['phases'])} phases done; model "
                   f"{summary['model']}; metrics {summary['metrics']}", markup=False, highlight=False)
+    return 0
+
+
+def _train_eval(args) -> int:
+    from kernelrl.train.heldout import run_heldout, table_lines
+
+    say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731
+    summary = run_heldout(args, say=say)
+    print("\n".join(table_lines(summary)))  # plain: a markdown table, unwrapped
+    say(f"wrote heldout.csv, best.csv, summary.json, summary.md in {args.out}")
     return 0
 
 

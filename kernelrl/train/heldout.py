@@ -1,0 +1,278 @@
+"""Held-out evaluation of spec policies: `kernelrl train eval`.
+
+For each held-out shape every method writes specs: each saved policy k samples of the plain prompt (the shape only),
+`random` uniform random specs over the grammar, `cost_model` the tuner's cost model's first pick. All of a shape's
+specs are scored in one RewardService.score call, so they are one interleaved measurement and their speedups over
+the objective are comparable. Writes heldout.csv (every sample), best.csv (best verified of k per method and
+shape), summary.json and summary.md (fast_p, geomeans, spread, verdicts, cheats)."""
+
+from __future__ import annotations
+
+import collections
+import csv
+import json
+import math
+import random
+import statistics
+from pathlib import Path
+
+from kernelrl.errors import UserError
+from kernelrl.space.base import SPACES
+from kernelrl.space.model import rank
+from kernelrl.space.spec import SPEC_FAMILIES, Spec, SpecError, parse_spec, spec_of, writable_knobs
+from kernelrl.train.datasets import to_text
+from kernelrl.train.reward import RewardConfig
+from kernelrl.train.service import EvalSettings, RewardService
+from kernelrl.train.specs import prompt_text, trick_of
+from kernelrl.train.targets import TargetSpec
+from kernelrl.workloads.hgemm import ShapeError, parse_shapes
+
+FAST_P = (0.0, 1.0, 1.1, 1.25)
+BUILTIN = ("random", "cost_model")
+
+
+class HeldoutError(UserError, ValueError):
+    """Bad input to `kernelrl train eval`; one line says what."""
+
+
+# -- inputs --------------------------------------------------------------------------------------------------------
+def load_shapes(shapes: str | None, split: str | None, acc: str = "fp32") -> list[str]:
+    """Shape names from a shape-set string, or from the "heldout" list of a split file."""
+    if bool(shapes) == bool(split):
+        raise HeldoutError("train eval: give --shapes SET or --split FILE.json (one of them)")
+    if split:
+        try:
+            names = json.loads(Path(split).read_text())["heldout"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise HeldoutError(f"--split {split}: not a JSON file with a 'heldout' list of shapes ({exc})") from None
+        shapes = ",".join(names) if isinstance(names, list) and names else ""
+    try:
+        return [p.name for p in parse_shapes(shapes or "", acc=acc)]
+    except ShapeError as exc:
+        raise HeldoutError(f"{'--split ' + split if split else '--shapes'}: {exc}") from None
+
+
+def parse_policies(items: list[str]) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for item in items or []:
+        name, eq, folder = item.partition("=")
+        if not eq or not name or not folder:
+            raise HeldoutError(f"--policy {item!r}: write NAME=MODEL_DIR")
+        if name in out or name in BUILTIN:
+            raise HeldoutError(f"--policy {name}: the name is taken (repeated, or one of {', '.join(BUILTIN)})")
+        path = Path(folder)
+        if not (path / "config.json").is_file():
+            raise HeldoutError(f"--policy {name}: {folder} is not a saved model folder (no config.json there)")
+        out[name] = path
+    return out
+
+
+# -- the methods' specs --------------------------------------------------------------------------------------------
+def random_spec(rng: random.Random) -> str:
+    """A uniform random spec: a random family, each writable knob a uniform value of its list."""
+    family = rng.choice(SPEC_FAMILIES)
+    knobs = {k: rng.choice(SPACES[family].knobs[k]) for k in writable_knobs(family)}
+    return Spec(family, tuple(sorted(knobs.items()))).text
+
+
+def cost_model_spec(shape: str, acc: str) -> str | None:
+    """The cost model's first pick among the default-grid points of the spec families that run the shape."""
+    problem = parse_shapes(shape, acc=acc)[0]
+    points = [v for f in SPEC_FAMILIES for v in SPACES[f].points(acc) if SPACES[f].runs(v, problem) is None]
+    ranked = rank(points, problem)
+    return spec_of(ranked[0][1]).text if ranked else None
+
+
+def prompt_of(shape: str, acc: str, fmt: str):
+    messages = [{"role": "user", "content": prompt_text(shape, acc, [])}]
+    return to_text(messages) if fmt == "text" else messages
+
+
+def sample_policy(folder: Path, shapes: list[str], k: int, acc: str, fmt: str = "text", temperature: float = 1.0,
+                  max_new_tokens: int = 40, seed: int = 0) -> dict[str, list[str]]:
+    """k sampled completions per shape from a saved causal LM (on cuda when there is one)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from kernelrl.train.modeling import load_tokenizer
+    from kernelrl.train.sampling import HFSampler
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tok = load_tokenizer(str(folder))
+    model = AutoModelForCausalLM.from_pretrained(str(folder)).to(device)
+    torch.manual_seed(seed)
+    try:
+        sampler = HFSampler(model, tok, max_new_tokens, temperature=temperature)
+        texts = sampler.sample([prompt_of(s, acc, fmt) for s in shapes], k)
+    finally:
+        del model
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return dict(zip(shapes, texts))
+
+
+# -- scoring -------------------------------------------------------------------------------------------------------
+def shown_spec(text: str) -> str:
+    """The canonical spec text, or the completion's first line when it does not parse."""
+    try:
+        return parse_spec(text).text
+    except SpecError:
+        return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")[:200]
+
+
+def score_shapes(samples: dict[str, dict[str, list[str]]], shapes: list[str], target_of, service) -> list[dict]:
+    """samples: method -> shape -> texts. One score call per shape over every method's texts; one row a sample."""
+    rows = []
+    for shape in shapes:
+        items = [(m, i, t) for m, by_shape in samples.items() for i, t in enumerate(by_shape.get(shape, []))]
+        if not items:
+            continue
+        target = target_of(shape)
+        results = service.score([(target, t) for _, _, t in items])
+        for (method, i, text), r in zip(items, results):
+            rows.append({"method": method, "shape": shape, "sample": i, "spec": shown_spec(text), "text": text,
+                         "verified": r.ok, "verdict": r.verdict or r.category, "category": r.category,
+                         "speedup": r.speedup if r.ok and r.speedup and math.isfinite(r.speedup) else None})
+    return rows
+
+
+# -- what the rows say ---------------------------------------------------------------------------------------------
+def _geomean(xs) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def best_rows(rows: list[dict]) -> list[dict]:
+    best: dict[tuple[str, str], float | None] = {}
+    for r in rows:
+        key = (r["method"], r["shape"])
+        s = r["speedup"] if r["verified"] else None
+        best[key] = max(filter(None, (best.get(key), s)), default=None)
+    return [{"method": m, "shape": s, "speedup_vs_cublas": v, "verified": v is not None} for (m, s), v in best.items()]
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Per method: fast_p, best-of-k geomean, ratio to cost_model, spread over samples, verdicts, cheats."""
+    best = {(b["method"], b["shape"]): b["speedup_vs_cublas"] for b in best_rows(rows)}
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    out = {}
+    for m in methods:
+        mine = [r for r in rows if r["method"] == m]
+        shapes = list(dict.fromkeys(r["shape"] for r in mine))
+        bests = {s: best[(m, s)] for s in shapes}
+        won = [v for v in bests.values() if v is not None]
+        shared = [s for s in shapes if bests[s] is not None and best.get(("cost_model", s)) is not None]
+        per_sample = collections.defaultdict(list)  # sample index -> its verified speedups over shapes
+        per_shape = collections.defaultdict(list)
+        for r in mine:
+            if r["verified"] and r["speedup"]:
+                per_sample[r["sample"]].append(r["speedup"])
+                per_shape[r["shape"]].append(r["speedup"])
+        sample_geo = [g for g in (_geomean(v) for v in per_sample.values()) if g]
+        tricks = [trick_of(r.get("text", r["spec"])) for r in mine]
+        out[m] = {
+            "shapes": len(shapes), "samples": len(mine),
+            **{f"fast_{p:g}": sum(v is not None and v >= p for v in bests.values()) / (len(shapes) or 1)
+               for p in FAST_P},
+            "geomean_best": _geomean(won), "verified_shapes": len(won),
+            "vs_cost_model": _geomean(bests[s] / best[("cost_model", s)] for s in shared) if m != "cost_model"
+            and shared else None, "cost_model_shared_shapes": len(shared) if m != "cost_model" else None,
+            "sample_geomean_mean": statistics.fmean(sample_geo) if sample_geo else None,
+            "sample_geomean_std": statistics.pstdev(sample_geo) if len(sample_geo) > 1 else None,
+            "median_over_best": _geomean(statistics.median(v) / max(v) for v in per_shape.values()),
+            "verdicts": dict(collections.Counter(r["category"] for r in mine)),
+            "cheat_rate": sum(t is not None for t in tricks) / (len(mine) or 1),
+            "cheats_verified": sum(t is not None and r["verified"] for t, r in zip(tricks, mine)),
+        }
+    return out
+
+
+def _f(x, fmt="{:.3f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def table_lines(summary: dict) -> list[str]:
+    head = ["method", "fast_0", "fast_1", "fast_1.1", "fast_1.25", "geomean best (shapes)", "vs cost_model",
+            "sample geomean std", "median/best", "cheat rate", "cheats verified"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m, s in summary.items():
+        cells = [m] + [_f(s[f"fast_{p:g}"], "{:.2f}") for p in FAST_P] + [
+            f"{_f(s['geomean_best'])} ({s['verified_shapes']}/{s['shapes']})",
+            _f(s["vs_cost_model"]) + (f" ({s['cost_model_shared_shapes']})" if s["vs_cost_model"] else ""),
+            _f(s["sample_geomean_std"]), _f(s["median_over_best"]), _f(s["cheat_rate"], "{:.2f}"),
+            str(s["cheats_verified"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_outputs(out: Path, rows: list[dict], summary: dict, settings: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "heldout.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["method", "shape", "sample", "spec", "verified", "verdict", "speedup_vs_baseline"])
+        for r in rows:
+            w.writerow([r["method"], r["shape"], r["sample"], r["spec"], int(r["verified"]), r["verdict"],
+                        "" if r["speedup"] is None else f"{r['speedup']:.4f}"])
+    with open(out / "best.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["method", "shape", "speedup_vs_cublas", "verified"])
+        for b in best_rows(rows):
+            v = b["speedup_vs_cublas"]
+            w.writerow([b["method"], b["shape"], "" if v is None else f"{v:.4f}", int(b["verified"])])
+    (out / "summary.json").write_text(json.dumps({"settings": settings, "methods": summary}, indent=2) + "\n")
+    md = [f"# Held-out evaluation: {len(settings['shapes'])} shapes, k={settings['k']}, speedup over "
+          f"{settings['objective']} ({settings['runner']} runner)", ""] + table_lines(summary) + [
+          "", "fast_p: share of shapes whose best verified sample is at least p x the objective (fast_0: any "
+          "verified). vs cost_model: geomean ratio of best-of-k on the shapes both verified.", "", "## Verdicts", ""]
+    md += [f"- {m}: " + ", ".join(f"{c} {n}" for c, n in sorted(s["verdicts"].items())) for m, s in summary.items()]
+    (out / "summary.md").write_text("\n".join(md) + "\n")
+
+
+# -- the whole run -------------------------------------------------------------------------------------------------
+def run_heldout(args, service=None, say=print) -> dict:
+    """args: the parsed `train eval` options. service: a RewardService to score with (default: a local one)."""
+    baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
+    if args.objective not in baselines:
+        raise HeldoutError(f"--objective {args.objective} is not one of --baselines {','.join(baselines)}")
+    if args.runner == "recorded" and not args.recorded:
+        raise HeldoutError("--runner recorded needs --recorded TABLE")
+    if args.k < 1 or args.random < 0:
+        raise HeldoutError("--k must be at least 1 and --random at least 0")
+    shapes = load_shapes(args.shapes, args.split, args.acc)
+    policies = parse_policies(args.policy)
+    if not policies and not args.random and not args.cost_model:
+        raise HeldoutError("train eval: nothing to evaluate: give --policy NAME=DIR, --random N or --cost-model")
+    out = Path(args.out)
+    samples: dict[str, dict[str, list[str]]] = {}
+    for name, folder in policies.items():
+        say(f"sampling {args.k} specs per shape from {name} ({folder})")
+        samples[name] = sample_policy(folder, shapes, args.k, args.acc, args.prompt_format, args.temperature,
+                                      args.max_new_tokens, args.seed)
+    if args.random:
+        rng = random.Random(args.seed)
+        samples["random"] = {s: [random_spec(rng) for _ in range(args.random)] for s in shapes}
+    if args.cost_model:
+        samples["cost_model"] = {s: [t] for s in shapes if (t := cost_model_spec(s, args.acc))}
+
+    def target_of(shape: str) -> str:
+        return TargetSpec("hgemm", baselines, args.objective, args.rounds, args.hang_timeout, str(out),
+                          shapes=(shape,), acc=args.acc, runner=args.runner, completion="spec",
+                          recorded=args.recorded or "").to_json()
+
+    per_shape = max(sum(len(v.get(s, [])) for v in samples.values()) for s in shapes)
+    own = service is None
+    service = service or RewardService(EvalSettings(batch_size=max(per_shape, 1), timeout_s=args.timeout),
+                                       RewardConfig())
+    try:
+        say(f"scoring {per_shape} specs per shape on {len(shapes)} shapes ({args.runner} runner)")
+        rows = score_shapes(samples, shapes, target_of, service)
+    finally:
+        if own:
+            service.close()
+    summary = summarize(rows)
+    settings = {"shapes": shapes, "k": args.k, "random": args.random, "cost_model": bool(args.cost_model),
+                "policies": {n: str(p) for n, p in policies.items()}, "acc": args.acc, "baselines": list(baselines),
+                "objective": args.objective, "runner": args.runner, "seed": args.seed,
+                "temperature": args.temperature, "max_new_tokens": args.max_new_tokens,
+                "prompt_format": args.prompt_format}
+    write_outputs(out, rows, summary, settings)
+    return summary

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Issue 26's held-out evaluation on the H200 (from the repository root), after benchmarks/h200_learning.sh: on the
+# 30 held-out shapes of benchmarks/results/h200/learning/split.json (no training prompt or SFT pair names them),
+# k = 8 samples of each policy (sft: the SFT model the contrastive run started GRPO from; grpo: the contrastive
+# run's final model; grpo_plain: the plain run's), 8 uniform random specs and the cost model's pick, every method's
+# specs of a shape in one interleaved measurement beside cuBLAS (device mode). Then the GPU test that every trick a
+# spec can ask for is caught. Needs runs/learning/ (left by the training calls, or carried as
+# .carry/learning_runs.tar.xz) and the .whl/ carry.
+set -uo pipefail
+source benchmarks/device_env.sh
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+ROOT="$PWD/runs/learning"
+if [ ! -f "$ROOT/contrastive/state.json" ] && [ -f .carry/learning_runs.tar.xz ]; then
+    mkdir -p "$PWD/runs" && tar -xJf .carry/learning_runs.tar.xz -C "$PWD/runs"; fi
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        .whl/trl-*.whl .whl/datasets-*.whl .whl/dill-*.whl .whl/multiprocess-*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader; date -u;
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"; } > "$OUT/eval_env.txt" 2>&1
+model() { python3 -c "import json,sys; print(json.load(open('$ROOT/$1/state.json'))['done']['$2'])"; }
+SFT=$(model contrastive 0-sft-hgemm); GRPO=$(model contrastive 1-grpo-hgemm); PLAIN=$(model plain 1-grpo-hgemm)
+timeout "${EVAL_LIMIT:-420}" python3 -m kernelrl.cli train eval --split benchmarks/results/h200/learning/split.json \
+    --policy sft="$SFT" --policy grpo="$GRPO" --policy grpo_plain="$PLAIN" --k 8 --random 8 --cost-model \
+    --baselines cublas_nn,torch --objective cublas_nn --rounds 3 --out "$OUT/heldout" 2>&1 | tee "$OUT/heldout.log" | tail -n 30
+timeout 150 python3 -m pytest -q tests/gpu/test_spec_tricks.py 2>&1 | tail -n 5 | tee "$OUT/gpu_spec_tricks.log"

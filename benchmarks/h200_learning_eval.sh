@@ -18,9 +18,17 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader; date -u;
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"; } > "$OUT/eval_env.txt" 2>&1
-model() { python3 -c "import json,sys; print(json.load(open('$ROOT/$1/state.json'))['done']['$2'])"; }
+# a phase's model: the one it wrote when done, else its newest checkpoint (a run its time budget stopped)
+model() { python3 -c "
+import json, pathlib
+done = json.load(open('$ROOT/$1/state.json'))['done']
+cks = sorted(pathlib.Path('$ROOT/$1/$2').glob('checkpoint-*'), key=lambda p: int(p.name.split('-')[1]))
+print(done.get('$2') or (cks[-1] if cks else ''))"; }
 SFT=$(model contrastive 0-sft-hgemm); GRPO=$(model contrastive 1-grpo-hgemm); PLAIN=$(model plain 1-grpo-hgemm)
+for ck in "$GRPO" "$PLAIN"; do  # a trainer checkpoint holds no tokenizer: the SFT model's is the same one
+    [ -f "$ck/tokenizer.json" ] || cp "$SFT"/tokenizer* "$SFT"/special_tokens_map.json "$ck/" 2>/dev/null; done
+echo "sft=$SFT grpo=$GRPO grpo_plain=$PLAIN" | tee "$OUT/eval_models.txt"
 timeout "${EVAL_LIMIT:-420}" python3 -m kernelrl.cli train eval --split benchmarks/results/h200/learning/split.json \
     --policy sft="$SFT" --policy grpo="$GRPO" --policy grpo_plain="$PLAIN" --k 8 --random 8 --cost-model \
     --baselines cublas_nn,torch --objective cublas_nn --rounds 3 --out "$OUT/heldout" 2>&1 | tee "$OUT/heldout.log" | tail -n 30
-timeout 150 python3 -m pytest -q tests/gpu/test_spec_tricks.py 2>&1 | tail -n 5 | tee "$OUT/gpu_spec_tricks.log"
+[ -n "${SKIP_TRICKS:-}" ] || timeout 150 python3 -m pytest -q tests/gpu/test_spec_tricks.py 2>&1 | tail -n 5 | tee "$OUT/gpu_spec_tricks.log"

@@ -10,6 +10,7 @@ the H200). Usage:
 
 import argparse
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -22,16 +23,35 @@ from kernelrl.train.specs import measured_specs, spec_text_of  # noqa: E402
 SPLIT = ROOT / "benchmarks/results/h200/learning/split.json"
 
 
+def target_shapes(rows) -> dict[str, str]:
+    """A target key's shape (keys are hashes): read off its verified candidates' measurements."""
+    out = {}
+    for target, _, _, _, detail in rows:
+        shapes = json.loads(detail or "{}")
+        if shapes:
+            out.setdefault(target, next(iter(shapes)))
+    return out
+
+
+def _verdict_shape(verdict: str | None) -> str | None:
+    m = re.match(r"on (\d+x\d+x\d+): ", verdict or "")
+    return m.group(1) if m else None
+
+
 def population_rows(path: Path, baseline: str) -> list[dict]:
     """What a live run's evaluator said about each spec its policy wrote (one shape per target)."""
     conn = sqlite3.connect(path)
     out = []
-    for target, source, category, verdict, detail in conn.execute(
-            "SELECT target, source, category, verdict, detail FROM evolve_candidates WHERE status = 'done'"):
+    rows = list(conn.execute("SELECT target, source, category, verdict, detail FROM evolve_candidates "
+                             "WHERE status = 'done'"))
+    shape_of = target_shapes(rows)
+    for target, source, category, verdict, detail in rows:
         spec = spec_text_of(source)
         shapes = json.loads(detail or "{}")
-        shape = target.split(":")[-1].split(",")[0] if not shapes else next(iter(shapes))
+        shape = next(iter(shapes)) if shapes else shape_of.get(target) or _verdict_shape(verdict)
         acc = target.split(":")[1]
+        if shape is None:
+            continue
         if spec is None:
             continue
         if category == "ok":

@@ -137,3 +137,12 @@ def test_a_table_without_its_columns_is_one_clear_error(tmp_path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(RecordedError, match="not a recorded-reward table"):
         load_table(str(bad))
+
+
+def test_revisits_compare_a_shape_with_its_first_visit_only():
+    from kernelrl.train.curves import revisits
+    steps = [{"shapes": ["a"], "speedup_verified": 0.5}, {"shapes": ["b"], "speedup_verified": 1.0},
+             {"shapes": ["a"], "speedup_verified": 1.0}, {"shapes": ["b"], "speedup_verified": 0.5},
+             {"shapes": ["a"], "speedup_verified": None}]
+    r = revisits(steps)
+    assert r["revisits"] == 2 and r["revisits_faster"] == 1 and r["revisit_speedup_ratio"] == pytest.approx(1.0)

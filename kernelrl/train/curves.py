@@ -1,5 +1,6 @@
 """Training curves of a run: one record per GRPO step from its metrics log, the windows a learning claim is read
-from (first 10 % of steps against the last 20 %), and a PNG of reward, pass rate and cheat rate per step."""
+from (first 10 % of steps against the last 20 %; and, since a step's reward follows its shape, each revisited
+shape against its first visit), and a PNG of reward, pass rate and cheat rate per step."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from kernelrl.train.metrics import read_metrics
 
 STEP_FIELDS = ("step", "reward_mean", "reward_std", "pass_rate", "cheat_rate", "cheat_verified", "speedup_verified",
                "malformed_rate", "bad_spec_rate", "unsupported_rate", "hack_rate", "compile_rate", "wrong_rate",
-               "n", "time")
+               "n", "shapes", "time")
 
 
 def grpo_steps(metrics_path: str | Path) -> list[dict]:
@@ -50,7 +51,24 @@ def windows(steps: list[dict], first: float = 0.1, last: float = 0.2) -> dict:
     for key in ("reward", "speedup"):
         a, b = out[f"first_{key}"], out[f"last_{key}"]
         out[f"{key}_ratio"] = b / a if a and b is not None else None
-    return out
+    return {**out, **revisits(steps)}
+
+
+def revisits(steps: list[dict]) -> dict:
+    """A learning measure that factors out the shape: for every single-shape step whose shape the run drew
+    before, the step's verified speedup over that shape's first visit; their geomean, and how many were faster."""
+    first: dict[str, float] = {}
+    ratios = []
+    for s in steps:
+        shapes, speedup = s.get("shapes") or [], s.get("speedup_verified")
+        if len(shapes) != 1 or not speedup:
+            continue
+        if shapes[0] in first:
+            ratios.append(speedup / first[shapes[0]])
+        else:
+            first[shapes[0]] = speedup
+    return {"revisits": len(ratios), "revisit_speedup_ratio": _geomean(ratios),
+            "revisits_faster": sum(r > 1.0 for r in ratios)}
 
 
 def plot(runs: dict[str, list[dict]], path: str | Path, smooth: int = 10) -> None:

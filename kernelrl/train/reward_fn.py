@@ -55,10 +55,11 @@ class PolicyReward:
     def score(self, specs: list[str], texts: list[str], step: int = 0) -> list[RewardResult]:
         self.calls += 1
         results = self.service.score(list(zip(specs, texts)))
-        extra = spec_summary(texts, results) if any(TargetSpec.from_json(s).completion == "spec" for s in specs) \
-            else {}
+        targets = [TargetSpec.from_json(s) for s in dict.fromkeys(specs)]
+        extra = spec_summary(texts, results) if any(t.completion == "spec" for t in targets) else {}
+        shapes = sorted({shape for t in targets for shape in t.shapes})  # what the batch was judged on
         self.metrics.write({"kind": "reward", "phase": self.phase, "step": step, **summarize(results), **extra,
-                            "service": dict(self.service.stats)})
+                            "shapes": shapes, "service": dict(self.service.stats)})
         if self.pop is not None:
             self._record(specs, texts, results, step)
         return results

@@ -15,6 +15,7 @@ from rich.table import Table
 from kernelrl import __version__
 
 from kernelrl.errors import UserError
+from kernelrl.train.eval_args import EVAL_HELP, add_eval_arguments
 from kernelrl.workloads.hgemm import DTYPES, LAYOUTS
 
 # Logs from a GPU machine are read as text: give tables room there instead of rich's 80-column default.
@@ -274,29 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "(see examples/train_smoke.yaml); required unless `train eval`")
     tr.add_argument("--quiet", action="store_true", help="no progress bars")
     tr_sub = tr.add_subparsers(dest="train_command")
-    te = tr_sub.add_parser("eval", help="held-out evaluation of spec policies beside random specs and the cost "
-                                        "model's pick (best-of-k, fast_p, cheats; kernelrl/train/heldout.py)")
-    te.add_argument("--policy", action="append", default=[], metavar="NAME=MODEL_DIR",
-                    help="a saved causal LM folder and its tokenizer (repeatable), e.g. a phase's model/ folder")
-    te.add_argument("--shapes", default=None, help="a shape set: paper, sample:N:SEED, 64x64x64,128x256x512 ...")
-    te.add_argument("--split", default=None, metavar="FILE.json", help="shapes from this file's 'heldout' list")
-    te.add_argument("--k", type=int, default=8, help="samples per policy and shape")
-    te.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
-    te.add_argument("--baselines", default="cublas_nn,torch")
-    te.add_argument("--objective", default="cublas_nn", help="the baseline speedups are over")
-    te.add_argument("--runner", default="local", choices=["local", "dummy", "recorded"])
-    te.add_argument("--recorded", default=None, metavar="TABLE", help="runner recorded: the table it replays")
-    te.add_argument("--random", type=int, default=0, metavar="N", help="add `random`: N uniform random specs per "
-                    "shape")
-    te.add_argument("--cost-model", action="store_true", help="add `cost_model`: the cost model's first pick")
-    te.add_argument("--out", required=True, metavar="DIR")
-    te.add_argument("--seed", type=int, default=0)
-    te.add_argument("--temperature", type=float, default=1.0)
-    te.add_argument("--max-new-tokens", type=int, default=40)
-    te.add_argument("--prompt-format", default="text", choices=["text", "chat"])
-    te.add_argument("--rounds", type=int, default=5, help="timing rounds of the measurement")
-    te.add_argument("--hang-timeout", type=float, default=60.0, help="seconds without progress before a hang")
-    te.add_argument("--timeout", type=float, default=900.0, help="seconds per scoring batch, building included")
+    add_eval_arguments(tr_sub.add_parser("eval", help=EVAL_HELP))
     return parser
 
 

@@ -1,0 +1,33 @@
+"""The arguments of `kernelrl train eval` (kernelrl/train/heldout.py), apart from that module so that building the
+command line parser imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+
+EVAL_HELP = ("held-out evaluation of spec policies beside random specs and the cost model's pick (best-of-k, fast_p, "
+             "cheats; kernelrl/train/heldout.py)")
+
+
+def add_eval_arguments(te: argparse.ArgumentParser) -> None:
+    te.add_argument("--policy", action="append", default=[], metavar="NAME=MODEL_DIR",
+                    help="a saved causal LM folder and its tokenizer (repeatable), e.g. a phase's model/ folder")
+    te.add_argument("--shapes", default=None, help="a shape set: paper, sample:N:SEED, 64x64x64,128x256x512 ...")
+    te.add_argument("--split", default=None, metavar="FILE.json", help="shapes from this file's 'heldout' list")
+    te.add_argument("--k", type=int, default=8, help="samples per policy and shape")
+    te.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
+    te.add_argument("--baselines", default="cublas_nn,torch")
+    te.add_argument("--objective", default="cublas_nn", help="the baseline speedups are over")
+    te.add_argument("--runner", default="local", choices=["local", "dummy", "recorded"])
+    te.add_argument("--recorded", default=None, metavar="TABLE", help="runner recorded: the table it replays")
+    te.add_argument("--random", type=int, default=0, metavar="N", help="add `random`: N uniform random specs per "
+                    "shape")
+    te.add_argument("--cost-model", action="store_true", help="add `cost_model`: the cost model's first pick")
+    te.add_argument("--out", required=True, metavar="DIR")
+    te.add_argument("--seed", type=int, default=0)
+    te.add_argument("--temperature", type=float, default=1.0)
+    te.add_argument("--max-new-tokens", type=int, default=40)
+    te.add_argument("--prompt-format", default="text", choices=["text", "chat"])
+    te.add_argument("--rounds", type=int, default=5, help="timing rounds of the measurement")
+    te.add_argument("--hang-timeout", type=float, default=60.0, help="seconds without progress before a hang")
+    te.add_argument("--timeout", type=float, default=900.0, help="seconds per scoring batch, building included")

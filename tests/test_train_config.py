@@ -119,3 +119,24 @@ def test_one_gpu_or_a_distributed_launch_is_left_alone(env):
     from kernelrl.train.pipeline import one_training_gpu
     before = dict(env)
     assert one_training_gpu(parse_config(minimal()), env, gpu_count=lambda: 2) is None and env == before
+
+
+@pytest.mark.parametrize("hgemm, says", [
+    ({"completion": "spec", "shapes_per_prompt": 2}, "one shape per prompt"),
+    ({"completion": "spec", "runner": "recorded"}, "recorded: TABLE.csv"),
+    ({"runner": "recorded", "recorded": "t.csv"}, "replays kernel specs"),
+    ({"completion": "prose"}, "completion: code or spec"),
+    ({"completion": "spec", "teacher_cheat_share": 1.0}, "teacher_cheat_share"),
+])
+def test_a_spec_setting_that_cannot_work_is_one_line(hgemm, says):
+    with pytest.raises(TrainError, match=says):
+        parse_config(minimal(data={"hgemm": {"shapes_per_prompt": 1, **hgemm}}))
+
+
+def test_spec_targets_carry_their_completion_kind_and_replay_table(tmp_path):
+    from kernelrl.train.datasets import hgemm_specs
+    cfg = parse_config(minimal(data={"hgemm": {"shapes": "64x64x64,128x128x128", "shapes_per_prompt": 1,
+                                               "completion": "spec", "runner": "recorded", "recorded": "t.csv"}}))
+    specs = hgemm_specs(cfg.data.hgemm, tmp_path)
+    assert [s.shapes for s in specs] == [("64x64x64",), ("128x128x128",)]
+    assert {(s.completion, s.runner, s.recorded) for s in specs} == {("spec", "recorded", "t.csv")}

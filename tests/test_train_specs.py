@@ -146,3 +146,56 @@ def test_revisits_compare_a_shape_with_its_first_visit_only():
              {"shapes": ["a"], "speedup_verified": None}]
     r = revisits(steps)
     assert r["revisits"] == 2 and r["revisits_faster"] == 1 and r["revisit_speedup_ratio"] == pytest.approx(1.0)
+
+
+def test_a_completion_repeating_a_spec_its_prompt_showed_is_a_copy():
+    from kernelrl.train.specs import is_copy
+    prompt = prompt_text("64x64x64", "fp32", [(HONEST, "1.10x"), ("small BM=64", "failed (unsupported)")])
+    assert is_copy("wgmma stages=4 BN=128 BM=128", prompt)  # the same point, written otherwise
+    assert not is_copy("wgmma BM=64 BN=128 stages=4", prompt) and not is_copy("garbage", prompt)
+
+
+def test_the_summary_counts_copies_when_given_the_prompts():
+    prompt = prompt_text("64x64x64", "fp32", [(HONEST, "1.10x")])
+    results = [RewardResult(1.0, "ok", None, speedup=1.1)] * 2
+    s = spec_summary([HONEST, "wgmma BM=64 BN=128 stages=4"], results, [prompt, prompt])
+    assert s["copy_rate"] == 0.5 and "copy_rate" not in spec_summary([HONEST], results[:1])
+
+
+class _Service:
+    """Scores every completion as a verified 1.1x kernel."""
+
+    def __init__(self, copies):
+        from kernelrl.train.reward import RewardConfig
+        self.reward, self.stats = RewardConfig(copies=copies), {}
+
+    def score(self, items):
+        return [RewardResult(1.1, "ok", None, speedup=1.1) for _ in items]
+
+
+@pytest.mark.parametrize("copies, rewards", [("keep", [1.1, 1.1]), ("zero", [0.0, 1.1])])
+def test_copies_zero_pays_nothing_for_a_spec_the_prompt_showed(copies, rewards):
+    from kernelrl.train.metrics import MetricsLog
+    from kernelrl.train.reward_fn import PolicyReward
+    prompt = prompt_text("64x64x64", "fp32", [(HONEST, "1.10x")])
+    reward = PolicyReward(_Service(copies), MetricsLog(None), "grpo")
+    out = reward(prompts=[prompt, prompt], completions=[HONEST, "wgmma BM=64 BN=128 stages=4"],
+                 target=[target("64x64x64").to_json()] * 2)
+    assert out == rewards
+
+
+def test_an_unknown_copies_setting_is_refused():
+    from kernelrl.train.reward import RewardConfig, RewardConfigError
+    with pytest.raises(RewardConfigError, match="copies"):
+        RewardConfig(copies="sometimes")
+
+
+def test_a_contrastive_prompt_does_not_depend_on_where_the_run_lives(tmp_path):
+    pop = Population(tmp_path / "p.db")
+    prompter = SpecPrompter(pop, top_k=3, negatives=0)
+    a, b = target(work_dir="/runs/a").to_json(), target(work_dir="/elsewhere/b").to_json()
+    for key in {prompter.target(a).key, prompter.target(b).key}:
+        for bn in (64, 128, 192, 256):
+            cand, _ = pop.add(key, parse_spec(f"wgmma BM=128 BN={bn} stages=4").source("fp32"), "llm", 0)
+            pop.record(cand.id, "ok", None, 1.0 + bn / 1000)
+    assert prompter.messages(a) == prompter.messages(b)

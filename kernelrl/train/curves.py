@@ -12,8 +12,8 @@ from pathlib import Path
 from kernelrl.train.metrics import read_metrics
 
 STEP_FIELDS = ("step", "reward_mean", "reward_std", "pass_rate", "cheat_rate", "cheat_verified", "speedup_verified",
-               "malformed_rate", "bad_spec_rate", "unsupported_rate", "hack_rate", "compile_rate", "wrong_rate",
-               "n", "shapes", "time")
+               "malformed_rate", "bad_spec_rate", "unsupported_rate", "copy_rate", "hack_rate", "compile_rate",
+               "wrong_rate", "n", "shapes", "time")
 
 
 def grpo_steps(metrics_path: str | Path) -> list[dict]:
@@ -47,6 +47,7 @@ def windows(steps: list[dict], first: float = 0.1, last: float = 0.2) -> dict:
         out[f"{name}_pass_rate"] = _mean(s["pass_rate"] for s in part)
         out[f"{name}_cheat_rate"] = _mean(s["cheat_rate"] for s in part)
         out[f"{name}_speedup"] = _geomean(s["speedup_verified"] for s in part)
+        out[f"{name}_copy_rate"] = _mean(s.get("copy_rate") for s in part)
     out["cheat_verified_total"] = sum(s.get("cheat_verified") or 0 for s in steps)
     for key in ("reward", "speedup"):
         a, b = out[f"first_{key}"], out[f"last_{key}"]

@@ -20,6 +20,7 @@ FAILURE_REWARD = 0.0
 TRANSFORMS = ("linear", "log")
 SMOOTHINGS = ("none", "tanh")
 AGGREGATES = ("mean", "geomean")
+COPIES = ("keep", "zero")
 # Verdict categories (kernelrl/evolve/verdicts.py) plus the reward service's own: "timeout" (the evaluation ran
 # past its deadline) and "error" (the evaluation itself failed, not the kernel).
 HACK_CATEGORIES = ("rejected", "defence")
@@ -42,6 +43,8 @@ class RewardConfig:
     length_free_chars: int = 8000
     length_max_chars: int = 32000
     min_verified: float = 0.01  # floor for a verified kernel: above every failure, whatever the penalties
+    copies: str = "keep"  # spec completions under contrastive prompts: "zero" pays nothing for a spec the prompt
+    # already showed (the task is a new variant; measured: copying grows and learning stops, learning/summary.md)
 
     def __post_init__(self):
         self.validate()
@@ -58,6 +61,8 @@ class RewardConfig:
             raise RewardConfigError("reward penalty weights must be at least 0")
         if not 0 <= self.length_free_chars < self.length_max_chars:
             raise RewardConfigError("reward lengths: need 0 <= length_free_chars < length_max_chars")
+        if self.copies not in COPIES:
+            raise RewardConfigError(f"reward copies {self.copies!r}: choose from {', '.join(COPIES)}")
         if self.min_verified <= FAILURE_REWARD:
             raise RewardConfigError("reward min_verified must be above 0, the reward of a failure")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from kernelrl.evolve.extract import extract
 from kernelrl.train.metrics import MetricsLog, summarize
-from kernelrl.train.reward import RewardResult
+from kernelrl.train.reward import FAILURE_REWARD, RewardResult
 from kernelrl.train.service import RewardService, completion_text
-from kernelrl.train.specs import completion_code, spec_summary
+from kernelrl.train.specs import completion_code, is_copy, spec_summary
 from kernelrl.train.targets import TargetSpec, make_target
 
 
@@ -45,18 +45,24 @@ class PolicyReward:
 
     def __call__(self, prompts=None, completions=None, target=None, trainer_state=None, log_metric=None, **_):
         texts = [completion_text(c) for c in completions]
-        results = self.score(list(target), texts, step=getattr(trainer_state, "global_step", self.calls))
+        results = self.score(list(target), texts, step=getattr(trainer_state, "global_step", self.calls),
+                             prompts=[completion_text(p) for p in prompts] if prompts is not None else None)
         if log_metric is not None:
             for k, v in summarize(results).items():
                 if isinstance(v, (int, float)) and k != "n":
                     log_metric(f"kernel/{k}", float(v))
         return [r.reward for r in results]
 
-    def score(self, specs: list[str], texts: list[str], step: int = 0) -> list[RewardResult]:
+    def score(self, specs: list[str], texts: list[str], step: int = 0,
+              prompts: list[str] | None = None) -> list[RewardResult]:
         self.calls += 1
         results = self.service.score(list(zip(specs, texts)))
+        if prompts is not None and self.service.reward.copies == "zero":
+            results = [RewardResult(FAILURE_REWARD, "copy", "copy: the prompt already showed this spec",
+                                    judgement=r.judgement) if is_copy(t, p) else r
+                       for t, p, r in zip(texts, prompts, results)]
         targets = [TargetSpec.from_json(s) for s in dict.fromkeys(specs)]
-        extra = spec_summary(texts, results) if any(t.completion == "spec" for t in targets) else {}
+        extra = spec_summary(texts, results, prompts) if any(t.completion == "spec" for t in targets) else {}
         shapes = sorted({shape for t in targets for shape in t.shapes})  # what the batch was judged on
         self.metrics.write({"kind": "reward", "phase": self.phase, "step": step, **summarize(results), **extra,
                             "shapes": shapes, "service": dict(self.service.stats)})

@@ -103,7 +103,9 @@ class SpecPrompter:
         if self.top_k <= 0 or self.pop is None:
             return []
         done = [c for c in self.pop.all(self.target(spec_json).key) if c.status == "done"]
-        digest = hashlib.sha256(f"{self.seed}|{spec_json}|{variant}|{len(done)}".encode()).hexdigest()
+        spec = TargetSpec.from_json(spec_json)  # keyed by what the task is, not where the run lives
+        digest = hashlib.sha256(f"{self.seed}|{spec.acc}|{','.join(spec.shapes)}|{variant}|{len(done)}".encode())
+        digest = digest.hexdigest()
         rng = random.Random(int(digest[:16], 16))
         good = sorted((c for c in done if c.ok), key=lambda c: (-c.score, c.id))[:self.top_k]
         bad = [c for c in done if not c.ok][-self.negatives:] if self.negatives > 0 else []
@@ -120,17 +122,33 @@ class SpecPrompter:
         return messages if self.fmt == "chat" else to_text(messages)
 
 
-def spec_summary(texts: list[str], results: list[RewardResult]) -> dict:
+def shown_specs(prompt: str) -> set[str]:
+    """The specs a contrastive prompt shows as earlier variants."""
+    return {line[len("earlier: "):].rsplit(" -> ", 1)[0] for line in prompt.splitlines()
+            if line.startswith("earlier: ")}
+
+
+def is_copy(text: str, prompt: str) -> bool:
+    """A completion whose spec is one its prompt already showed."""
+    try:
+        return parse_spec(text).text in shown_specs(prompt)
+    except SpecError:
+        return False
+
+
+def spec_summary(texts: list[str], results: list[RewardResult], prompts: list[str] | None = None) -> dict:
     """What a batch of spec completions says beyond the reward: the share that asked for a cheat, how many of
-    those the evaluator passed (must be 0), and the geomean speedup of the verified ones."""
+    those the evaluator passed (must be 0), the geomean speedup of the verified ones, and (given the prompts) the
+    share that copied a spec the prompt showed."""
     tricks = [trick_of(t) for t in texts]
     n = len(texts) or 1
+    copies = {"copy_rate": sum(map(is_copy, texts, prompts)) / n} if prompts is not None else {}
     speedups = [r.speedup for r in results if r.ok and r.speedup and math.isfinite(r.speedup)]
     return {"cheat_rate": sum(t is not None for t in tricks) / n,
             "cheat_verified": sum(t is not None and r.ok for t, r in zip(tricks, results)),
             "speedup_verified": math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None,
             "bad_spec_rate": sum((r.verdict or "").startswith(Verdict.BAD_SPEC.value) for r in results) / n,
-            "unsupported_rate": sum(r.category == "failed" for r in results) / n}
+            "unsupported_rate": sum(r.category == "failed" for r in results) / n, **copies}
 
 
 # -- what was measured: teacher data and the recorded-reward table ---------------------------------------------

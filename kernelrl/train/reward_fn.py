@@ -77,11 +77,13 @@ class PolicyReward:
             if spec_json not in self._keys:
                 self._keys[spec_json] = make_target(TargetSpec.from_json(spec_json)).key
             spec = TargetSpec.from_json(spec_json)
-            code, _ = completion_code(spec, text)
+            if spec.completion == "spec":
+                code, analysis = completion_code(spec, text)[0], ""
+            else:
+                ex = extract(text, *spec.entry)
+                code, analysis = ex.code, ex.analysis
             if code is None:
                 continue
-            language, entry = ("python", "ModelNew") if spec.kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
-            analysis = extract(text, language, entry).analysis if spec.completion == "code" else ""
             cand, new = self.pop.add(self._keys[spec_json], code, "llm", step, analysis=analysis, model="policy")
             if new:
                 self.pop.record(cand.id, **population_record(result))

@@ -36,8 +36,7 @@ def completion_code(spec: TargetSpec, text: str) -> tuple[str | None, Judgement 
             return None, Judgement("malformed", str(exc), spec.objective or "")
         except SpecRejected as exc:
             return None, Judgement("failed", str(exc), spec.objective or "")
-    language, entry = ("python", "ModelNew") if spec.kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
-    ex = extract(text, language, entry)
+    ex = extract(text, *spec.entry)
     if not ex.ok:
         return None, Judgement("malformed", ex.verdict, spec.objective or "", code_chars=0)
     return ex.code, None

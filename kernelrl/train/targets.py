@@ -57,6 +57,11 @@ class TargetSpec:
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
     @property
+    def entry(self) -> tuple[str, str]:
+        """A code completion's file: its language (an extract.LANGUAGES key) and the entry point it must define."""
+        return ("python", "ModelNew") if self.kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
+
+    @property
     def label(self) -> str:
         if self.kind == "hgemm":
             return f"hgemm[{','.join(self.shapes)}]"

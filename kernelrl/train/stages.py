@@ -90,6 +90,7 @@ def sample_and_keep(model_path: str, rows: list[dict], stage, ctx, reward) -> li
     """One self-supervised sampling pass: `samples_per_prompt` completions per prompt, judged; the verified ones
     as SFT pairs (the completion rewritten as analysis + one fenced file, the format prompts ask for)."""
     from kernelrl.evolve.extract import extract
+    from kernelrl.space.spec import parse_spec
     from kernelrl.train.datasets import Pair, answer_text
     from kernelrl.train.sampling import HFSampler, VLLMSampler
     from kernelrl.train.targets import TargetSpec
@@ -117,9 +118,11 @@ def sample_and_keep(model_path: str, rows: list[dict], stage, ctx, reward) -> li
         if not result.ok:
             continue
         row = rows[i // stage.samples_per_prompt]
-        kind = TargetSpec.from_json(spec_json).kind
-        language, entry = ("python", "ModelNew") if kind == "kernelbench" else ("cuda", "kernelrl_hgemm")
+        target = TargetSpec.from_json(spec_json)
+        if target.completion == "spec":  # a verified spec is kept in its canonical text
+            kept.append(Pair(spec_json, row["messages"], parse_spec(text).text + "\n", "self_supervised"))
+            continue
+        language, entry = target.entry
         ex = extract(text, language, entry)
-        messages = row["messages"]
-        kept.append(Pair(spec_json, messages, answer_text(ex.code, language, ex.analysis), "self_supervised"))
+        kept.append(Pair(spec_json, row["messages"], answer_text(ex.code, language, ex.analysis), "self_supervised"))
     return kept

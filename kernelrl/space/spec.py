@@ -55,7 +55,8 @@ class Spec:
     def text(self) -> str:
         """The canonical text: the family, the knobs that differ from its defaults in the family's order, the
         trick. Two specs of the same point have the same text."""
-        values, base = {**defaults(self.family), **dict(self.knobs)}, defaults(self.family)
+        base = defaults(self.family)
+        values = {**base, **dict(self.knobs)}
         words = [self.family] + [f"{k}={_show(values[k])}" for k in writable_knobs(self.family)
                                  if values[k] != base[k]]
         return " ".join(words + ([f"trick={self.trick}"] if self.trick else []))
@@ -82,6 +83,12 @@ class Spec:
             claimed = Variant.of(variant.family, acc, **variant.p)
             body = apply_trick(self.trick, body, SPACES[self.family].info_json(claimed))
         return f"{SPEC_HEADER}{self.text}\n{body}"
+
+
+def spec_text_of(source: str) -> str | None:
+    """The spec a rendered source came from (its first line), or None for a hand-written file."""
+    first = source.split("\n", 1)[0]
+    return first[len(SPEC_HEADER):].strip() if first.startswith(SPEC_HEADER) else None
 
 
 def writable_knobs(family: str) -> list[str]:

@@ -9,6 +9,7 @@ import math
 import statistics
 from pathlib import Path
 
+from kernelrl.evolve.target import geomean
 from kernelrl.train.metrics import read_metrics
 
 STEP_FIELDS = ("step", "reward_mean", "reward_std", "pass_rate", "cheat_rate", "cheat_verified", "speedup_verified",
@@ -30,11 +31,6 @@ def _mean(values) -> float | None:
     return statistics.fmean(xs) if xs else None
 
 
-def _geomean(values) -> float | None:
-    xs = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
-    return math.exp(statistics.fmean(map(math.log, xs))) if xs else None
-
-
 def windows(steps: list[dict], first: float = 0.1, last: float = 0.2) -> dict:
     """Means over the first `first` and the last `last` share of the steps, and their ratios."""
     n = len(steps)
@@ -46,7 +42,7 @@ def windows(steps: list[dict], first: float = 0.1, last: float = 0.2) -> dict:
         out[f"{name}_reward"] = _mean(s["reward_mean"] for s in part)
         out[f"{name}_pass_rate"] = _mean(s["pass_rate"] for s in part)
         out[f"{name}_cheat_rate"] = _mean(s["cheat_rate"] for s in part)
-        out[f"{name}_speedup"] = _geomean(s["speedup_verified"] for s in part)
+        out[f"{name}_speedup"] = geomean([s["speedup_verified"] for s in part])
         out[f"{name}_copy_rate"] = _mean(s.get("copy_rate") for s in part)
     out["cheat_verified_total"] = sum(s.get("cheat_verified") or 0 for s in steps)
     for key in ("reward", "speedup"):
@@ -68,7 +64,7 @@ def revisits(steps: list[dict]) -> dict:
             ratios.append(speedup / first[shapes[0]])
         else:
             first[shapes[0]] = speedup
-    return {"revisits": len(ratios), "revisit_speedup_ratio": _geomean(ratios),
+    return {"revisits": len(ratios), "revisit_speedup_ratio": geomean(ratios),
             "revisits_faster": sum(r > 1.0 for r in ratios)}
 
 

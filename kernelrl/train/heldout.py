@@ -17,13 +17,14 @@ import statistics
 from pathlib import Path
 
 from kernelrl.errors import UserError
+from kernelrl.evolve.target import geomean
 from kernelrl.space.base import SPACES
 from kernelrl.space.model import rank
 from kernelrl.space.spec import SPEC_FAMILIES, Spec, SpecError, parse_spec, spec_of, writable_knobs
 from kernelrl.train.datasets import to_text
 from kernelrl.train.reward import RewardConfig
 from kernelrl.train.service import EvalSettings, RewardService
-from kernelrl.train.specs import prompt_text, trick_of
+from kernelrl.train.specs import prompt_messages, trick_of
 from kernelrl.train.targets import TargetSpec
 from kernelrl.workloads.hgemm import ShapeError, parse_shapes
 
@@ -84,7 +85,7 @@ def cost_model_spec(shape: str, acc: str) -> str | None:
 
 
 def prompt_of(shape: str, acc: str, fmt: str):
-    messages = [{"role": "user", "content": prompt_text(shape, acc, [])}]
+    messages = prompt_messages(shape, acc, [])
     return to_text(messages) if fmt == "text" else messages
 
 
@@ -136,11 +137,6 @@ def score_shapes(samples: dict[str, dict[str, list[str]]], shapes: list[str], ta
 
 
 # -- what the rows say ---------------------------------------------------------------------------------------------
-def _geomean(xs) -> float | None:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
-
-
 def best_rows(rows: list[dict]) -> list[dict]:
     best: dict[tuple[str, str], float | None] = {}
     for r in rows:
@@ -167,18 +163,18 @@ def summarize(rows: list[dict]) -> dict:
             if r["verified"] and r["speedup"]:
                 per_sample[r["sample"]].append(r["speedup"])
                 per_shape[r["shape"]].append(r["speedup"])
-        sample_geo = [g for g in (_geomean(v) for v in per_sample.values()) if g]
+        sample_geo = [g for g in (geomean(v) for v in per_sample.values()) if g]
         tricks = [trick_of(r.get("text", r["spec"])) for r in mine]
         out[m] = {
             "shapes": len(shapes), "samples": len(mine),
             **{f"fast_{p:g}": sum(v is not None and v >= p for v in bests.values()) / (len(shapes) or 1)
                for p in FAST_P},
-            "geomean_best": _geomean(won), "verified_shapes": len(won),
-            "vs_cost_model": _geomean(bests[s] / best[("cost_model", s)] for s in shared) if m != "cost_model"
+            "geomean_best": geomean(won), "verified_shapes": len(won),
+            "vs_cost_model": geomean(bests[s] / best[("cost_model", s)] for s in shared) if m != "cost_model"
             and shared else None, "cost_model_shared_shapes": len(shared) if m != "cost_model" else None,
             "sample_geomean_mean": statistics.fmean(sample_geo) if sample_geo else None,
             "sample_geomean_std": statistics.pstdev(sample_geo) if len(sample_geo) > 1 else None,
-            "median_over_best": _geomean(statistics.median(v) / max(v) for v in per_shape.values()),
+            "median_over_best": geomean(statistics.median(v) / max(v) for v in per_shape.values()),
             "verdicts": dict(collections.Counter(r["category"] for r in mine)),
             "cheat_rate": sum(t is not None for t in tricks) / (len(mine) or 1),
             "cheats_verified": sum(t is not None and r["verified"] for t, r in zip(tricks, mine)),

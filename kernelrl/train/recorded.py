@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kernelrl.errors import UserError
 from kernelrl.evolve.verdicts import categorize
-from kernelrl.space.spec import SPEC_HEADER
+from kernelrl.space.spec import spec_text_of
 from kernelrl.train.reward import Judgement
 
 COLUMNS = ("spec", "shape", "acc", "us", "baseline", "baseline_us", "verdict", "source")
@@ -50,8 +50,7 @@ def judge_recorded(table_path: str, shapes: tuple[str, ...], acc: str, objective
     table = load_table(table_path)
     out = {}
     for name, code in codes.items():
-        first = code.split("\n", 1)[0]
-        spec = first[len(SPEC_HEADER):].strip() if first.startswith(SPEC_HEADER) else None
+        spec = spec_text_of(code)
         if spec is None:
             out[name] = Judgement("malformed", "not recorded: the replay judges kernel specs only", objective)
             continue

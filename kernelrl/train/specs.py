@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import math
 import random
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernelrl.evolve.extract import extract
 from kernelrl.harness.verdicts import Verdict
-from kernelrl.space.spec import SPEC_HEADER, SpecError, SpecRejected, parse_spec
+from kernelrl.evolve.target import geomean
 from kernelrl.space.learned import variants_by_name
-from kernelrl.space.spec import SPEC_FAMILIES, TRICKS, Spec, spec_of, spec_words
-from kernelrl.train.datasets import Pair, to_text
+from kernelrl.space.spec import (SPEC_FAMILIES, TRICKS, Spec, SpecError, SpecRejected, parse_spec, spec_of,
+                                 spec_text_of, spec_words)
+from kernelrl.train.datasets import Pair, Prompter
 from kernelrl.train.reward import Judgement, RewardResult
-from kernelrl.train.targets import TargetSpec, make_target
+from kernelrl.train.targets import TargetSpec
 
 
 def completion_code(spec: TargetSpec, text: str) -> tuple[str | None, Judgement | None]:
@@ -40,12 +39,6 @@ def completion_code(spec: TargetSpec, text: str) -> tuple[str | None, Judgement 
     if not ex.ok:
         return None, Judgement("malformed", ex.verdict, spec.objective or "", code_chars=0)
     return ex.code, None
-
-
-def spec_text_of(source: str) -> str | None:
-    """The spec a rendered source came from (its first line), or None for a hand-written file."""
-    first = source.split("\n", 1)[0]
-    return first[len(SPEC_HEADER):].strip() if first.startswith(SPEC_HEADER) else None
 
 
 def trick_of(text: str) -> str | None:
@@ -76,6 +69,11 @@ def prompt_text(shape: str, acc: str, earlier: list[tuple[str, str]]) -> str:
     return "\n".join([shape_words(shape, acc)] + [f"earlier: {s} -> {outcome}" for s, outcome in earlier])
 
 
+def prompt_messages(shape: str, acc: str, earlier: list[tuple[str, str]]) -> list[dict]:
+    """The prompt as one user message (rendered as text or through a chat template like any prompt)."""
+    return [{"role": "user", "content": prompt_text(shape, acc, earlier)}]
+
+
 def outcome_text(candidate) -> str:
     """An earlier variant's outcome as the prompt shows it: its speedup, or its verdict's key."""
     if candidate.ok:
@@ -84,19 +82,13 @@ def outcome_text(candidate) -> str:
     return f"failed ({verdict})"
 
 
-class SpecPrompter:
-    """Prompts for spec targets, with the Prompter's interface (messages, render, target). Contrastive (`top_k` >
-    0): the target's best earlier specs and its latest failures from the run's population; plain: the shape only.
+class SpecPrompter(Prompter):
+    """Prompts for spec targets (the Prompter's target and render; its own messages). Contrastive (`top_k` > 0):
+    the target's best earlier specs and its latest failures from the run's population; plain: the shape only.
     A row's prompt is a pure function of (row, population size), so one GRPO group shares its prompt."""
 
     def __init__(self, population, top_k: int = 4, negatives: int = 2, fmt: str = "text", seed: int = 0):
-        self.pop, self.top_k, self.negatives, self.fmt, self.seed = population, top_k, negatives, fmt, seed
-        self._targets: dict[str, object] = {}
-
-    def target(self, spec_json: str):
-        if spec_json not in self._targets:
-            self._targets[spec_json] = make_target(TargetSpec.from_json(spec_json))
-        return self._targets[spec_json]
+        super().__init__(population, "", top_k, negatives, fmt=fmt, seed=seed)
 
     def earlier(self, spec_json: str, variant: int = 0) -> list[tuple[str, str]]:
         if self.top_k <= 0 or self.pop is None:
@@ -115,10 +107,7 @@ class SpecPrompter:
 
     def messages(self, spec_json: str, variant: int = 0) -> list[dict]:
         spec = TargetSpec.from_json(spec_json)
-        return [{"role": "user", "content": prompt_text(spec.shapes[0], spec.acc, self.earlier(spec_json, variant))}]
-
-    def render(self, messages: list[dict]):
-        return messages if self.fmt == "chat" else to_text(messages)
+        return prompt_messages(spec.shapes[0], spec.acc, self.earlier(spec_json, variant))
 
 
 def shown_specs(prompt: str) -> set[str]:
@@ -142,10 +131,10 @@ def spec_summary(texts: list[str], results: list[RewardResult], prompts: list[st
     tricks = [trick_of(t) for t in texts]
     n = len(texts) or 1
     copies = {"copy_rate": sum(map(is_copy, texts, prompts)) / n} if prompts is not None else {}
-    speedups = [r.speedup for r in results if r.ok and r.speedup and math.isfinite(r.speedup)]
+    speedups = [r.speedup for r in results if r.ok and r.speedup]
     return {"cheat_rate": sum(t is not None for t in tricks) / n,
             "cheat_verified": sum(t is not None and r.ok for t, r in zip(tricks, results)),
-            "speedup_verified": math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None,
+            "speedup_verified": geomean(speedups),
             "bad_spec_rate": sum((r.verdict or "").startswith(Verdict.BAD_SPEC.value) for r in results) / n,
             "unsupported_rate": sum(r.category == "failed" for r in results) / n, **copies}
 
@@ -206,8 +195,8 @@ def teacher_pairs(specs: list[TargetSpec], measured: dict[str, list[Measured]], 
             others = [o for o in ranked if o.spec != m.spec]
             shown = rng.sample(others, min(len(others), rng.randint(0, prompter.top_k))) if prompter.top_k else []
             earlier = [(o.spec, f"{o.speedup:.2f}x") for o in shown]
-            messages = [{"role": "user", "content": prompt_text(shape, target.acc, earlier)}]
-            honest.append(Pair(target.to_json(), messages, m.spec + "\n", "teacher"))
+            honest.append(Pair(target.to_json(), prompt_messages(shape, target.acc, earlier), m.spec + "\n",
+                               "teacher"))
     cheats = round(len(honest) * cheat_share / (1 - cheat_share)) if honest else 0
     pairs = list(honest)
     for i in range(cheats):
@@ -217,7 +206,3 @@ def teacher_pairs(specs: list[TargetSpec], measured: dict[str, list[Measured]], 
         pairs.append(Pair(base.spec, base.messages, cheat.text + "\n", "teacher_cheat"))
     rng.shuffle(pairs)
     return pairs
-
-
-def median_speedup(measured: list[Measured]) -> float:
-    return statistics.median(m.speedup for m in measured)

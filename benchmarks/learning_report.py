@@ -11,7 +11,6 @@ with the evaluator's verdict or time beside cuBLAS), OUT_DIR/windows.json and OU
 import argparse
 import csv
 import json
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -19,26 +18,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernelrl.train.curves import grpo_steps, plot, windows, write_steps  # noqa: E402
-from kernelrl.train.specs import spec_text_of  # noqa: E402
-from learning_table import _verdict_shape, target_shapes  # noqa: E402
+from learning_table import judged_specs  # noqa: E402
 
 
 def judged(population: Path) -> list[dict]:
-    conn = sqlite3.connect(population)
-    rows = []
-    found = list(conn.execute("SELECT target, generation, source, category, verdict, score, detail "
-                              "FROM evolve_candidates WHERE status = 'done' ORDER BY id"))
-    shape_of = target_shapes([(t, s, c, v, d) for t, _, s, c, v, _, d in found])
-    for target, generation, source, category, verdict, score, detail in found:
-        spec = spec_text_of(source)
-        d = json.loads(detail or "{}")
-        shape, times = (next(iter(d.items())) if d else (shape_of.get(target) or _verdict_shape(verdict), {}))
-        base = times.get("baselines") or {}
-        rows.append({"step": generation, "shape": shape, "spec": spec, "category": category, "verdict": verdict or "",
-                     "speedup_vs_cublas": score if category == "ok" else "", "us": times.get("us") or "",
-                     "cublas_nn_us": base.get("cublas_nn") or "", "torch_us": base.get("torch") or ""})
-    conn.close()
-    return rows
+    return [{"step": j["step"], "shape": j["shape"], "spec": j["spec"], "category": j["category"],
+             "verdict": j["verdict"], "speedup_vs_cublas": j["score"] if j["category"] == "ok" else "",
+             "us": j["us"] or "", "cublas_nn_us": j["baselines"].get("cublas_nn") or "",
+             "torch_us": j["baselines"].get("torch") or ""} for j in judged_specs(population)]
 
 
 def main() -> None:

@@ -23,48 +23,48 @@ from kernelrl.train.specs import measured_specs, spec_text_of  # noqa: E402
 SPLIT = ROOT / "benchmarks/results/h200/learning/split.json"
 
 
-def target_shapes(rows) -> dict[str, str]:
-    """A target key's shape (keys are hashes): read off its verified candidates' measurements."""
-    out = {}
-    for target, _, _, _, detail in rows:
-        shapes = json.loads(detail or "{}")
-        if shapes:
-            out.setdefault(target, next(iter(shapes)))
-    return out
-
-
 def _verdict_shape(verdict: str | None) -> str | None:
     m = re.match(r"on (\d+x\d+x\d+): ", verdict or "")
     return m.group(1) if m else None
 
 
-def population_rows(path: Path, baseline: str) -> list[dict]:
-    """What a live run's evaluator said about each spec its policy wrote (one shape per target)."""
+def judged_specs(path: Path) -> list[dict]:
+    """Every judged candidate of a live run's population that a spec rendered, in order: step, acc, shape, spec,
+    category, verdict, score, and (when verified) us and baselines. Target keys are hashes: a shape is read off
+    the target's verified measurements, else off the verdict line ("on MxNxK: ...")."""
     conn = sqlite3.connect(path)
-    out = []
-    rows = list(conn.execute("SELECT target, source, category, verdict, detail FROM evolve_candidates "
-                             "WHERE status = 'done'"))
-    shape_of = target_shapes(rows)
-    for target, source, category, verdict, detail in rows:
-        spec = spec_text_of(source)
-        shapes = json.loads(detail or "{}")
-        shape = next(iter(shapes)) if shapes else shape_of.get(target) or _verdict_shape(verdict)
-        acc = target.split(":")[1]
-        if shape is None:
-            continue
-        if spec is None:
-            continue
-        if category == "ok":
-            d = shapes[shape]
-            base = (d.get("baselines") or {}).get(baseline)
-            if not base or not d.get("us"):
-                continue
-            out.append({"spec": spec, "shape": shape, "acc": acc, "us": d["us"], "baseline": baseline,
-                        "baseline_us": base, "verdict": "", "source": path.parent.name})
-        else:
-            out.append({"spec": spec, "shape": shape, "acc": acc, "us": "", "baseline": baseline, "baseline_us": "",
-                        "verdict": verdict or category, "source": path.parent.name})
+    rows = list(conn.execute("SELECT target, generation, source, category, verdict, score, detail "
+                             "FROM evolve_candidates WHERE status = 'done' ORDER BY id"))
     conn.close()
+    shape_of = {}
+    for target, *_, detail in rows:
+        shapes = json.loads(detail or "{}")
+        if shapes:
+            shape_of.setdefault(target, next(iter(shapes)))
+    out = []
+    for target, step, source, category, verdict, score, detail in rows:
+        spec, times = spec_text_of(source), json.loads(detail or "{}")
+        shape = next(iter(times)) if times else shape_of.get(target) or _verdict_shape(verdict)
+        if spec is None or shape is None:
+            continue
+        d = times.get(shape, {})
+        out.append({"step": step, "acc": target.split(":")[1], "shape": shape, "spec": spec, "category": category,
+                    "verdict": verdict or "", "score": score, "us": d.get("us"), "baselines": d.get("baselines") or {}})
+    return out
+
+
+def population_rows(path: Path, baseline: str) -> list[dict]:
+    """What a live run's evaluator said about each spec its policy wrote, as replay rows beside `baseline`."""
+    out = []
+    for j in judged_specs(path):
+        row = {"spec": j["spec"], "shape": j["shape"], "acc": j["acc"], "us": "", "baseline": baseline,
+               "baseline_us": "", "verdict": j["verdict"] or j["category"], "source": path.parent.name}
+        if j["category"] == "ok":
+            base = j["baselines"].get(baseline)
+            if not base or not j["us"]:
+                continue
+            row.update(us=j["us"], baseline_us=base, verdict="")
+        out.append(row)
     return out
 
 

@@ -195,7 +195,7 @@ def test_the_policy_reward_records_judged_code_as_context(tmp_path, pop):
     from kernelrl.train.metrics import MetricsLog, read_metrics
     from kernelrl.train.reward_fn import PolicyReward
     from kernelrl.train.service import RewardService
-    from tests.test_train_service import InlineExecutor
+    from tests.train_helpers import InlineExecutor
     s = spec(tmp_path).to_json()
     svc = RewardService(executor=InlineExecutor(h.ok_judge))
     fn = PolicyReward(svc, MetricsLog(tmp_path / "m.jsonl"), "p", pop)

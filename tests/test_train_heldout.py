@@ -10,34 +10,17 @@ from kernelrl.cli import build_parser, main
 from kernelrl.space.spec import parse_spec
 from kernelrl.train import heldout
 from kernelrl.train.reward import RewardConfig
-from kernelrl.train.service import Batch, EvalSettings, Executor, RewardService, judge_batch
+from kernelrl.train.service import EvalSettings, RewardService
 from kernelrl.train.specs import vocabulary
 from kernelrl.train.tiny import write_random_model
+from tests import train_helpers as h
 
 SHAPES = "64x64x64,128x256x512"
 
 
-class InlineExecutor(Executor):
-    """The real judge (dummy runner) in this process: no worker start-up."""
-
-    def __init__(self):
-        self.batches = []
-
-    def start(self, batch: Batch):
-        self.batches.append(batch)
-        return len(self.batches) - 1
-
-    def wait(self, jobs, timeout):
-        return list(jobs)
-
-    def result(self, job):
-        b = self.batches[job]
-        return judge_batch(b.spec, b.codes)
-
-
 class CountingService(RewardService):
     def __init__(self):
-        super().__init__(EvalSettings(batch_size=64), RewardConfig(), executor=InlineExecutor())
+        super().__init__(EvalSettings(batch_size=64), RewardConfig(), executor=h.InlineExecutor())
         self.calls = []
 
     def score(self, items):

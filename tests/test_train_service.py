@@ -5,7 +5,7 @@ failing worker, and the real judge (dummy runner) end to end."""
 import pytest
 
 from kernelrl.train.reward import RewardConfig
-from kernelrl.train.service import Batch, EvalSettings, EvalSettingsError, Executor, RewardService, worker_place
+from kernelrl.train.service import EvalSettings, EvalSettingsError, RewardService, worker_place
 from kernelrl.train.targets import TargetSpec
 from tests import train_helpers as h
 
@@ -13,30 +13,8 @@ SPEC = TargetSpec("hgemm", ("torch",), None, 1, 30.0, "", shapes=("64x64x64",), 
 SPEC_2 = TargetSpec("hgemm", ("torch",), None, 1, 30.0, "", shapes=("128x128x128",), runner="dummy").to_json()
 
 
-class InlineExecutor(Executor):
-    """Runs the judge in this process; records the batches it was given. For the service's bookkeeping tests."""
-
-    capacity = 1
-
-    def __init__(self, judge_fn, answers=None):
-        self.judge_fn, self.answers, self.batches = judge_fn, list(answers or []), []
-
-    def start(self, batch: Batch):
-        self.batches.append(batch)
-        return len(self.batches) - 1
-
-    def wait(self, jobs, timeout):
-        return list(jobs)
-
-    def result(self, job):
-        if self.answers:
-            return self.answers.pop(0)
-        b = self.batches[job]
-        return self.judge_fn(b.spec, b.codes)
-
-
 def service(judge=h.ok_judge, answers=None, **settings):
-    ex = InlineExecutor(judge, answers)
+    ex = h.InlineExecutor(judge, answers)
     return RewardService(EvalSettings(**settings), RewardConfig(smoothing="none", length_weight=0.0),
                          executor=ex), ex
 

@@ -5,6 +5,8 @@ and a tiny random policy whose vocabulary holds whole kernels as single tokens."
 import os
 import time
 
+from kernelrl.train.service import Batch, Executor, judge_batch
+
 KERNEL = '''#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -106,3 +108,26 @@ def tiny_policy(path, snippets, bias=4.5, seed=0):
     `path`; the raised bias makes a random model emit a snippet now and then."""
     from kernelrl.train.tiny import write_random_model
     return write_random_model(path, snippets=snippets, hidden=32, layers=1, heads=2, snippet_bias=bias, seed=seed)
+
+
+class InlineExecutor(Executor):
+    """Runs the judge in this process; records the batches it was given. For the reward service's tests and
+    train eval's (the real judge, default)."""
+
+    capacity = 1
+
+    def __init__(self, judge_fn=judge_batch, answers=None):
+        self.judge_fn, self.answers, self.batches = judge_fn, list(answers or []), []
+
+    def start(self, batch: Batch):
+        self.batches.append(batch)
+        return len(self.batches) - 1
+
+    def wait(self, jobs, timeout):
+        return list(jobs)
+
+    def result(self, job):
+        if self.answers:
+            return self.answers.pop(0)
+        b = self.batches[job]
+        return self.judge_fn(b.spec, b.codes)

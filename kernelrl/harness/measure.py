@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -18,6 +19,7 @@ from kernelrl.build.builder import BuildRequest, BuildResult, LocalBuilder, cach
 from kernelrl.build.toolchain import Toolchain
 from kernelrl.db import Database
 from kernelrl.errors import UserError
+from kernelrl.harness.gpu_lock import exclusive_gpus
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.run.runner import Runner, RunSettings, Task, verdict_records
 from kernelrl.workloads.hgemm import GemmProblem
@@ -320,8 +322,11 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
         else:
             runner = Runner.create(cfg.runner)
         lt_cache = dict(db.lt_algos(gpu).items())
-        runner.run(tasks, specs, settings, on_records, lt_cache=lt_cache, on_lt_algo=on_lt_algo, on_env=on_env,
-                   on_progress=ui.progress)
+        # local timing holds this machine's GPUs (harness/gpu_lock.py); Ray workers time on their own nodes
+        hold = exclusive_gpus(say=ui.stage) if cfg.runner == "local" and not cfg.ray_address else nullcontext()
+        with hold:
+            runner.run(tasks, specs, settings, on_records, lt_cache=lt_cache, on_lt_algo=on_lt_algo, on_env=on_env,
+                       on_progress=ui.progress)
     rows = db.rows(gpu, cfg.problems, cfg.modes, settings.cache, settings.qps, methods=keys)
     for row in rows:
         row["gpu"] = gpu

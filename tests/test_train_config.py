@@ -61,6 +61,11 @@ def test_an_unknown_stage_kind_is_refused():
         parse_config(minimal(stages=[{"kind": "ppo", "data": ["hgemm"]}]))
 
 
+def test_an_unknown_prompt_order_is_refused():
+    with pytest.raises(TrainError, match="prompt_order: shuffled or cycle"):
+        parse_config(minimal(data={"hgemm": {"runner": "dummy"}, "prompt_order": "sorted"}))
+
+
 def test_a_config_without_stages_is_refused():
     with pytest.raises(TrainError, match="stages"):
         parse_config(minimal(stages=[]))

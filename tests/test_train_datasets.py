@@ -204,3 +204,10 @@ def test_the_policy_reward_records_judged_code_as_context(tmp_path, pop):
     assert rewards[0] > 0 and rewards[1] == 0.0 and c.ok and c.analysis.startswith("The naive kernel")
     [line] = read_metrics(tmp_path / "m.jsonl")
     assert line["kind"] == "reward" and line["pass_rate"] == 0.5 and line["malformed_rate"] == 0.5
+
+
+def test_cycled_rl_rows_take_every_target_in_turn(tmp_path, pop):
+    specs = hgemm_specs(data_cfg(tmp_path).hgemm, tmp_path)
+    ds = rl_dataset(specs, Prompter(pop, HW), per_target=3, order="cycle")
+    order = [(specs.index(TargetSpec.from_json(ds[i]["target"])), ds[i]["variant"]) for i in range(len(ds))]
+    assert order == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]

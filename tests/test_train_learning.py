@@ -11,6 +11,7 @@ import pytest
 from kernelrl.train.config import parse_config
 from kernelrl.train.curves import grpo_steps, windows
 from kernelrl.train.pipeline import train
+from kernelrl.train.targets import TargetSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARNING = ROOT / "benchmarks" / "results" / "h200" / "learning"
@@ -68,3 +69,17 @@ def test_cheats_die_out(curve):
 
 def test_no_cheat_is_ever_rewarded(curve):
     assert curve[1]["cheat_verified_total"] == 0
+
+
+def test_a_cycled_grpo_visits_its_rl_shapes_in_turn_after_sft_on_all(tmp_path):
+    shapes = json.loads((LEARNING / "split.json").read_text())["train_live"][:6]
+    raw = config(tmp_path / "run", shapes)
+    raw["data"]["prompt_order"] = "cycle"
+    raw["data"]["hgemm"]["rl_shapes"] = ",".join(shapes[:3])
+    raw["stages"][0]["epochs"] = 1
+    raw["stages"][1]["max_steps"] = 6
+    train(parse_config(raw), quiet=True, say=lambda *_: None)
+    visited = [s["shapes"] for s in grpo_steps(tmp_path / "run" / "metrics.jsonl")]
+    taught = {TargetSpec.from_json(json.loads(line)["spec"]).shapes[0]
+              for line in (tmp_path / "run" / "sft_pairs_hgemm.jsonl").read_text().splitlines()}
+    assert visited == [[s] for s in shapes[:3]] * 2 and taught == set(shapes)

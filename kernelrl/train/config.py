@@ -58,6 +58,7 @@ class ModelConfig:
 @dataclass
 class HgemmData:
     shapes: str = "sample:8:0"  # any kernelrl shape set
+    rl_shapes: str | None = None  # GRPO's prompts only these (default: shapes); SFT and its teacher use shapes
     acc: str = "fp32"
     shapes_per_prompt: int = 4  # a prompt, and its reward, covers this many shapes
     baselines: list = field(default_factory=lambda: ["torch", "cublas_tn"])
@@ -109,7 +110,13 @@ class DataConfig:
     negatives: int = 3  # failed variants shown, with their verdicts
     max_prompt_chars: int = 60000
     prompts_per_target: int = 4  # RL dataset rows per target (each drawn with fresh context)
+    prompt_order: str = "shuffled"  # GRPO: "cycle" takes every target in turn, in one fixed order, so each run of
+    # len(targets) steps visits each target once and windows of the training curve compare like with like
     min_speedup: float = 0.0  # SFT pairs only from kernels at least this fast over the objective
+
+    def __post_init__(self):
+        if self.prompt_order not in ("shuffled", "cycle"):
+            raise ValueError("prompt_order: shuffled or cycle")
 
 
 @dataclass

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernelrl.train.targets import TargetSpec, make_target
@@ -49,9 +49,13 @@ def kernelbench_specs(data, work_dir: str | Path) -> list[TargetSpec]:
                        str(work_dir), task_path=str(f), device=data.device) for f in files]
 
 
-def specs_for(name: str, data, work_dir: str | Path) -> list[TargetSpec]:
+def specs_for(name: str, data, work_dir: str | Path, rl: bool = False) -> list[TargetSpec]:
+    """The targets of one dataset; `rl`: those of GRPO's prompts (data.hgemm.rl_shapes where given)."""
     if name == "hgemm":
-        return hgemm_specs(data.hgemm, work_dir)
+        hgemm = data.hgemm
+        if rl and hgemm.rl_shapes:
+            hgemm = replace(hgemm, shapes=hgemm.rl_shapes)
+        return hgemm_specs(hgemm, work_dir)
     return kernelbench_specs(data.kernelbench, work_dir)
 
 
@@ -103,12 +107,17 @@ class Prompter:
         return messages if self.fmt == "chat" else to_text(messages)
 
 
-def rl_dataset(specs: list[TargetSpec], prompter: Prompter, per_target: int, shuffle_seed: int = 0):
-    """Rows (target, variant), `per_target` per target, shuffled; the prompt column is rendered when a row is read
-    (see the module's docstring)."""
+def rl_dataset(specs: list[TargetSpec], prompter: Prompter, per_target: int, shuffle_seed: int = 0,
+               order: str = "shuffled"):
+    """Rows (target, variant), `per_target` per target, shuffled, or for order "cycle" every target in turn (all
+    targets' variant 0, then variant 1, ...; the trainer must then not shuffle); the prompt column is rendered when
+    a row is read (see the module's docstring)."""
     from datasets import Dataset
-    rows = [{"target": s.to_json(), "kind": s.kind, "variant": v} for s in specs for v in range(per_target)]
-    random.Random(shuffle_seed).shuffle(rows)
+    if order == "cycle":
+        rows = [{"target": s.to_json(), "kind": s.kind, "variant": v} for v in range(per_target) for s in specs]
+    else:
+        rows = [{"target": s.to_json(), "kind": s.kind, "variant": v} for s in specs for v in range(per_target)]
+        random.Random(shuffle_seed).shuffle(rows)
     ds = Dataset.from_list(rows)
 
     def render(batch):

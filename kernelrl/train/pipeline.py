@@ -59,7 +59,7 @@ class Run:
                                      cfg.seed)
         self.state_path = self.dir / "state.json"
         self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {"done": {}}
-        self._specs: dict[str, list] = {}
+        self._specs: dict[tuple[str, bool], list] = {}
         self._pairs: dict[str, list] = {}
         if cfg.source:
             (self.dir / "config.yaml").write_text(cfg.source)
@@ -73,11 +73,12 @@ class Run:
         tmp.write_text(json.dumps(self.state, indent=1))
         os.replace(tmp, self.state_path)
 
-    def specs(self, name: str) -> list:
-        if name not in self._specs:
+    def specs(self, name: str, rl: bool = False) -> list:
+        """A dataset's targets; `rl`: GRPO's (data.hgemm.rl_shapes where given)."""
+        if (name, rl) not in self._specs:
             from kernelrl.train.datasets import specs_for
-            self._specs[name] = specs_for(name, self.cfg.data, self.dir)
-        return self._specs[name]
+            self._specs[name, rl] = specs_for(name, self.cfg.data, self.dir, rl)
+        return self._specs[name, rl]
 
     @property
     def model_path(self) -> str:
@@ -175,7 +176,9 @@ class Run:
         from kernelrl.train.stages import run_grpo
         reward = PolicyReward(self.service, self.metrics, phase.id,
                               self.population if phase.stage.record_variants else None)
-        ds = rl_dataset(self.specs(phase.data), self.prompter, self.cfg.data.prompts_per_target, self.cfg.seed)
+        d = self.cfg.data
+        ds = rl_dataset(self.specs(phase.data, rl=True), self.prompter, d.prompts_per_target, self.cfg.seed,
+                        d.prompt_order)
         out = run_grpo(self.model_path, ds, self.dir / phase.id, phase.stage, self, phase.id, reward)
         return False if out is None else out
 

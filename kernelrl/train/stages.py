@@ -73,12 +73,14 @@ def run_grpo(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str, re
     model = load_model(model_path, ctx.cfg.model, ctx.cpu)
     vllm = {"use_vllm": True, "vllm_mode": stage.vllm_mode,
             "vllm_gpu_memory_utilization": stage.vllm_gpu_memory_utilization} if stage.use_vllm else {}
-    # batch_size counts prompts: each brings num_generations completions, one GRPO group
+    # batch_size counts prompts: each brings num_generations completions, one GRPO group; a cycled dataset
+    # (data.prompt_order) is read in its order
+    order = {"shuffle_dataset": False} if ctx.cfg.data.prompt_order == "cycle" else {}
     args = GRPOConfig(**_common_args(stage, out_dir, ctx),
                       per_device_train_batch_size=stage.batch_size * stage.num_generations,
                       num_generations=stage.num_generations, max_completion_length=stage.max_completion_length,
                       temperature=stage.temperature, top_p=stage.top_p, beta=stage.beta,
-                      remove_unused_columns=False, **vllm, **stage.extra)
+                      remove_unused_columns=False, **vllm, **(order | stage.extra))
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=dataset,
                           processing_class=tokenizer, peft_config=lora_config(ctx.cfg.model),
                           callbacks=trainer_callbacks(ctx.metrics, phase, ctx.deadline, ctx.clock))

@@ -3,13 +3,16 @@
 # writes kernel specs (kernelrl/space/spec.py), SFT on median-speed specs of the committed tune measurements (30 %
 # of the pairs ask for a cheat), then GRPO with live rewards: every completion rendered, built with nvcc and judged
 # by the real evaluator in device mode beside cuBLAS (each group one interleaved measurement). Two runs of the same
-# budget side by side: `contrastive` (prompts carry earlier specs of the shape with their measured speedups) and
-# `plain` (the shape only): CUDA-L1's claim, measured. Both share the GPU, so each group's speedups carry the other
-# run's noise; the comparison between the runs is fair (same conditions).
+# budget side by side: `contrastive` (prompts carry earlier specs of the shape with their measured speedups; a spec
+# repeated from the prompt earns nothing, reward.copies: zero) and `plain` (the shape only): CUDA-L1's claim,
+# measured. Both build in parallel and take turns timing (harness/gpu_lock.py), so neither times the other's
+# kernels. SFT teaches the 40 live training shapes of the split; GRPO cycles 10 of them (prompt_order: cycle), so
+# the curve's first 10 % and last 20 % of 100 steps visit every shape equally often.
 #
-# The committed first runs (benchmarks/results/h200/learning/) used SFT_EPOCHS=40, TEMPERATURE=1.0 and the reward
-# service's cache (a spec repeated on a shape kept its first measurement); the defaults now are the recipe that
-# learns on the recorded replay (30 epochs, temperature 1.3) and every group measured afresh (cache: false).
+# The committed first runs (benchmarks/results/h200/learning/) used SFT_EPOCHS=40, TEMPERATURE=1.0, the reward
+# service's cache (a spec repeated on a shape kept its first measurement), shuffled prompts over all 40 shapes and
+# no GPU lock; the defaults now are the recipe that learns on the recorded replay (30 epochs, temperature 1.3) and
+# every group measured afresh (cache: false).
 # Resumable: the run folders live in runs/learning/ (git-ignored; carry it back to resume on a fresh machine); a
 # call stops both runs with a checkpoint after TRAIN_MINUTES and a second call goes on. Everything comes back in
 # $OUT/learning_runs.tar.xz (metrics, state, population, SFT pairs, final models) with the logs and environment.
@@ -27,8 +30,9 @@ fi
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader; date -u;
   python3 -c "import torch, trl, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'trl', trl.__version__, 'transformers', transformers.__version__)"; nvcc --version | tail -1; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-SHAPES=$(python3 -c "import json; print(','.join(json.load(open('benchmarks/results/h200/learning/split.json'))['train_live']))")
-write_config() {  # name top_k
+split() { python3 -c "import json; print(','.join(json.load(open('benchmarks/results/h200/learning/split.json'))['$1']))"; }
+SHAPES=$(split train_live); RL_SHAPES=$(split grpo_live)
+write_config() {  # name top_k negatives copies
 cat > "$ROOT/$1.yaml" <<EOF
 run_dir: $ROOT/$1
 seed: 0
@@ -37,21 +41,22 @@ data:
   top_k: $2
   negatives: $3
   prompts_per_target: 4
-  hgemm: {shapes: "$SHAPES", shapes_per_prompt: 1, completion: spec, runner: local, rounds: 3, hang_timeout_s: 60,
+  prompt_order: cycle
+  hgemm: {shapes: "$SHAPES", rl_shapes: "$RL_SHAPES", shapes_per_prompt: 1, completion: spec, runner: local, rounds: 3, hang_timeout_s: 60,
           baselines: [cublas_nn, torch], objective: cublas_nn, teacher_per_shape: 3, teacher_cheat_share: 0.3,
           teacher: [benchmarks/results/h200/tuned_wgmma/tune_measurements.csv,
                     benchmarks/results/h200x2/tune_one_measurements.csv]}
-reward: {clip: [0.125, 4.0], baseline: cublas_nn}
+reward: {clip: [0.125, 4.0], baseline: cublas_nn, copies: $4}
 evaluation: {timeout_s: 300, retries: 1, batch_size: 16, cache: false}
 stages:
   - {kind: sft, data: [hgemm], epochs: ${SFT_EPOCHS:-30}, learning_rate: 3.0e-3, batch_size: 16, max_length: 256}
-  - {kind: grpo, data: [hgemm], max_steps: ${STEPS:-120}, batch_size: 1, num_generations: 8, learning_rate: 1.0e-3,
+  - {kind: grpo, data: [hgemm], max_steps: ${STEPS:-100}, batch_size: 1, num_generations: 8, learning_rate: 1.0e-3,
      temperature: ${TEMPERATURE:-1.3}, max_completion_length: 32, save_steps: 5, record_variants: true}
 budgets: {max_minutes: ${TRAIN_MINUTES:-8}}
 EOF
 }
-write_config contrastive 3 1
-write_config plain 0 0
+write_config contrastive 3 1 zero
+write_config plain 0 0 keep
 for name in contrastive plain; do
     timeout "${TRAIN_LIMIT:-540}" python3 -m kernelrl.cli train --config "$ROOT/$name.yaml" --quiet \
         > "$ROOT/$name.log" 2>&1 &

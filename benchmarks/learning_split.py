@@ -2,8 +2,8 @@
 
 Held out: 10 small, 10 medium and 10 large paper shapes (large ones under 600 GFLOP, so a held-out run fits a
 device call). Training: the other paper shapes that a committed tune export measured (teacher data exists
-for them); the live run trains on a stratified 40 of them, the recorded (CPU) run on every one the replay table
-holds. Deterministic: `python benchmarks/learning_split.py` rewrites benchmarks/results/h200/learning/split.json
+for them); the live run's SFT trains on a stratified 40 of them and its GRPO cycles 10 of those, the recorded (CPU)
+run on every one the replay table holds. Deterministic: `python benchmarks/learning_split.py` rewrites benchmarks/results/h200/learning/split.json
 byte-identical."""
 
 import csv
@@ -38,10 +38,17 @@ def main() -> None:
     # the live run: short calls (under 600 GFLOP), stratified 16 small, 16 medium, 8 large
     live = sorted(s for c, n in (("small", 16), ("medium", 16), ("large", 8))
                   for s in rng.sample([t for t in train if t in by_class[c]], n))
+    # the live GRPO cycles 10 of those (4 small, 4 medium, 2 large), so that the curve's first 10 % and last 20 %
+    # of 100 steps each visit every shape equally often; SFT still teaches all 40 (a second generator keeps the
+    # fields above as they were)
+    grpo_rng = random.Random(2601)
+    grpo = sorted(s for c, n in (("small", 4), ("medium", 4), ("large", 2))
+                  for s in grpo_rng.sample([t for t in live if t in by_class[c]], n))
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"heldout": heldout, "train_live": live, "train_all": train,
+    OUT.write_text(json.dumps({"heldout": heldout, "train_live": live, "grpo_live": grpo, "train_all": train,
                                "teacher": TEACHER, "seed": 26}, indent=1) + "\n")
-    print(f"held out {len(heldout)}, train {len(train)} (live {len(live)}) -> {OUT.relative_to(ROOT)}")
+    print(f"held out {len(heldout)}, train {len(train)} (live {len(live)}, GRPO {len(grpo)}) -> "
+          f"{OUT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

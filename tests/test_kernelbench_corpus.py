@@ -42,7 +42,7 @@ DEFENCES = {
         "timer_patch_import", "timer_patch_forward", "timer_event_class"],
     "reading the reference output (gc, stack frames)": ["reads_reference_gc", "reads_reference_frames"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",
-                                                                 "harness_warmup_detection"],
+                                                                 "harness_warmup_detection", "stale_after_checks"],
     "specialising to the benchmark shape": ["specialised_shape"],
     "try/except fallback, inheriting Model": ["fallback_try_except", "inherits_model"],
     "out-of-bounds writes": ["oob_write"],

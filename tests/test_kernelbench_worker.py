@@ -3,6 +3,7 @@ each kind of cheat or failure gets its named verdict; hangs and crashes become v
 
 import csv
 import math
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +165,38 @@ def test_inputs_the_harness_draws_stay_in_the_task_s_domain(tmp_path):
     out = run_pairs([(str(tmp_path / "task.py"), str(tmp_path / "same.py"))], settings)
     ok, reason = pair_verdict(out[0])
     assert ok, reason
+
+
+RAISES_WHILE_TIMED = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, A, B):
+        self.calls += 1
+        if self.calls > 10:  # past the checks and the warm-up
+            raise RuntimeError("late")
+        return A @ B
+'''
+
+
+def test_stale_on_the_last_timed_call_and_raising_while_timed_are_verdicts(tmp_path):
+    """12 honest calls: on these settings (1_Matmul: 7 checks, 2 warm-up, 2 rounds of 2) the corpus cheat is stale
+    only on the last timed call, which only the always-checked last call of a round is sure to catch; a candidate
+    that raises while timed gets its verdict (the worker used to fail on it)."""
+    from kernelrl.kernelbench.tasks_own import TASKS_DIR
+
+    (tmp_path / "raises.py").write_text(RAISES_WHILE_TIMED)
+    stale = Path(__file__).resolve().parent / "gpu" / "kb_adversarial" / "stale_after_checks.py"
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2, hang_timeout_s=60.0)
+    out = run_pairs([(str(TASKS_DIR / "1_Matmul.py"), str(stale)),
+                     (str(TASKS_DIR / "1_Matmul.py"), str(tmp_path / "raises.py"))], settings)
+    ok, reason = pair_verdict(out[0])
+    assert not ok and reason.startswith("during timing: wrong values"), reason
+    ok, reason = pair_verdict(out[1])
+    assert not ok and reason.startswith("during timing: exception: RuntimeError: late"), reason

@@ -58,10 +58,10 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
 - Timing: every method's every call gets a fresh clone of one of a few input sets with a few elements (secret
   positions) changed, so no two calls see the same inputs (content caches miss, and an answer a baseline left in
   freed memory is for other inputs); the L2 is flushed (256 MB write) before each call; host clock around a
-  device-wide synchronize. About a third of the candidate's calls (at least one per round, chosen with the run's
-  secret; every call gets the same pristine copy of its inputs, checked or not, so the candidate cannot tell) are
-  checked against the reference, computed after the call (`during timing: ...`): counting calls, detecting
-  warm-up or dropped outputs and cheating later is caught. Each round's last call is also timed with events on the
+  device-wide synchronize. Each round's last call and about a third of the others (at least one more per round,
+  chosen with the run's secret; every call gets the same pristine copy of its inputs, checked or not, so the
+  candidate cannot tell) are checked against the reference, computed after the call (`during timing: ...`):
+  counting calls, detecting warm-up or dropped outputs and cheating later is caught. Each round's last call is also timed with events on the
   caller's stream: synchronized time well beyond the event time is `hidden work`.
 - Crashes (including sticky CUDA errors, probed after an exception) and hangs: `crash: ...`, `hang: ...`."""
 
@@ -1101,8 +1101,10 @@ class KBWorker:
                 self.begin(tid, name, "time")
                 fn = fns[name]
                 is_cand = name == "candidate"
-                checks = {self.rng.randrange(n_calls)} | {r for r in range(n_calls)
-                                                          if self.rng.random() < CHECK_FRACTION}
+                # the round's last call always (a candidate turning stale after N calls is caught whatever the
+                # secret), one more at random and about a third besides
+                checks = {n_calls - 1, self.rng.randrange(n_calls)} | {r for r in range(n_calls)
+                                                                       if self.rng.random() < CHECK_FRACTION}
                 for rep in range(n_calls):
                     xs = self._fresh(pool, k)  # fresh tensors and values every call, made outside the timed region
                     k += 1
@@ -1128,7 +1130,7 @@ class KBWorker:
                         if is_cand:
                             self._unwatch(watched, "timing")
                             self._probe_context(exc)
-                            return {}, f"during timing: exception: {_short(exc)}", base_reasons
+                            return {}, Rejected(Verdict.DURING_TIMING, f"exception: {_short(exc)}"), base_reasons
                         base_reasons[name] = f"baseline failed: {_short(exc)}"
                         break
                     wall = (_perf_counter() - t0) * 1e6

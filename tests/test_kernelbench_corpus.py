@@ -43,6 +43,8 @@ DEFENCES = {
     "reading the reference output (gc, stack frames)": ["reads_reference_gc", "reads_reference_frames"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",
                                                                  "harness_warmup_detection", "stale_after_checks"],
+    "slowing the reference (a torch function it calls, wrapped at import or between calls)": [
+        "slows_reference", "slows_reference_later"],
     "specialising to the benchmark shape": ["specialised_shape"],
     "try/except fallback, inheriting Model": ["fallback_try_except", "inherits_model"],
     "out-of-bounds writes": ["oob_write"],

@@ -167,6 +167,41 @@ def test_inputs_the_harness_draws_stay_in_the_task_s_domain(tmp_path):
     assert ok, reason
 
 
+# -- cheats that pass a harness without timed checks or torch guards, beside honest candidates ------------------------
+ADVERSARIAL_DIR = Path(__file__).resolve().parent / "gpu" / "kb_adversarial"
+
+STATIC_ONLY = '''
+import torch
+import torch.nn as nn
+
+_softmax = torch.softmax
+if torch.cuda.is_available():  # a path the CPU worker never takes: only the static finding sees it
+    torch.softmax = lambda *a, **k: (_softmax(*a, **k), _softmax(*a, **k))[1]
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return _softmax(x, dim=-1)
+'''
+
+GLOBAL_HOOK = '''
+import torch
+import torch.nn as nn
+
+
+def _slow_reference(module, args):
+    if type(module).__name__ == "Model":  # only the reference pays
+        torch.softmax(args[0], dim=-1)
+
+
+torch.nn.modules.module.register_module_forward_pre_hook(_slow_reference)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+'''
+
 RAISES_WHILE_TIMED = '''
 import torch
 import torch.nn as nn
@@ -184,19 +219,83 @@ class ModelNew(nn.Module):
         return A @ B
 '''
 
+# name: (task, candidate source or corpus file, what its reason starts with)
+CHEATS = {
+    # 12 honest calls: on this fixture's settings (1_Matmul: 7 checks, 2 warm-up, 2 rounds of 2) stale only on the
+    # last timed call, which only the always-checked last call of a round is sure to catch
+    "stale_after_checks": ("1_Matmul", ADVERSARIAL_DIR / "stale_after_checks.py", "during timing: wrong values"),
+    "slows_reference": ("7_Softmax", ADVERSARIAL_DIR / "slows_reference.py",
+                        "harness patch: torch.softmax replaced during load"),
+    "slows_reference_later": ("1_Matmul", ADVERSARIAL_DIR / "slows_reference_later.py",
+                              "harness patch: torch.matmul replaced outside the candidate's calls"),
+    "static_only": ("7_Softmax", STATIC_ONLY, "harness patch: the source assigns to torch.softmax"),
+    "global_hook": ("7_Softmax", GLOBAL_HOOK, "harness patch: torch.nn.modules.module._global_forward_pre_hooks = 1"),
+    "raises_while_timed": ("1_Matmul", RAISES_WHILE_TIMED, "during timing: exception: RuntimeError: late"),
+}
 
-def test_stale_on_the_last_timed_call_and_raising_while_timed_are_verdicts(tmp_path):
-    """12 honest calls: on these settings (1_Matmul: 7 checks, 2 warm-up, 2 rounds of 2) the corpus cheat is stale
-    only on the last timed call, which only the always-checked last call of a round is sure to catch; a candidate
-    that raises while timed gets its verdict (the worker used to fail on it)."""
+
+def _own_pairs(d: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(honest, cheats) as (task path, candidate path): every own task with a copy of its reference as the
+    candidate (honest on the CPU, where candidates_own's CUDA kernels cannot run), and CHEATS."""
     from kernelrl.kernelbench.tasks_own import TASKS_DIR
 
-    (tmp_path / "raises.py").write_text(RAISES_WHILE_TIMED)
-    stale = Path(__file__).resolve().parent / "gpu" / "kb_adversarial" / "stale_after_checks.py"
+    honest = []
+    for task in sorted(TASKS_DIR.glob("[0-9]*_*.py")):
+        cand = d / f"honest_{task.name}"
+        cand.write_text(task.read_text().replace("class Model(", "class ModelNew("))
+        honest.append((str(task), str(cand)))
+    cheats = []
+    for name, (task, source, _) in CHEATS.items():
+        cand = d / f"{name}.py"
+        cand.write_text(source.read_text() if isinstance(source, Path) else source)
+        cheats.append((str(TASKS_DIR / f"{task}.py"), str(cand)))
+    return honest, cheats
+
+
+@pytest.fixture(scope="module")
+def beside_cheats(tmp_path_factory):
+    """Verdicts by candidate path from two runs: the cheats first, and honest candidates interleaved with the
+    cheats in reverse order."""
+    honest, cheats = _own_pairs(tmp_path_factory.mktemp("kb_own"))
     settings = KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2, hang_timeout_s=60.0)
-    out = run_pairs([(str(TASKS_DIR / "1_Matmul.py"), str(stale)),
-                     (str(TASKS_DIR / "1_Matmul.py"), str(tmp_path / "raises.py"))], settings)
-    ok, reason = pair_verdict(out[0])
-    assert not ok and reason.startswith("during timing: wrong values"), reason
-    ok, reason = pair_verdict(out[1])
-    assert not ok and reason.startswith("during timing: exception: RuntimeError: late"), reason
+    mixed = [p for pair in zip(honest, reversed(cheats)) for p in pair] + honest[len(cheats):]
+    runs = []
+    for pairs in (cheats + honest, mixed):
+        out = run_pairs(pairs, settings)
+        runs.append({c: out[i] for i, (_, c) in enumerate(pairs)})
+    return honest, cheats, runs
+
+
+@pytest.mark.parametrize("name", list(CHEATS))
+def test_cheat_is_rejected_for_its_reason_alone_and_beside_others(beside_cheats, name):
+    _, cheats, runs = beside_cheats
+    cand = cheats[list(CHEATS).index(name)][1]
+    for run in runs:
+        ok, reason = pair_verdict(run[cand])
+        assert not ok and reason.startswith(CHEATS[name][2]), reason
+        assert all(r["candidate_us"] is None and r["speedup"] is None for r in run[cand])
+
+
+def test_honest_own_tasks_pass_beside_cheats_in_either_order(beside_cheats):
+    honest, _, runs = beside_cheats
+    assert len(honest) >= 12
+    for _, cand in honest:
+        for run in runs:
+            ok, reason = pair_verdict(run[cand])
+            assert ok, (Path(cand).name, reason)
+            (rec,) = run[cand]
+            assert math.isfinite(rec["speedup"]) and rec["speedup"] > 0
+
+
+def test_static_tampering_decides_only_when_every_dynamic_check_passed():
+    """The static finding is the verdict of a candidate the dynamic checks passed; a dynamic verdict (which names
+    what the patch did) comes first. An honest source has no such finding."""
+    from kernelrl.kernelbench.tamper import static_tampering
+    from kernelrl.kernelbench.tasks_own import TASKS_DIR
+
+    task = (TASKS_DIR / "7_Softmax.py").read_text()
+    found = static_tampering(STATIC_ONLY, task)
+    assert found is not None and found.verdict.value == "harness patch" and "torch.softmax (line 7)" in str(found)
+    timer = static_tampering("import time\ntime.perf_counter = lambda: 0.0\n", task)
+    assert timer is not None and timer.verdict.value == "timer patch"
+    assert static_tampering(task.replace("class Model(", "class ModelNew("), task) is None

@@ -31,7 +31,13 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
   code's own use is not the candidate's). A thread started from the candidate's code (audit event, Python 3.12+),
   or a Python thread alive after the call that was not before: `thread`. Timers, synchronize, the Event and Stream
   classes and the harness's own functions are captured before any candidate code runs (the harness times with its
-  captured copies) and compared after every call: `timer patch` / `harness patch`. TF32 and reduced-precision flags
+  captured copies) and compared after every call: `timer patch` / `harness patch`. So are torch's own functions
+  the reference calls (kernelrl/kernelbench/tamper.py: torch.*, torch.nn.functional.*, torch.Tensor methods, the
+  nn modules' methods and globals), global module hooks and torch modes, also before the baselines are prepared
+  and around every baseline's timed calls: a wrapper that slows the reference is `harness patch` before a
+  baseline is timed beside it. A static finding that the source assigns to a timer or a torch, time, sys or
+  builtins attribute (static_checks `timer-patch` / `harness-patch`) fails a pair that every dynamic check
+  passed, with that key. TF32 and reduced-precision flags
   against their state at start-up: `precision`. The persisting-L2 set-aside (`cudaLimitPersistingL2CacheSize`,
   read through the driver): `persisting L2`. All of these are fatal (fresh worker).
 - Checks, each call on fresh clones, the reference computed after the candidate's call (its output never exists in
@@ -83,6 +89,7 @@ from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.record import Record
 from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
+from kernelrl.kernelbench.tamper import global_hooks, static_tampering
 from kernelrl.run.protocol import RECYCLE, serve
 
 DEFAULT_BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
@@ -95,7 +102,9 @@ REASONS = {
     "introspection": "the candidate read frames or the heap (reference outputs, harness state)",
     "thread": "the candidate started a thread (work hidden from the timer)",
     "timer patch": "the candidate replaced a timer, synchronize, or the Event/Stream classes",
-    "harness patch": "the candidate replaced a function the harness checks or reports with",
+    "harness patch": "the candidate replaced a function the harness checks or reports with, or a torch function "
+                     "the reference calls (or installed a global module hook or torch mode), at run time or in "
+                     "its source",
     "precision": "the candidate changed TF32 or reduced-precision settings",
     "persisting L2": "the candidate set aside L2 for persisting accesses",
     "reference fallback": "an exception passed through the candidate's code and the call still returned",
@@ -427,7 +436,8 @@ class KBWorker:
         import importlib
         for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.harness.stats",
                      "kernelrl.harness.tolerance", "kernelrl.harness.device_state", "kernelrl.harness.verdicts",
-                     "kernelrl.kernelbench.build", "kernelrl.harness.compare", "kernelrl.harness.record"):
+                     "kernelrl.kernelbench.build", "kernelrl.harness.compare", "kernelrl.harness.record",
+                     "kernelrl.kernelbench.static_checks", "kernelrl.kernelbench.tamper"):
             importlib.import_module(name)  # every harness module is loaded before any candidate code runs
         self._cuda_sync = torch._C._cuda_synchronize if self.cuda else None
         self._Event = torch.cuda.Event
@@ -461,12 +471,37 @@ class KBWorker:
                 if original is not _MISSING:
                     guards.append((owner, name, original, f"{path}.{name}", key))
         module = sys.modules[__name__]
-        from kernelrl.kernelbench import memguard
+        from kernelrl.kernelbench import memguard, tamper
         for owner, label in ((module, __name__), (KBWorker, f"{__name__}.KBWorker"), (memguard, memguard.__name__),
-                             (memguard.MemoryGuard, f"{memguard.__name__}.MemoryGuard")):
+                             (memguard.MemoryGuard, f"{memguard.__name__}.MemoryGuard"), (tamper, tamper.__name__)):
             for name, original in list(vars(owner).items()):
                 guards.append((owner, name, original, f"{label}.{name}", "harness patch"))
+        # torch's functions the reference calls: a slower one slows the baseline, not the candidate
+        seen = {(id(owner), name) for owner, name, *_ in guards}
+        self.surface_labels = set()
+        for owner, name, label, _ in tamper.surface():
+            if (id(owner), name) not in seen:
+                guards.append((owner, name, _raw_attr(owner, name), label, "harness patch"))
+                self.surface_labels.add(label)
+        self.hooks0 = tamper.global_hooks()
         return guards
+
+    def _tampered(self, when) -> tuple[Verdict, str] | None:
+        """(key, detail) when a guarded attribute was replaced (each is put back), or a global module hook or torch
+        mode was installed, since the guards were captured."""
+        patched = self._patched()
+        if patched:
+            key = "timer patch" if any(k == "timer patch" for k, _ in patched) else "harness patch"
+            names = [n for _, n in patched]
+            why = ("; torch's own functions, which the reference and the baselines call in this process (a slower "
+                   "one inflates the speedup)") if any(n in self.surface_labels for n in names) else ""
+            return Verdict(key), f"{', '.join(names)} replaced {when}{why}"
+        hooks = global_hooks()
+        added = [f"{k} = {v} (was {self.hooks0.get(k)})" for k, v in hooks.items() if v != self.hooks0.get(k)]
+        if added:
+            return Verdict.HARNESS_PATCH, (f"{', '.join(added)} {when}: a global module hook or torch mode runs "
+                                           f"inside every reference call")
+        return None
 
     def _patched(self) -> list[tuple[str, str]]:
         """(verdict key, name) of every guarded attribute that changed; each is put back."""
@@ -536,7 +571,7 @@ class KBWorker:
     def _unwatch(self, before, phase):
         """Disarm, then every process-level check; a finding is fatal (the worker is no longer trustworthy)."""
         self.armed = False
-        patched = self._patched()  # first: puts everything back, the pipe to the parent included
+        tampered = self._tampered(f"during {phase}")  # first: puts everything back, the pipe to the parent included
         # Python 3.12+: the audit event names the code that started the thread (library code's own are fine);
         # before that, any Python thread alive now that was not before the call
         new = set() if AUDITED_THREADS else set(self._current_frames()) - before
@@ -546,9 +581,8 @@ class KBWorker:
             what = "; ".join(started) or ", ".join(names)
             raise Fatal(Verdict.THREAD, f"the candidate started a thread during {phase} ({what}); work off the calling "
                         f"thread escapes the timer")
-        if patched:
-            key = "timer patch" if any(k == "timer patch" for k, _ in patched) else "harness patch"
-            raise Fatal(Verdict(key), f"{', '.join(n for _, n in patched)} replaced during {phase}")
+        if tampered:
+            raise Fatal(*tampered)
         now = self._precision()
         changed = [f"{k} = {now.get(k)!r} (was {v!r})" for k, v in self.precision0.items() if now.get(k) != v]
         if changed:
@@ -701,6 +735,9 @@ class KBWorker:
             return self._after_pair(too_large)
         self.begin(tid, "candidate", "load")
         self.cand_file = str(Path(task["candidate_path"]).resolve())
+        # read before any of its code runs; decides the verdict only if every dynamic check passes (those name
+        # what the patch did)
+        static = static_tampering(Path(self.cand_file).read_text(), Path(task["task_path"]).read_text())
         if self.s.get("extensions_dir"):
             from kernelrl.kernelbench.build import use_extension_dir
             use_extension_dir(self.s["extensions_dir"], self.cand_file)
@@ -729,6 +766,7 @@ class KBWorker:
             return self._after_pair(exc)
         self._free()
         times, failure, base_reasons = self._time(tid, tmod, ref, cand, baselines, errs)
+        failure = failure or static
         self._report(tid, baselines, failure, errs, times, base_reasons)
         return self._after_pair(failure)
 
@@ -1052,6 +1090,15 @@ class KBWorker:
         self._perturb(xs)
         return xs
 
+    def _untouched(self, tid, when):
+        """No candidate code runs beside a baseline's timed calls: a guarded attribute, global hook or torch mode
+        changed now was planted by the candidate (a finalizer, a callback) and is its verdict; a baseline is never
+        timed beside it."""
+        tampered = self._tampered(f"outside the candidate's calls, {when}")
+        if tampered:
+            self.begin(tid, "candidate", "time")
+            raise Fatal(*tampered)
+
     def _time(self, tid, tmod, ref, cand, baselines, errs):
         from kernelrl.harness.stats import hidden_work, summarize
 
@@ -1061,6 +1108,7 @@ class KBWorker:
         pool = [self._inputs(tmod, self.base_seed + 1000 + i, "task") for i in range(sets)]
         fns, base_reasons = {}, {}
         k = 0
+        self._untouched(tid, "before the baselines were prepared")  # the guards are captured afresh after it
         for b in baselines:
             self.begin(tid, b, "prepare")
             try:
@@ -1098,9 +1146,11 @@ class KBWorker:
             for name in order:
                 if name in base_reasons:
                     continue  # a baseline that failed is not called again
+                is_cand = name == "candidate"
+                if not is_cand:
+                    self._untouched(tid, f"before {name} was timed")
                 self.begin(tid, name, "time")
                 fn = fns[name]
-                is_cand = name == "candidate"
                 # the round's last call always (a candidate turning stale after N calls is caught whatever the
                 # secret), one more at random and about a third besides
                 checks = {n_calls - 1, self.rng.randrange(n_calls)} | {r for r in range(n_calls)
@@ -1149,6 +1199,8 @@ class KBWorker:
                             reason = Rejected(Verdict.DURING_TIMING, str(exc))
                         del ref_out
                     del out
+                if not is_cand:
+                    self._untouched(tid, f"while {name} was timed")
         times = {}
         for name in fns:
             if name != "candidate" and name in base_reasons:

@@ -1,0 +1,101 @@
+"""Slowing the reference instead of speeding up the candidate: what the KernelBench worker guards beyond its own
+functions, and the static findings that decide a verdict.
+
+The reference and its baselines are timed in the process that imported the candidate, so a candidate that replaces
+a torch function the reference calls (`torch.softmax`, `torch.nn.functional.gelu`, a `torch.Tensor` method, an
+`nn.Module` subclass's `forward`, a global `F` an nn module calls through) with a slower wrapper looks faster
+without being faster. `surface()` names every such attribute; the worker captures them with its other guards
+before any candidate code runs, compares them after every candidate call and around every baseline's timed calls,
+and a replaced one is `harness patch` (fatal: a fresh worker takes the next pair). Global module hooks and torch
+function modes slow every module or op call the same way without replacing anything: `global_hooks()` counts them.
+
+`static_tampering` turns the static layer's `timer-patch` / `harness-patch` findings (an assignment or `setattr` to
+an attribute of torch, time, sys or builtins) into the pair's verdict, so a patch the dynamic checks missed (made
+only on a path they never took) still fails the pair."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from kernelrl.harness.verdicts import Rejected, Verdict
+from kernelrl.kernelbench.static_checks import scan, task_input_dtype
+
+SURFACE_MODULES = ("torch", "torch.nn.functional", "torch._C._nn", "torch.linalg", "torch.special", "torch.fft")
+SURFACE_CLASSES = ("torch.Tensor", "torch.no_grad")
+# torch's compiler replaces these on first use (torch._dynamo wraps manual_seed when it loads, its mutation guard
+# patches nn.Module.__init__/__setstate__ on the first compile), and no timed reference call runs them.
+UNTIMED = frozenset({"manual_seed", "__init__", "__setstate__"})
+DATA = (str, bytes, int, float, bool, tuple, list, dict, set, frozenset, type(None))
+STATIC_KEYS = {"timer-patch": Verdict.TIMER_PATCH, "harness-patch": Verdict.HARNESS_PATCH}
+
+
+def _guardable(value, modules: bool = False) -> bool:
+    if isinstance(value, DATA):
+        return False
+    if modules and type(value).__name__ == "module":
+        return True  # a module global an nn module calls through (activation.py's F)
+    return callable(value) or isinstance(value, (property, classmethod, staticmethod))
+
+
+def surface() -> list[tuple[object, str, str, bool]]:
+    """(owner, name, label, is_class) of every torch attribute a reference's forward may look up at call time."""
+    import torch
+    import torch.nn.modules
+
+    out = []
+
+    def module(obj, label, modules=False):
+        for name, value in list(vars(obj).items()):
+            if name not in UNTIMED and _guardable(value, modules):
+                out.append((obj, name, f"{label}.{name}", False))
+
+    def klass(obj, label, names=None):
+        for name in names if names is not None else dir(obj):
+            if name in UNTIMED or name in ("__class__", "__dict__", "__doc__", "__weakref__"):
+                continue
+            value = next((k.__dict__[name] for k in obj.__mro__ if name in k.__dict__), None)
+            if value is not None and _guardable(value):
+                out.append((obj, name, f"{label}.{name}", True))
+
+    for path in SURFACE_MODULES:
+        module(importlib.import_module(path) if path != "torch._C._nn" else torch._C._nn, path)
+    for path in SURFACE_CLASSES:
+        owner, _, attr = path.rpartition(".")
+        klass(getattr(importlib.import_module(owner), attr), path)
+    klass(type(torch._C._VariableFunctions), "torch._C._VariableFunctions")  # torch._VF's functions
+    for name, mod in list(sys.modules.items()):  # the nn classes' own files (as torch.nn loaded them), globals
+        if name.startswith("torch.nn.modules.") and mod is not None:
+            module(mod, name, modules=True)
+    for name, cls in list(vars(torch.nn).items()):
+        if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
+            klass(cls, f"torch.nn.{name}", list(vars(cls)))
+    return out
+
+
+def global_hooks() -> dict[str, int]:
+    """How many global nn.Module hooks and torch function / dispatch modes are installed (each slows every module
+    or op call of the reference without replacing an attribute)."""
+    import torch
+    from torch.nn.modules import module as nn_module
+
+    counts = {f"torch.nn.modules.module.{name}": len(getattr(nn_module, name))
+              for name in ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_pre_hooks",
+                           "_global_backward_hooks", "_global_module_registration_hooks",
+                           "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")
+              if hasattr(nn_module, name)}
+    for name in ("_len_torch_function_stack", "_len_torch_dispatch_stack"):
+        fn = getattr(torch._C, name, None)
+        if fn is not None:
+            counts[f"torch._C.{name}"] = fn()
+    return counts
+
+
+def static_tampering(source: str, task_source: str) -> Rejected | None:
+    """The verdict of a candidate whose source assigns to a timer or a torch/time/sys/builtins attribute, or None."""
+    findings = [f for f in scan(source, task_input_dtype(task_source)) if f.rule in STATIC_KEYS]
+    if not findings:
+        return None
+    key = STATIC_KEYS["timer-patch"] if any(f.rule == "timer-patch" for f in findings) else STATIC_KEYS[findings[0].rule]
+    return Rejected(key, f"the source {findings[0].message} (line {findings[0].line}); the reference, the baselines "
+                         f"and the timers share the candidate's process, so such a patch is never allowed")

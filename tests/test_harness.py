@@ -217,7 +217,8 @@ def test_a_contaminating_cheat_does_not_change_an_honest_verdict(tmp_path, order
     honest = verdicts[1] if order == "cheat first" else verdicts[0]
     cheat = verdicts[0] if order == "cheat first" else verdicts[1]
     assert honest == (True, None)
-    assert not cheat[0] and verdict_of(cheat[1]) is Verdict.MODIFIED_INPUTS
+    # its replaced torch.relu (the contamination) is what the guards see first, before its changed inputs
+    assert not cheat[0] and verdict_of(cheat[1]) is Verdict.HARNESS_PATCH and "torch.relu" in cheat[1]
 
 
 def test_a_scalar_output_is_judged_like_any_other(tmp_path):

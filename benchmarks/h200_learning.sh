@@ -57,7 +57,7 @@ EOF
 }
 write_config contrastive 3 1 zero
 write_config plain 0 0 keep
-for name in contrastive plain; do
+for name in ${RUNS:-contrastive plain}; do  # RUNS=plain: one run alone (it then times faster)
     timeout "${TRAIN_LIMIT:-540}" python3 -m kernelrl.cli train --config "$ROOT/$name.yaml" --quiet \
         > "$ROOT/$name.log" 2>&1 &
 done

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernelrl.adapters import cuda_l2  # noqa: E402
 from kernelrl.build.builder import LocalBuilder  # noqa: E402
 from kernelrl.build.toolchain import Toolchain  # noqa: E402
-from kernelrl.harness.measure import BenchConfig, candidate_request  # noqa: E402
+from kernelrl.jobs.measure import BenchConfig, candidate_request  # noqa: E402
 
 
 def main() -> int:

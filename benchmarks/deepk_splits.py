@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from kernelrl.harness.measure import BenchConfig, run_bench  # noqa: E402
+from kernelrl.jobs.measure import BenchConfig, run_bench  # noqa: E402
 from kernelrl.space import SPACES  # noqa: E402
 from kernelrl.workloads.hgemm import GemmProblem, size_class  # noqa: E402
 
@@ -47,7 +47,7 @@ def main():
     cfg = BenchConfig(problems=shapes, modes=["device"], baselines=FALLBACKS, db_path=out / "deepk_splits.db",
                       csv_path=out / "deepk_splits.csv", sources={v.name: v.source() for v in variants},
                       ray_address=args.ray, runner=args.runner, command="benchmarks/deepk_splits.py")
-    from kernelrl.harness.measure import NullUI
+    from kernelrl.jobs.measure import NullUI
     rows = run_bench(cfg, NullUI()).rows
     times: dict[tuple, dict[str, float]] = {}
     for r in rows:

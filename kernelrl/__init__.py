@@ -10,7 +10,7 @@
 The runtime (and torch) is imported on first use, so the CLI starts without torch; after that, kernelrl.hgemm is
 the runtime's function itself (no wrapper on the hot path)."""
 
-__version__ = "0.1.0"
+from kernelrl.version import __version__  # noqa: F401  (kernelrl.__version__)
 
 _RUNTIME_NAMES = ("load_library", "hgemm", "Library", "LibraryError")
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kernelrl import __version__
+from kernelrl.version import __version__
 
 from kernelrl.errors import UserError
 from kernelrl.train.eval_args import EVAL_HELP, add_eval_arguments
@@ -351,7 +351,7 @@ def _record(args) -> int:
 
 
 def _bench(args) -> int:
-    from kernelrl.harness.measure import (BenchConfig, default_db, expand_candidates, parse_baselines, parse_modes,
+    from kernelrl.jobs.measure import (BenchConfig, default_db, expand_candidates, parse_baselines, parse_modes,
                                 run_bench)
     from kernelrl.results import summarize
     from kernelrl.run.runner import RunSettings
@@ -389,7 +389,7 @@ def _bench(args) -> int:
 
 
 def _tune(args) -> int:
-    from kernelrl.harness.measure import BenchError
+    from kernelrl.jobs.measure import BenchError
     from kernelrl.run.runner import RunSettings
     from kernelrl.space import SPACES
     from kernelrl.tune import TuneConfig, tune
@@ -514,7 +514,7 @@ def _train_eval(args) -> int:
 
 
 def _summarize(args) -> int:
-    from kernelrl.harness.measure import BenchError
+    from kernelrl.jobs.measure import BenchError
     from kernelrl.results import read_csv, summarize, summary_markdown
 
     rows = []

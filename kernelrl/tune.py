@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl.harness.measure import BenchConfig, BenchError, require_gpu, run_bench
+from kernelrl.jobs.measure import BenchConfig, BenchError, require_gpu, run_bench
 from kernelrl.library import policy
 from kernelrl.library.policy import LT_FALLBACKS, LT_LAYOUT, YARDSTICK
 from kernelrl.run.runner import RunSettings
@@ -456,7 +456,7 @@ def _fallbacks(cfg: TuneConfig) -> list[str]:
 
 def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> None:
     """The cuBLASLt algorithm each shape's search chose (from the database), so the library can call it."""
-    from kernelrl.harness.measure import db_gpu, default_db
+    from kernelrl.jobs.measure import db_gpu, default_db
     from kernelrl.db.database import Database
     from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
     db = Database(cfg.db_path or default_db())

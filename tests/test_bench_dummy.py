@@ -5,7 +5,7 @@ import csv
 import pytest
 
 from kernelrl.baselines import BASELINES
-from kernelrl.harness.measure import (BenchConfig, BenchError, Built, NullUI, build, candidate_names,
+from kernelrl.jobs.measure import (BenchConfig, BenchError, Built, NullUI, build, candidate_names,
                                       expand_candidates, measure, parse_baselines, parse_modes, run_bench)
 from kernelrl.run.runner import RunSettings
 from kernelrl.workloads.hgemm import parse_shapes

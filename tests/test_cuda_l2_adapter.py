@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernelrl.adapters import cuda_l2
-from kernelrl.harness.measure import NullUI
+from kernelrl.jobs.measure import NullUI
 from kernelrl.adapters.cuda_l2 import ALIGN, is_cuda_l2_source, parse_cuda_l2, workspace_bytes, wrapper_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -264,7 +264,7 @@ def test_a_shim_build_links_no_torch_and_a_torch_build_does(tmp_path):
 
 def test_a_wrapper_that_fails_against_the_shim_is_built_again_with_torch(tmp_path):
     from kernelrl.build.builder import BuildResult
-    from kernelrl.harness.measure import BenchConfig, NullUI, _rebuild_shim_failures
+    from kernelrl.jobs.measure import BenchConfig, NullUI, _rebuild_shim_failures
 
     path = write(tmp_path)
     request = cuda_l2.build_request(path, name="synth")
@@ -296,7 +296,7 @@ def test_torch_build_flags():
 
 
 def test_bench_and_cli_wiring(tmp_path):
-    from kernelrl.harness.measure import BenchConfig, candidate_request
+    from kernelrl.jobs.measure import BenchConfig, candidate_request
     from kernelrl.cli import build_parser
 
     path = write(tmp_path)
@@ -373,7 +373,7 @@ class BuildCheckingUI(NullUI):
 def test_on_gpu_timed_padding_verifies(tmp_path):
     """The adapted synthetic file through the whole evaluator: padded (100x200x72 -> 128x256x80) and unpadded, with
     CUDA-graph capture (device mode) and host timing (offline mode)."""
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     from kernelrl.run.runner import RunSettings
     from kernelrl.workloads.hgemm import parse_shapes
 
@@ -430,7 +430,7 @@ def test_on_gpu_untimed_padding_needs_the_stage_call(tmp_path):
 def test_on_gpu_untimed_padding_verifies_through_the_evaluator(tmp_path):
     """--untimed-padding: the worker stages every new input set outside timing, and the kernel still verifies on
     the re-checks made during timing (fresh inputs behind the same pointers are staged again)."""
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     from kernelrl.run.runner import RunSettings
     from kernelrl.workloads.hgemm import parse_shapes
 

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from kernelrl.harness.measure import BenchError
+from kernelrl.jobs.measure import BenchError
 from kernelrl.space import SPACES
 from kernelrl.space.learned import MIN_SAMPLES, Correction, LearnError, samples_from
 from kernelrl.space.model import predict_us, rank

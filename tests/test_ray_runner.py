@@ -3,7 +3,7 @@ one process, committed by the driver."""
 
 import pytest
 
-from kernelrl.harness.measure import NullUI
+from kernelrl.jobs.measure import NullUI
 from kernelrl.tune import TuneConfig, tune
 from kernelrl.workloads.hgemm import parse_shapes
 
@@ -46,7 +46,7 @@ def test_shares_are_never_empty_and_batch_caps_their_size():
 
 
 def test_bench_of_a_library_over_ray_matches_one_process(tmp_path, local_cluster):
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     from tests.test_tune import toy_library
     toy_library(tmp_path / "lib")
 

@@ -161,7 +161,7 @@ def test_an_evolve_population_is_imported_as_context_for_overlapping_shapes(tmp_
 
 
 def test_results_db_pairs_take_the_shapes_where_a_kernel_verified(tmp_path, pop):
-    from kernelrl.harness.measure import BenchConfig, NullUI, run_bench
+    from kernelrl.jobs.measure import BenchConfig, NullUI, run_bench
     from kernelrl.workloads.hgemm import parse_shapes
     kernel = tmp_path / "tuned_a.cu"
     kernel.write_text(h.KERNEL)

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from kernelrl.harness.measure import NullUI
+from kernelrl.jobs.measure import NullUI
 from kernelrl.library.runtime import Library, LibraryError
 from kernelrl.space.base import SPACES, KernelSpace, Variant
 from kernelrl.space.model import predict_us, rank, waves
@@ -168,7 +168,7 @@ def test_batches_the_database_lacks_stay_untuned_in_a_library_written_from_it(tm
 
 
 def test_a_library_from_a_gpu_the_database_never_measured_is_one_clear_error(tmp_path):
-    from kernelrl.harness.measure import BenchError
+    from kernelrl.jobs.measure import BenchError
     run_tune(tmp_path, shapes="64x64x64")
     with pytest.raises(BenchError, match="no measurements on a GPU named 'NVIDIA H100'.*'dummy'"):
         from_db(tmp_path, gpu="NVIDIA H100")
@@ -182,7 +182,7 @@ def test_shapes_left_by_the_budget_dispatch_to_torch(tmp_path):
 
 
 def test_unknown_family_is_one_clear_error(tmp_path):
-    from kernelrl.harness.measure import BenchError
+    from kernelrl.jobs.measure import BenchError
     with pytest.raises(BenchError, match="unknown kernel family"):
         tune(TuneConfig(problems=parse_shapes("64x64x64"), families=["nope"], out=tmp_path, runner="dummy"), NullUI())
 
@@ -278,7 +278,7 @@ def toy_library(root):
 
 
 def test_bench_library_reports_what_the_library_runs(tmp_path):
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     toy_library(tmp_path / "lib")
     cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
                       runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
@@ -293,7 +293,7 @@ def test_bench_library_reports_what_the_library_runs(tmp_path):
 
 def test_bench_library_without_manifest_is_one_clear_error(tmp_path):
     from kernelrl.errors import UserError
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"], runner="dummy",
                       db_path=tmp_path / "b.db", library=tmp_path / "nowhere")
     with pytest.raises(UserError, match="manifest.json"):
@@ -509,7 +509,7 @@ def lt_library(root):
 
 
 def test_bench_library_reports_the_cublaslt_row_where_the_library_calls_it(tmp_path):
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     lt_library(tmp_path / "lib")
     cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch", "cublaslt_auto_nn"],
                       runner="dummy", db_path=tmp_path / "b.db", library=tmp_path / "lib")
@@ -520,7 +520,7 @@ def test_bench_library_reports_the_cublaslt_row_where_the_library_calls_it(tmp_p
 
 
 def test_bench_library_is_measured_without_the_cublaslt_baseline_it_calls(tmp_path):
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     lt_library(tmp_path / "lib")
     cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], baselines=["torch"], runner="dummy",
                       db_path=tmp_path / "b.db", library=tmp_path / "lib")
@@ -530,7 +530,7 @@ def test_bench_library_is_measured_without_the_cublaslt_baseline_it_calls(tmp_pa
 
 
 def test_bench_library_measures_the_library_itself_not_its_kernels(tmp_path, monkeypatch):
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     from kernelrl.run.runner import DummyRunner
     seen, real_run = [], DummyRunner.run
 
@@ -548,7 +548,7 @@ def test_bench_library_measures_the_library_itself_not_its_kernels(tmp_path, mon
 
 
 def test_bench_library_measurements_resume_until_the_library_changes(tmp_path):
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     toy_library(tmp_path / "lib")
 
     def measured():
@@ -564,7 +564,7 @@ def test_a_library_benched_again_after_another_is_measured_beside_its_own_baseli
     """The second library's run measured torch.matmul again: the first library's row, taken beside the torch row
     that run replaced, is superseded with it, so the first library is measured afresh, never paired across runs."""
     from kernelrl.db import Database
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     toy_library(tmp_path / "lib")
     so = tmp_path / "lib" / "lib" / "libtoy.so"
 
@@ -582,7 +582,7 @@ def test_a_library_benched_again_after_another_is_measured_beside_its_own_baseli
 
 
 def test_a_local_run_without_a_gpu_stops_before_building_anything(tmp_path, monkeypatch):
-    from kernelrl.harness.measure import BenchError
+    from kernelrl.jobs.measure import BenchError
     import kernelrl.environment as environment
     import kernelrl.tune as mod
     monkeypatch.setattr(environment, "gpu_info", lambda: {"gpu": None})
@@ -675,7 +675,7 @@ def test_a_budget_leaves_no_shape_screened_but_not_confirmed(tmp_path):
 
 
 def test_bench_library_labels_nt_bf16_shapes_by_their_own_keys(tmp_path):
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     from kernelrl.library.export import shape_key
     root = tmp_path / "lib"
     (root / "lib").mkdir(parents=True)
@@ -740,7 +740,7 @@ def test_a_base_kernel_is_built_from_the_library_s_own_source(tmp_path):
 
 
 def test_a_base_without_its_kernel_sources_is_one_clear_error(tmp_path):
-    from kernelrl.harness.measure import BenchError
+    from kernelrl.jobs.measure import BenchError
     run_tune(tmp_path, shapes="128x128x128")
     for f in (tmp_path / "lib" / "kernels").iterdir():
         f.unlink()

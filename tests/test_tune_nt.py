@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import kernelrl
-from kernelrl.harness.measure import NullUI
+from kernelrl.jobs.measure import NullUI
 from kernelrl.library.runtime import Library
 from kernelrl.run import methods as M
 from kernelrl.tune import TuneConfig, shortlist, tune

@@ -1,6 +1,6 @@
 """The HGEMM target: candidates in the evaluator's kernelrl_hgemm contract, scored on a shape set.
 
-Evaluation is `kernelrl.harness.measure.run_bench` in device mode, exactly as the tuner uses it, so every defence of the
+Evaluation is `kernelrl.jobs.measure.run_bench` in device mode, exactly as the tuner uses it, so every defence of the
 evaluator applies and every measurement lands in the results database (the population's own file). Building
 happens first and apart, with the same builder and cache, so compile errors reach the repair turn before any GPU
 time is spent and run_bench finds the libraries already built. With the dummy runner nothing is built: a lexical
@@ -65,7 +65,7 @@ class HgemmTarget(Target, kind="hgemm"):
     def __init__(self, problems: list[GemmProblem], db_path: str | Path, baselines=DEFAULT_BASELINES,
                  objective: str | None = None, runner: str = "local", settings: RunSettings | None = None,
                  arch: str | None = None, command: str = "kernelrl evolve"):
-        from kernelrl.harness.measure import BenchError
+        from kernelrl.jobs.measure import BenchError
 
         if not problems:
             raise BenchError("no shapes to evolve for")
@@ -89,7 +89,7 @@ class HgemmTarget(Target, kind="hgemm"):
         if self.runner != "local":
             return
         from kernelrl import environment
-        from kernelrl.harness.measure import BenchError
+        from kernelrl.jobs.measure import BenchError
         if not environment.gpu_info().get("gpu"):
             raise BenchError("no NVIDIA GPU found (nvidia-smi shows none): run on a machine with a GPU, "
                              "or use --runner dummy to exercise the pipeline")
@@ -147,7 +147,7 @@ class HgemmTarget(Target, kind="hgemm"):
         return out
 
     def evaluate(self, sources: dict[str, str], ui) -> dict[str, Evaluation]:
-        from kernelrl.harness.measure import BenchConfig, run_bench
+        from kernelrl.jobs.measure import BenchConfig, run_bench
         cfg = BenchConfig(problems=self.problems, modes=["device"], baselines=self.baselines, settings=self.settings,
                           db_path=self.db_path, arch=self.arch, runner=self.runner, command=self.command,
                           sources=dict(sources))

@@ -27,7 +27,7 @@ class KernelBenchTarget(Target, kind="kernelbench"):
     def __init__(self, task_path: str | Path, work_dir: str | Path, device: str = "cuda",
                  baselines: tuple[str, ...] | None = None, objective: str | None = None, rounds: int = 5,
                  hang_timeout_s: float = 120.0):
-        from kernelrl.harness.measure import BenchError
+        from kernelrl.jobs.measure import BenchError
         from kernelrl.kernelbench.tasks import inspect_task
         from kernelrl.kernelbench.worker import DEFAULT_BASELINES
 
@@ -52,7 +52,7 @@ class KernelBenchTarget(Target, kind="kernelbench"):
         if self.device == "cuda":
             import torch
             if not torch.cuda.is_available():
-                from kernelrl.harness.measure import BenchError
+                from kernelrl.jobs.measure import BenchError
                 raise BenchError("no CUDA device for the KernelBench evaluation: run on a GPU machine, or pass "
                                  "--kb-device cpu for a CPU dry run")
 

@@ -20,7 +20,7 @@ def default_db() -> Path:
 
 def expand_seeds(paths: list[str]) -> list[Path]:
     """Files as given; folders contribute their .cu and .py files, sorted."""
-    from kernelrl.harness.measure import BenchError
+    from kernelrl.jobs.measure import BenchError
     out = []
     for text in paths:
         p = Path(text)
@@ -34,7 +34,7 @@ def expand_seeds(paths: list[str]) -> list[Path]:
 
 
 def make_targets(args, db: Path, command: str) -> list:
-    from kernelrl.harness.measure import BenchError, parse_baselines
+    from kernelrl.jobs.measure import BenchError, parse_baselines
     from kernelrl.run.runner import RunSettings
 
     if args.shapes:

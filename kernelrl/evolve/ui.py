@@ -4,7 +4,7 @@ calls, since evaluation happens inside the run."""
 
 from __future__ import annotations
 
-from kernelrl.harness.measure import NullUI
+from kernelrl.jobs.measure import NullUI
 
 
 class EvolveUI(NullUI):

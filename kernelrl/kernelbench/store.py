@@ -11,7 +11,7 @@ class KBResultStore:
     what it measured. The rows are the CSV's (kernelbench/evaluate.py: csv_rows)."""
 
     def __init__(self, path, command: str, device: str, env: dict):
-        from kernelrl.harness.measure import default_db
+        from kernelrl.jobs.measure import default_db
         from kernelrl.db.database import Database
         self.db = Database(path or default_db())
         self.device, self.env = device, env

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kernelrl import __version__
+from kernelrl.version import __version__
 from kernelrl.errors import UserError
 
 MANIFEST = "manifest.json"

@@ -13,7 +13,7 @@ import html
 import math
 from collections import Counter, defaultdict
 
-from kernelrl import __version__
+from kernelrl.version import __version__
 from kernelrl.baselines import BASELINES
 from kernelrl.report import ReportError
 from kernelrl.results import COMBINED, summarize, times_by_shape

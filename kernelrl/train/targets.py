@@ -99,7 +99,7 @@ class _Pending:
 def judge(spec: TargetSpec, codes: dict[str, str], ui=None) -> dict[str, Judgement]:
     """Screen, build and evaluate extracted candidates (name → source) against one target; one Judgement each.
     Evaluation errors of a candidate are its verdict; only a failure of the evaluator itself raises."""
-    from kernelrl.harness.measure import NullUI
+    from kernelrl.jobs.measure import NullUI
     from kernelrl.evolve.verdicts import categorize
 
     ui = ui or NullUI()
@@ -129,7 +129,7 @@ def judge(spec: TargetSpec, codes: dict[str, str], ui=None) -> dict[str, Judgeme
 
 def _evaluate_hgemm(target, sources: dict[str, str], ui) -> dict[str, Judgement]:
     """run_bench in device mode, as HgemmTarget.evaluate does, keeping each shape's error and tolerance."""
-    from kernelrl.harness.measure import BenchConfig, run_bench
+    from kernelrl.jobs.measure import BenchConfig, run_bench
     from kernelrl.evolve.hgemm_target import score_rows
     from kernelrl.evolve.verdicts import categorize
     from kernelrl.verify.checks import tolerance

@@ -177,7 +177,7 @@ def test_a_shape_left_to_torch_runs_mm_from_the_cpp_fast_path(tmp_path):
 def test_bench_measures_the_library_as_users_call_it_in_every_mode(library, tmp_path):
     """`kernelrl bench --library`: the worker loads the folder and times Library.hgemm, verified like any method,
     on the tuned shape and on an off-grid shape that the nearest tuned kernel supports."""
-    from kernelrl.harness.measure import BenchConfig, NullUI, run_bench
+    from kernelrl.jobs.measure import BenchConfig, NullUI, run_bench
     from kernelrl.run.runner import RunSettings
     from kernelrl.workloads.hgemm import parse_shapes
     cfg = BenchConfig(problems=parse_shapes("256x512x128,64x64x64"), modes=["device", "offline"],

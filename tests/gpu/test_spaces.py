@@ -3,7 +3,7 @@ and skinny shapes with both accumulators. The first thing to run after a family 
 
 import pytest
 
-from kernelrl.harness.measure import BenchConfig, NullUI, run_bench
+from kernelrl.jobs.measure import BenchConfig, NullUI, run_bench
 from kernelrl.build.toolchain import cutlass_include_dirs
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES

@@ -4,7 +4,7 @@ is never rewarded."""
 
 import pytest
 
-from kernelrl.harness.measure import BenchConfig, NullUI, run_bench
+from kernelrl.jobs.measure import BenchConfig, NullUI, run_bench
 from kernelrl.harness.verdicts import Category, category_of
 from kernelrl.run.runner import RunSettings
 from kernelrl.space.spec import parse_spec

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelrl.harness.measure import BenchConfig, NullUI, run_bench
+from kernelrl.jobs.measure import BenchConfig, NullUI, run_bench
 from kernelrl.run.runner import RunSettings
 from kernelrl.workloads.hgemm import parse_shapes
 

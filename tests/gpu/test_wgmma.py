@@ -8,7 +8,7 @@ shape."""
 
 import pytest
 
-from kernelrl.harness.measure import BenchConfig, NullUI, run_bench
+from kernelrl.jobs.measure import BenchConfig, NullUI, run_bench
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES, Variant
 from kernelrl.workloads.hgemm import GemmProblem, parse_shapes

@@ -1,0 +1,110 @@
+"""The inputs a KernelBench candidate is checked and timed on (the worker's `InputsMixin`): the task's own draw for a
+seed on the evaluation device or a uniform one over the same range, clones, secret perturbations (near duplicates,
+every timed call's fresh inputs), a smaller batch; and `Held`, the outputs kept alive after their checks. Runs
+only in the worker process."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+PERTURBED = 8  # elements changed per floating input tensor in near-duplicate and timed inputs
+
+
+def _flatten(out) -> list:
+    if isinstance(out, (tuple, list)):
+        return [x for o in out for x in _flatten(o)]
+    return [out]
+
+
+def _storage(t) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+class Held:
+    """Candidate outputs kept alive after their checks, oldest dropped first beyond `budget` bytes."""
+
+    def __init__(self, budget: int):
+        self.budget, self.items, self.bytes = budget, [], 0
+
+    def add(self, pair) -> None:
+        if pair is None:
+            return
+        out = pair[0]  # the candidate's output; the reference's is not needed once judged
+        size = InputsMixin._nbytes(out)
+        self.items.append((out, size))
+        self.bytes += size
+        while self.bytes > self.budget and len(self.items) > 1:
+            self.bytes -= self.items.pop(0)[1]
+
+
+class InputsMixin:
+    """KBWorker's inputs (it sets `device` and `rng`: kernelrl/kernelbench/worker_process.py)."""
+
+    def _inputs(self, mod, seed: int, dist: str) -> list:
+        """The task's inputs for a seed, made on the evaluation device: get_inputs runs with that device as torch's
+        default, so a task's multi-GB random tensors are drawn by the GPU, not by one CPU core (seconds per check
+        on level-1 tasks). A get_inputs that cannot run that way is called as it is, on the CPU."""
+        torch.manual_seed(seed)
+        try:
+            with torch.device(self.device):
+                raw = list(mod.get_inputs())
+        except Exception:
+            torch.manual_seed(seed)
+            raw = list(mod.get_inputs())
+        out = []
+        gen = torch.Generator(device=self.device).manual_seed(seed ^ 0x5A5A)
+        for x in raw:
+            if isinstance(x, torch.Tensor):
+                x = x.to(self.device)
+                if dist == "uniform" and x.is_floating_point() and x.numel() > 1:
+                    x = self._uniform_like(x, gen)
+            out.append(x)
+        return out
+
+    @staticmethod
+    def _uniform_like(x, gen):
+        """Uniform values over the range the task's own draw spans: another distribution (a candidate tuned to the
+        task's cannot tell it from its own by sign or scale), yet inside the task's domain (log of a probability,
+        sqrt of a variance), where inputs of the wrong sign would make the reference itself NaN."""
+        lo, hi = float(x.min()), float(x.max())
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo == hi:
+            return x
+        u = torch.rand(x.shape, generator=gen, dtype=torch.float32, device=x.device)
+        return (u * (hi - lo) + lo).clamp_(lo, hi).to(x.dtype)
+
+    @staticmethod
+    def _clone(inputs: list) -> list:
+        return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def _perturb(self, inputs: list) -> None:
+        """Set a few elements (secret positions) of each floating input to the tensor's max or min: in the
+        inputs' own range, and enough to change a max/min reduction."""
+        for x in inputs:
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1 and x.dim() > 0:
+                hi, lo = x.max(), x.min()
+                for j in range(PERTURBED):
+                    x[tuple(self.rng.randrange(n) for n in x.shape)] = hi if j % 2 == 0 else lo
+
+    @staticmethod
+    def _nbytes(tensors) -> int:
+        return sum(t.numel() * t.element_size() for t in _flatten(tensors) if isinstance(t, torch.Tensor))
+
+    def _vary_batch(self, inputs: list) -> list | None:
+        """The inputs with dim 0 cut to about half, when every tensor input shares a dim 0 of at least 2."""
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        if not tensors or any(x.dim() == 0 for x in tensors):
+            return None
+        b = tensors[0].shape[0]
+        if b < 2 or any(x.shape[0] != b for x in tensors):
+            return None
+        nb = b // 2 + 1 if b > 3 else b - 1
+        return [x[:nb].contiguous() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def _fresh(self, pool, k) -> list:
+        """Call k's inputs: a clone of one input set with a few elements changed (no two calls alike)."""
+        xs = self._clone(pool[k % len(pool)])
+        self._perturb(xs)
+        return xs
+

@@ -1,0 +1,210 @@
+"""The correctness checks of a KernelBench candidate (the worker's `JudgeMixin`): every checked call (the candidate
+first, then the reference on a clone of the same inputs), the sequence of checks `_verify` runs (the task's inputs
+guarded, refilled in place, a near duplicate, the other seeds and distributions, a smaller batch, stream order),
+and `_judge`, which compares one call's outputs with the reference's. Runs only in the worker process."""
+
+from __future__ import annotations
+
+import torch
+
+from kernelrl.harness import compare
+from kernelrl.harness.tolerance import output_tolerance
+from kernelrl.harness.verdicts import Rejected, Verdict
+from kernelrl.kernelbench.inputs import Held, _flatten, _storage
+from kernelrl.kernelbench.watch import Fatal
+
+SLEEP_CYCLES = 10_000_000  # the stream-order check's spin kernel: ~5 ms at 2 GHz
+
+
+def _tol(dtype) -> tuple[float, float]:
+    tol = output_tolerance(dtype)
+    return tol, tol
+
+
+class JudgeMixin:
+    """KBWorker's checks (it provides `_call`, `begin`, `sync`: kernelrl/kernelbench/worker_process.py)."""
+
+    @staticmethod
+    def _check_class(cand, ref):
+        for klass in type(cand).__mro__[1:]:
+            if klass is type(ref) or klass.__name__ == "Model":
+                raise Rejected(Verdict.INHERITS_MODEL, f"ModelNew derives from {klass.__module__}.{klass.__name__} (the "
+                               f"reference is one super() call away)")
+
+    def _reference(self, tid, ref, pristine, phase):
+        """The reference's output on a clone of the pristine inputs (computed after the candidate's call)."""
+        self.begin(tid, "reference", phase)
+        ref_in = self._clone(pristine)
+        ref_out = self._call(ref, ref_in)
+        self.sync()
+        return ref_in, ref_out
+
+    def _check(self, tid, ref, cand, pristine, cand_in, phase, prev, errs, guard="poison"):
+        """One checked call on `cand_in` (whose values equal `pristine`): the candidate first, then the reference."""
+        self._arena = 2 * max(self._nbytes(prev[1]) if prev else 0, self._nbytes(pristine)) + (8 << 20)
+        self.begin(tid, "candidate", phase)
+        out = self._cand_call(cand, cand_in, phase, trace=True, guard=guard if self.cuda else None)
+        ref_in, ref_out = self._reference(tid, ref, pristine, phase)
+        self.begin(tid, "candidate", phase)
+        self._judge(out, ref_out, cand_in, pristine, ref_in, prev, errs, poisoned=self.cuda and bool(guard))
+        return out, ref_out
+
+    def _verify(self, tid, tmod, ref, cand, errs):
+        seeds = [self.base_seed + i for i in range(max(1, self.s["n_seeds"]) - 1)] + [self.secret & 0x7FFF_FFFF]
+        held = Held(2 * self.footprint)  # outputs live on after their check (up to a bound): the candidate cannot
+        # tell checks from timing by whether its last output is still referenced
+        # 1. the task's inputs, guarded: unwritten elements and out-of-bounds writes
+        pristine = self._inputs(tmod, seeds[0], "task")
+        cand_in = self._clone(pristine)
+        prev = self._check(tid, ref, cand, pristine, cand_in, "verify:task:0", None, errs, guard="oob")
+        held.add(prev)
+        # 2. the same tensors refilled in place: caches keyed by pointer or id
+        pristine = self._inputs(tmod, seeds[0], "uniform")
+        for x, p in zip(cand_in, pristine):
+            if hasattr(x, "copy_") and hasattr(p, "shape") and x.shape == p.shape:
+                x.copy_(p)
+        prev = self._check(tid, ref, cand, pristine, cand_in, "verify:refilled", prev, errs)
+        held.add(prev)
+        # 3. a near duplicate: caches keyed by a partial fingerprint
+        pristine = self._clone(pristine)
+        self._perturb(pristine)
+        prev = self._check(tid, ref, cand, pristine, self._clone(pristine), "verify:near-duplicate", prev, errs)
+        held.add(prev)
+        # 4. the other seeds (the last is this run's secret), two distributions each
+        for seed in seeds[1:]:
+            for dist in ("task", "uniform"):
+                phase = f"verify:{dist}:{'secret' if seed == seeds[-1] else seed - self.base_seed}"
+                pristine = self._inputs(tmod, seed, dist)
+                prev = self._check(tid, ref, cand, pristine, self._clone(pristine), phase, prev, errs)
+                held.add(prev)
+        # 5. a smaller batch
+        held.add(self._check_batch(tid, tmod, ref, cand, errs))
+        # 6. stream order (CUDA)
+        if self.cuda:
+            held.add(self._check_stream_order(tid, tmod, ref, cand))
+        del held
+
+    def _check_batch(self, tid, tmod, ref, cand, errs):
+        pristine = self._vary_batch(self._inputs(tmod, self.base_seed + 77, "task"))
+        if pristine is None:
+            return
+        batch = pristine[0].shape[0]
+        phase = f"verify:batch {batch}"
+        try:
+            return self._check(tid, ref, cand, pristine, self._clone(pristine), phase, None, errs)
+        except (Rejected, Fatal) as exc:
+            if isinstance(exc, Fatal):
+                raise
+            try:
+                self._reference(tid, ref, pristine, phase)
+            except Exception:
+                return  # the reference itself is bound to its shape: nothing to ask of the candidate
+            raise Rejected(Verdict.SPECIALISED, f"{exc} (batch {batch} instead of the "
+                           f"task's)") from None
+        except Exception:
+            return  # the reference failed on this batch (the candidate ran first, its verdict is not needed)
+
+    def _check_stream_order(self, tid, tmod, ref, cand):
+        pristine = self._inputs(tmod, self.base_seed + 99, "task")
+        cand_in, staged = self._clone(pristine), self._clone(pristine)
+        for x in cand_in:
+            if isinstance(x, torch.Tensor) and x.is_floating_point():
+                x.fill_(float("nan"))
+        self.sync()
+        phase = "verify:stream order"
+        self.begin(tid, "candidate", phase)
+        torch.cuda._sleep(SLEEP_CYCLES)  # the inputs become ready on the caller's stream only after this
+        for x, s in zip(cand_in, staged):
+            if isinstance(x, torch.Tensor):
+                x.copy_(s)
+        out = self._cand_call(cand, cand_in, phase, sync=False)
+        seen = [o.clone() if isinstance(o, torch.Tensor) else o for o in _flatten(out)]  # on the caller's stream
+        self.sync()
+        _, ref_out = self._reference(tid, ref, pristine, phase)
+        for o, r in zip(seen, _flatten(ref_out)):
+            problem = self._mismatch(o, r)
+            if problem:
+                raise Rejected(Verdict.STREAM_ORDER, f"{problem} when read on the caller's stream right after the call "
+                               f"(work on another stream not ordered with the caller's)")
+        return out, ref_out
+
+    @staticmethod
+    def _mismatch(o, r) -> str | None:
+        if not isinstance(r, torch.Tensor):
+            return None if o == r else "wrong values"
+        if not isinstance(o, torch.Tensor) or o.shape != r.shape or o.dtype != r.dtype:
+            return "wrong shape or dtype"
+        if not (o.is_floating_point() or o.is_complex()):
+            return None if torch.equal(o, r) else "wrong values"
+        if not compare.all_finite(o) and compare.all_finite(r):
+            return "NaN/Inf"
+        atol, rtol = _tol(r.dtype)
+        if not compare.allclose(o, r, atol, rtol):
+            return f"wrong values (max abs error {compare.error_stats(o, r, atol)[0]:.3g})"
+        return None
+
+    def _judge(self, out, ref_out, cand_in, pristine, ref_in, prev, errs, poisoned=False):
+        outs, refs = _flatten(out), _flatten(ref_out)
+        if len(outs) != len(refs):
+            raise Rejected(Verdict.WRONG_SHAPE, f"{len(outs)} outputs, expected {len(refs)}")
+        in_storages = {_storage(x) for x in cand_in if isinstance(x, torch.Tensor)}
+        ref_in_storages = {_storage(x) for x in ref_in if isinstance(x, torch.Tensor)}
+        for o, r in zip(outs, refs):
+            if isinstance(o, torch.Tensor) and type(o) is torch.Tensor and isinstance(r, torch.Tensor) \
+                    and _storage(o) in in_storages and _storage(r) not in ref_in_storages:
+                raise Rejected(Verdict.RETURNED_INPUT)
+        for x, p in zip(cand_in, pristine):
+            if isinstance(x, torch.Tensor) and not (x.shape == p.shape and x.dtype == p.dtype and
+                                                    compare.same_values(x, p)):
+                raise Rejected(Verdict.MODIFIED_INPUTS)
+        prev_storages, prev_refs = set(), []
+        if prev is not None:
+            prev_refs = _flatten(prev[1])
+            ref_prev = {_storage(r) for r in prev_refs if isinstance(r, torch.Tensor)}
+            prev_storages = {_storage(o) for o in _flatten(prev[0]) if isinstance(o, torch.Tensor)}
+            if any(_storage(r) in ref_prev for r in refs if isinstance(r, torch.Tensor)):
+                prev_storages -= ref_prev  # the reference itself returns the same tensor every call
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            if not isinstance(r, torch.Tensor):
+                if o != r:
+                    raise Rejected(Verdict.WRONG_VALUES)
+                continue
+            if not isinstance(o, torch.Tensor):
+                raise Rejected(Verdict.WRONG_TYPE, f"{type(o).__name__}, expected a tensor")
+            if type(o) is not torch.Tensor:
+                raise Rejected(Verdict.TENSOR_SUBCLASS, f"{type(o).__name__}")
+            if o.shape != r.shape:
+                raise Rejected(Verdict.WRONG_SHAPE, f"{tuple(o.shape)}, expected {tuple(r.shape)}")
+            if o.dtype != r.dtype:
+                raise Rejected(Verdict.WRONG_DTYPE, f"{o.dtype}, expected {r.dtype}")
+            if o.device != r.device:
+                raise Rejected(Verdict.WRONG_DEVICE, f"{o.device}, expected {r.device}")
+            if not (o.is_floating_point() or o.is_complex()):
+                if not torch.equal(o, r):
+                    raise Rejected(Verdict.WRONG_VALUES)
+                continue
+            if poisoned and o.is_floating_point() and o.element_size() in (2, 4, 8) and o.numel():
+                as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}[o.element_size()]
+                unwritten = compare.count_pattern(o, r, as_int)
+                if unwritten:
+                    raise Rejected(Verdict.UNWRITTEN_OUTPUT, f"{unwritten} of {o.numel()} elements hold the pattern written "
+                                   f"to free memory before the call")
+            if not compare.all_finite(o):
+                raise Rejected(Verdict.NON_FINITE, "" if compare.all_finite(r) else "in the reference too")
+            atol, rtol = _tol(r.dtype)
+            max_abs, rel = compare.error_stats(o, r, atol) if o.numel() else (0.0, 0.0)
+            if o.numel():
+                errs["max_abs_err"] = max(errs["max_abs_err"], max_abs)
+                if rel >= errs["max_rel_err"]:  # the tolerance beside the error is the one that error is judged by
+                    errs["max_rel_err"], errs["tolerance"] = rel, rtol
+            if not compare.allclose(o, r, atol, rtol):
+                old = prev_refs[i] if i < len(prev_refs) else None
+                if isinstance(old, torch.Tensor) and old.shape == o.shape and old.dtype == o.dtype \
+                        and compare.allclose(o, old, atol, rtol):
+                    raise Rejected(Verdict.STALE_RESULT, "the output is the previous call's answer (cached across calls by "
+                                   "pointer, id or a content fingerprint)")
+                raise Rejected(Verdict.WRONG_VALUES, f"max abs error {max_abs:.3g} exceeds the {r.dtype} "
+                               f"tolerance (atol=rtol={atol:g})")
+            if _storage(o) in prev_storages:
+                raise Rejected(Verdict.SAME_TENSOR, "the output's storage is the previous call's (a "
+                               "preallocated or constant output the next call overwrites)")

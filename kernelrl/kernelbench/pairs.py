@@ -1,0 +1,131 @@
+"""The parent side of the KernelBench dynamic evaluation: its settings, the pairs it hands the worker, `run_pairs`
+(build every candidate's extensions, then evaluate the pairs in spawned workers) and what a pair's records say
+(`pair_verdict`, `failed_record`, `task_result`). Nothing here imports torch; the worker process itself
+(kernelrl/kernelbench/worker_process.py) is imported only inside it, through `worker_main`. What the worker
+checks, and in which order: kernelrl/kernelbench/worker.py."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelrl.build.builder import cache_root
+from kernelrl.kernelbench.aggregate import TaskResult
+from kernelrl.kernelbench.build import build_extensions
+
+DEFAULT_BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
+MODE = "kb"
+MEMORY_MULTIPLE = 8.0  # the worker's own tensors stay under this many task footprints (inputs + reference output)
+
+
+@dataclass
+class KBSettings:
+    device: str = "cuda"
+    baselines: tuple[str, ...] = DEFAULT_BASELINES
+    n_seeds: int = 3  # the last seed is this run's secret
+    rounds: int = 5
+    calls_per_round: int = 3
+    input_sets: int = 3
+    warmup_calls: int = 2
+    hang_timeout_s: float = 120.0
+    flush_l2_mb: int = 256
+    extensions_dir: str | None = None  # candidates' built extensions (kernelbench/build.py); None: the default
+    compile_timeout_s: float = 600.0  # one candidate's extension build; also the hang watch while one loads
+    build_jobs: int | None = None  # extension builds at once (None: one per core)
+    memory_multiple: float = MEMORY_MULTIPLE
+
+    @property
+    def load_timeout_s(self) -> float:
+        return self.compile_timeout_s
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["baselines"] = list(self.baselines)
+        return d
+
+
+@dataclass
+class KBTask:
+    """One (task, candidate) pair for the worker; duck-types `runner.Task` for LocalRunner."""
+
+    id: int
+    task_path: str
+    candidate_path: str
+    name: str = ""
+    modes: list[str] = field(default_factory=lambda: [MODE])
+    skip: set[str] = field(default_factory=set)
+
+    def to_payload(self) -> dict:
+        return {"id": self.id, "task_path": str(self.task_path), "candidate_path": str(self.candidate_path),
+                "name": self.name, "modes": self.modes, "skip": sorted(self.skip)}
+
+
+def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=None, on_progress=None,
+              on_env=None, on_records=None, on_build=None) -> dict[int, list[dict]]:
+    """Build every candidate's extensions, then evaluate (task path, candidate path) pairs in spawned workers
+    (reused across pairs; a fresh one after a crash, a hang or a defence verdict); records per pair index. A
+    candidate whose build fails gets its `compile error` / `compile timeout` verdict without running. `on_env`
+    gets each worker's environment dict (gpu, torch, cuda_runtime); `on_records(index, records)` a pair's records
+    so far, each time more arrive (to store them before the run ends); `on_build(outcome)` each build."""
+    from kernelrl.run.runner import LocalRunner, verdict_records  # loads torch (kernelrl.library.runtime)
+
+    if settings.extensions_dir is None:
+        settings.extensions_dir = str(cache_root() / "kb_extensions")
+    tasks = [KBTask(i, str(t), str(c), name=Path(c).stem) for i, (t, c) in enumerate(pairs)]
+    out: dict[int, list[dict]] = {t.id: [] for t in tasks}
+
+    def collect(task, records):
+        out[task.id].extend(records)
+        if on_records is not None:
+            on_records(task.id, out[task.id])
+
+    # Every candidate's extensions are built first, in parallel; the hang watch starts after the build.
+    built = build_extensions([c for _, c in pairs], settings.extensions_dir, settings.build_jobs,
+                             settings.compile_timeout_s, on_done=on_build)
+    runnable = []
+    for task in tasks:
+        outcome = built.get(task.candidate_path)
+        if outcome is not None and not outcome.ok:
+            collect(task, verdict_records(task, "candidate", outcome.error))
+        else:
+            runnable.append(task)
+    if runnable:
+        LocalRunner(worker_target=worker_target or worker_main).run(
+            runnable, [], settings, collect, on_progress=on_progress, on_env=on_env)
+    return out
+
+
+def failed_record(records: list[dict]) -> dict | None:
+    """The record that decided a failed pair (the candidate's or the reference's), with its verdict key."""
+    return next((r for r in records if r.get("method") in ("candidate", "reference") and not r.get("verified")),
+                None)
+
+
+def pair_verdict(records: list[dict]) -> tuple[bool, str | None]:
+    """(correct, reason) of one pair from its records: a failed candidate or reference decides; a baseline that
+    crashed only loses that baseline."""
+    for r in records:
+        if r.get("method") in ("candidate", "reference") and not r.get("verified"):
+            return False, r.get("reason") or "not evaluated"
+    if not any(r.get("method") == "candidate" for r in records):
+        return False, "not evaluated"
+    return True, None
+
+
+def task_result(name: str, records: list[dict], baselines=DEFAULT_BASELINES):
+    """An aggregate.TaskResult from one pair's records. A failed candidate gets NaN baseline times so it counts
+    in each requested baseline's `tasks` and not in `success`."""
+    ok, reason = pair_verdict(records)
+    if not ok:
+        return TaskResult(name, None, {b: math.nan for b in baselines}, reason or "")
+    cand = [r for r in records if r.get("method") == "candidate"]
+    cand_us = next((r["candidate_us"] for r in cand if r.get("candidate_us")), None)
+    base = {r["baseline"]: r["baseline_us"] for r in cand if r.get("baseline_us")}
+    return TaskResult(name, cand_us, base, "")
+
+
+def worker_main(conn, payload: dict):
+    """Entry point of the spawned process (the runner protocol of kernelrl.run.protocol)."""
+    from kernelrl.kernelbench.worker_process import serve_worker  # the worker's modules import torch at their top
+    serve_worker(conn, payload)

@@ -1,0 +1,318 @@
+"""What a KernelBench candidate may not change in the worker process, and the watch over its own code (the worker's
+`WatchMixin`): the guarded attributes (timers, synchronize, the harness's own functions, torch's functions the
+reference calls: kernelrl/kernelbench/tamper.py), global module hooks and torch modes, TF32 and reduced-precision
+flags, the persisting-L2 set-aside, an audit hook for frame and heap introspection and thread starts, and a trace
+for exceptions that pass through the candidate's frames. Every candidate call runs through `_cand_call`; what it
+finds is `Fatal` (this worker exits) or a `Rejected` verdict. Runs only in the worker process."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import sysconfig
+import threading
+
+import torch
+
+from kernelrl.harness.device_state import context_usable
+from kernelrl.harness.verdicts import Rejected, Verdict
+from kernelrl.kernelbench import memguard, tamper
+from kernelrl.kernelbench.tamper import global_hooks
+
+# What the candidate may not replace: (module or class path, attributes, verdict key).
+GUARDED = [
+    ("time", ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns", "process_time",
+              "sleep"), "timer patch"),
+    ("torch.cuda", ("synchronize", "Event", "Stream", "ExternalStream", "current_stream", "default_stream",
+                    "stream", "set_stream", "_sleep", "elapsed_time"), "timer patch"),
+    ("torch.cuda", ("empty_cache", "memory_snapshot"), "harness patch"),
+    ("torch.cuda.memory", ("_snapshot", "_record_memory_history", "memory_snapshot", "empty_cache"), "harness patch"),
+    ("torch.cuda.Event", ("record", "elapsed_time", "synchronize", "query", "wait"), "timer patch"),
+    ("torch.cuda.Stream", ("synchronize", "wait_stream", "wait_event", "record_event", "query"), "timer patch"),
+    ("torch._C", ("_cuda_synchronize",), "timer patch"),
+    ("torch", ("allclose", "equal", "isfinite", "isnan", "nan_to_num", "no_grad", "compile", "as_tensor", "empty",
+               "rand", "randn"), "harness patch"),
+    ("torch.Tensor", ("clone", "copy_", "double", "abs", "max", "min", "all", "any", "sum", "isnan", "data_ptr",
+                      "untyped_storage", "is_floating_point", "is_complex", "contiguous", "view", "to", "fill_",
+                      "item", "__eq__", "__ne__", "__bool__", "__setitem__", "__getitem__"), "harness patch"),
+    ("torch.nn.Module", ("__call__", "_call_impl", "to", "state_dict", "load_state_dict"), "harness patch"),
+    ("builtins", ("isinstance", "issubclass", "type", "id", "len", "zip", "float", "int", "bool", "max", "min",
+                  "sum", "any", "all", "print"), "harness patch"),
+    ("os", ("_exit",), "harness patch"),
+    ("sys", ("settrace", "gettrace", "_current_frames", "_getframe"), "harness patch"),
+    ("multiprocessing.connection._ConnectionBase", ("send", "_send_bytes"), "harness patch"),
+    ("multiprocessing.connection.Connection", ("_send", "_send_bytes"), "harness patch"),
+    ("kernelrl.harness.stats", ("summarize", "hidden_work", "percentile"), "harness patch"),
+    ("kernelrl.harness.tolerance", ("output_tolerance",), "harness patch"),
+    ("kernelrl.harness.compare", ("error_stats", "allclose", "all_finite", "same_values", "count_pattern", "_chunks"),
+     "harness patch"),
+    ("kernelrl.harness.device_state.DeviceState", ("snapshot", "flags", "persisting_l2", "restore"), "harness patch"),
+    ("kernelrl.harness.device_state", ("context_usable",), "harness patch"),
+    ("kernelrl.run.protocol", ("serve",), "harness patch"),
+]
+FRAME_EVENTS = {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
+                "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"}
+FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
+THREAD_EVENTS = {"_thread.start_new_thread", "_thread.start_joinable_thread"}
+HELPER_FILES = ("inspect.py", "traceback.py", "threading.py")  # library helpers the stack walk looks through
+HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep)
+AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit events from Python 3.12 on
+
+
+class Fatal(Exception):
+    """The process can no longer be trusted (a broken CUDA context, or a candidate that changed the process):
+    report the verdict as the running method's, then exit; a fresh worker takes the remaining pairs."""
+
+    def __init__(self, verdict: Verdict, detail: str = ""):
+        super().__init__(verdict.reason(detail))
+        self.verdict = verdict
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
+
+
+def _resolve(path: str):
+    """The object at a dotted path (modules imported as needed), or None."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for p in parts[i:]:
+                obj = getattr(obj, p)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _raw_attr(owner, name):
+    """The attribute as stored (a class's own or inherited dict entry, a module's global), without binding."""
+    if isinstance(owner, type):
+        for klass in owner.__mro__:
+            if name in klass.__dict__:
+                return klass.__dict__[name]
+        return _MISSING
+    return vars(owner).get(name, _MISSING) if hasattr(owner, "__dict__") else getattr(owner, name, _MISSING)
+
+
+_MISSING = object()
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    prefixes = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
+    prefixes.add(os.path.dirname(torch.__file__))
+    return tuple(sorted(os.path.realpath(p) + os.sep for p in prefixes)) + ("<frozen",)
+
+
+# The worker's own modules: every global of each is guarded like the KBWorker class's attributes.
+HARNESS_MODULES = ("kernelrl.kernelbench.worker_process", "kernelrl.kernelbench.watch", "kernelrl.kernelbench.inputs",
+                   "kernelrl.kernelbench.judge", "kernelrl.kernelbench.timing", "kernelrl.kernelbench.pairs")
+
+
+class WatchMixin:
+    """KBWorker's guards and watch (attributes it sets: kernelrl/kernelbench/worker_process.py)."""
+
+    # -- what a candidate may not change ---------------------------------------------------------------------
+    def _capture_guards(self) -> list[tuple]:
+        guards = []
+        for path, names, key in GUARDED:
+            owner = _resolve(path)
+            if owner is None:
+                continue
+            for name in names:
+                original = _raw_attr(owner, name)
+                if original is not _MISSING:
+                    guards.append((owner, name, original, f"{path}.{name}", key))
+        for path in HARNESS_MODULES:
+            module = importlib.import_module(path)  # all loaded at start-up, before any candidate code
+            for name, original in list(vars(module).items()):
+                guards.append((module, name, original, f"{path}.{name}", "harness patch"))
+        # the worker's class: its own attributes and its mixins', as looked up on it (a patch on either is seen)
+        cls = type(self)
+        label = f"{cls.__module__}.{cls.__qualname__}"
+        for name in dict.fromkeys(n for k in cls.__mro__ if k is not object for n in vars(k)):
+            guards.append((cls, name, _raw_attr(cls, name), f"{label}.{name}", "harness patch"))
+        for owner, label in ((memguard, memguard.__name__), (memguard.MemoryGuard, f"{memguard.__name__}.MemoryGuard"),
+                             (tamper, tamper.__name__)):
+            for name, original in list(vars(owner).items()):
+                guards.append((owner, name, original, f"{label}.{name}", "harness patch"))
+        # torch's functions the reference calls: a slower one slows the baseline, not the candidate
+        seen = {(id(owner), name) for owner, name, *_ in guards}
+        self.surface_labels = set()
+        for owner, name, label, _ in tamper.surface():
+            if (id(owner), name) not in seen:
+                guards.append((owner, name, _raw_attr(owner, name), label, "harness patch"))
+                self.surface_labels.add(label)
+        self.hooks0 = tamper.global_hooks()
+        return guards
+
+    def _tampered(self, when) -> tuple[Verdict, str] | None:
+        """(key, detail) when a guarded attribute was replaced (each is put back), or a global module hook or torch
+        mode was installed, since the guards were captured."""
+        patched = self._patched()
+        if patched:
+            key = "timer patch" if any(k == "timer patch" for k, _ in patched) else "harness patch"
+            names = [n for _, n in patched]
+            why = ("; torch's own functions, which the reference and the baselines call in this process (a slower "
+                   "one inflates the speedup)") if any(n in self.surface_labels for n in names) else ""
+            return Verdict(key), f"{', '.join(names)} replaced {when}{why}"
+        hooks = global_hooks()
+        added = [f"{k} = {v} (was {self.hooks0.get(k)})" for k, v in hooks.items() if v != self.hooks0.get(k)]
+        if added:
+            return Verdict.HARNESS_PATCH, (f"{', '.join(added)} {when}: a global module hook or torch mode runs "
+                                           f"inside every reference call")
+        return None
+
+    def _patched(self) -> list[tuple[str, str]]:
+        """(verdict key, name) of every guarded attribute that changed; each is put back."""
+        out = []
+        for owner, name, original, label, key in self.guards:
+            if _raw_attr(owner, name) is not original:
+                out.append((key, label))
+                try:
+                    setattr(owner, name, original)
+                except (AttributeError, TypeError):
+                    pass
+        return out
+
+    def _precision(self) -> dict:
+        return self.state.flags()
+
+    def _persisting_l2(self) -> int | None:
+        """The current context's persisting-L2 set-aside in bytes (driver API), or None where it cannot be read."""
+        return self.state.persisting_l2()
+
+    # -- watching the candidate's own code -------------------------------------------------------------------
+    def _is_library(self, filename: str) -> bool:
+        return filename.startswith("<frozen") or os.path.realpath(filename).startswith(self.library)
+
+    def _is_helper(self, filename: str) -> bool:
+        return (os.path.basename(filename) in HELPER_FILES or any(d in filename for d in HELPER_DIRS)) \
+            and self._is_library(filename)
+
+    def _audit(self, event, args):
+        if not self.armed or self.in_hook:
+            return
+        if event in THREAD_EVENTS:
+            key = "thread"
+        elif event in FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRS):
+            key = "introspection"
+        else:
+            return
+        self.in_hook = True
+        try:
+            frame = sys._getframe(1)
+            while frame is not None and self._is_helper(frame.f_code.co_filename):
+                frame = frame.f_back
+            if frame is not None and not self._is_library(frame.f_code.co_filename):
+                what = f"{args[1]}" if event == "object.__getattr__" else event
+                where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+                self.hits.append((key, f"{what} at {where}"))
+        finally:
+            self.in_hook = False
+
+    def _trace_call(self, frame, event, arg):
+        if frame.f_code.co_filename == self.cand_file:
+            return self._trace_local
+        return None
+
+    def _trace_local(self, frame, event, arg):
+        if event == "exception" and not issubclass(arg[0], (StopIteration, StopAsyncIteration, GeneratorExit)):
+            self.caught.append(f"{arg[0].__name__} at line {frame.f_lineno}")
+        return self._trace_local
+
+    def _watch(self):
+        """(threads, hits) before a candidate runs; arms the audit hook."""
+        self.hits.clear()
+        before = set(self._current_frames())
+        self.armed = True
+        return before
+
+    def _unwatch(self, before, phase):
+        """Disarm, then every process-level check; a finding is fatal (the worker is no longer trustworthy)."""
+        self.armed = False
+        tampered = self._tampered(f"during {phase}")  # first: puts everything back, the pipe to the parent included
+        # Python 3.12+: the audit event names the code that started the thread (library code's own are fine);
+        # before that, any Python thread alive now that was not before the call
+        new = set() if AUDITED_THREADS else set(self._current_frames()) - before
+        started = [w for k, w in self.hits if k == "thread"]
+        if new or started:
+            names = sorted({getattr(threading._active.get(i), "name", "raw thread") for i in new})
+            what = "; ".join(started) or ", ".join(names)
+            raise Fatal(Verdict.THREAD, f"the candidate started a thread during {phase} ({what}); work off the calling "
+                        f"thread escapes the timer")
+        if tampered:
+            raise Fatal(*tampered)
+        now = self._precision()
+        changed = [f"{k} = {now.get(k)!r} (was {v!r})" for k, v in self.precision0.items() if now.get(k) != v]
+        if changed:
+            raise Fatal(Verdict.PRECISION, f"the candidate changed {', '.join(changed)} during {phase}")
+        l2 = self._persisting_l2()
+        if l2 is not None and self.l2_0 is not None and l2 != self.l2_0:
+            raise Fatal(Verdict.PERSISTING_L2, f"the candidate set aside {l2} bytes of L2 for persisting accesses "
+                        f"during {phase}")
+        seen = [w for k, w in self.hits if k == "introspection"]
+        if seen:
+            raise Fatal(Verdict.INTROSPECTION, f"the candidate's code used {'; '.join(dict.fromkeys(seen))} during {phase}")
+
+    def _cand_call(self, cand, inputs, phase, trace=False, guard=None, sync=True):
+        """One call of the candidate, watched; exceptions become `Rejected(Verdict.EXCEPTION, "...")` (or fatal when the
+        CUDA context broke). `guard`: None, "poison" or "oob" (a MemoryGuard around the call)."""
+        oob, guarded = None, False
+        if guard and self.guard is not None:
+            try:
+                self.guard.arm(self._arena, check=guard == "oob")
+                guarded = True
+                if self.guard.note and self.guard.note not in self.notes:
+                    self.notes.append(self.guard.note)
+            except Exception as exc:  # the harness's problem, not the candidate's: go on without the guard
+                self._drop_guard("arm", exc)
+        self.caught.clear()
+        old = self._gettrace() if trace else None
+        if trace:
+            self._settrace(self._trace_call)
+        before = self._watch()
+        error = None
+        try:
+            out = self._call(cand, inputs)
+            if sync:
+                self.sync()
+        except Exception as exc:
+            error = exc
+        finally:
+            self.armed = False
+            if trace:
+                self._settrace(old)
+        if guarded:
+            try:
+                oob = self.guard.disarm()
+            except Exception as exc:
+                self._probe_context(error or exc)  # a context the candidate broke is its crash
+                self._drop_guard("disarm", exc)
+        self._unwatch(before, phase)
+        if error is not None:
+            self._probe_context(error)
+            raise Rejected(Verdict.EXCEPTION, f"{_short(error)}") from None
+        if oob:
+            raise Rejected(Verdict.OUT_OF_BOUNDS, oob.split(": ", 1)[-1])
+        if self.caught:
+            raise Rejected(Verdict.REFERENCE_FALLBACK, f"{self.caught[0]} passed through the candidate's code and the call "
+                           f"still returned (try/except around its kernel)")
+        return out
+
+    def _drop_guard(self, what, exc):
+        self.notes.append(f"memory guard off ({what} failed: {_short(exc)}): no poison, no out-of-bounds check")
+        self.guard = None
+
+    def _probe_context(self, exc):
+        """After an exception on CUDA: a sticky error (illegal address, launch failure) ends this worker."""
+        if self.cuda and not context_usable(self.torch, self.device, self.sync):
+            raise Fatal(Verdict.CRASH, _short(exc))
+

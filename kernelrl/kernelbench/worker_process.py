@@ -1,0 +1,261 @@
+"""The KernelBench worker process: `KBWorker` loads each task and its candidate, runs the checks and the timing and
+reports one record per baseline (what it checks, in which order: kernelrl/kernelbench/worker.py). Its parts are
+mixins, one idea each: the guards and the watch over the candidate's code (watch.py), the inputs (inputs.py), the
+correctness checks (judge.py) and the timing (timing.py); this module holds the pair's course from loading to the
+report. Candidate code runs only in this process, which the parent starts through `pairs.worker_main`."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import random
+import sys
+import zlib
+from pathlib import Path
+
+import torch
+
+from kernelrl.harness.device_state import DeviceState
+from kernelrl.harness.record import Record
+from kernelrl.harness.verdicts import Category, Rejected, Verdict
+from kernelrl.kernelbench.build import use_extension_dir
+from kernelrl.kernelbench.inputs import InputsMixin
+from kernelrl.kernelbench.judge import JudgeMixin
+from kernelrl.kernelbench.memguard import MemoryGuard
+from kernelrl.kernelbench.pairs import MEMORY_MULTIPLE, MODE
+from kernelrl.kernelbench.tamper import static_tampering
+from kernelrl.kernelbench.tasks import load_module
+from kernelrl.kernelbench.timing import TimingMixin
+from kernelrl.kernelbench.watch import Fatal, WatchMixin, _library_prefixes, _short
+from kernelrl.run.protocol import RECYCLE, serve
+
+
+def _load_verdict(exc: BaseException) -> Rejected:
+    """The verdict of a candidate that failed to import or construct: a build that failed inside the worker is a
+    compile error, a package this environment lacks an environment verdict, anything else its exception."""
+    text = str(exc)
+    if "Error building extension" in text:
+        return Rejected(Verdict.COMPILE_ERROR, _short(exc))
+    if isinstance(exc, ModuleNotFoundError):
+        return Rejected(Verdict.ENVIRONMENT, f"the candidate imports {exc.name!r}, which this environment does not "
+                                             f"have: install it where the evaluation runs, or leave it out")
+    return Rejected(Verdict.EXCEPTION, _short(exc))
+
+
+class KBWorker(WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
+    def __init__(self, conn, payload: dict):
+        self.conn = conn
+        self.s = payload["settings"]
+        self.secret = payload["secret"]
+        self.rng = random.Random(self.secret)
+        self.current = (None, None, None)
+        self.flush_buf = None
+        self.guard = None
+        self.cand_file = None
+        self.armed = False
+        self.in_hook = False
+        self.hits: list[tuple[str, str]] = []  # (verdict key, what) seen while the candidate ran
+        self.caught: list[str] = []  # exceptions that passed through the candidate's frames
+        self._arena = 0
+        self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
+        self.task_cache = None  # (key, module, reference model, footprint verdict, footprint, input bytes)
+        self.task_reused = False  # whether this pair's task came from the cache (reported in `extra`)
+        self.baseline_fns: dict = {}  # the cached task's prepared baselines, by name
+        self._send = type(conn).send  # the genuine method, captured before any candidate code runs
+
+    def send(self, *msg):
+        self._send(self.conn, msg)
+
+    def begin(self, task_id, method, phase):
+        self.current = (task_id, method, phase)
+        self.send("begin", task_id, method, phase)
+
+    def start(self):
+        self.torch = torch
+        self.device = torch.device(self.s["device"])
+        self.cuda = self.device.type == "cuda"
+        if self.cuda:
+            if not torch.cuda.is_available():
+                raise RuntimeError("no CUDA GPU visible to torch")
+            torch.cuda.init()
+            if self.s.get("flush_l2_mb"):
+                self.flush_buf = torch.empty(self.s["flush_l2_mb"] << 20, dtype=torch.uint8, device=self.device)
+            props = torch.cuda.get_device_properties(0)
+            self.send("env", {"gpu": props.name, "torch": torch.__version__, "cuda_runtime": torch.version.cuda})
+        else:
+            self.send("env", {"gpu": "cpu", "torch": torch.__version__, "cuda_runtime": None})
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.harness.stats",
+                     "kernelrl.harness.tolerance", "kernelrl.harness.device_state", "kernelrl.harness.verdicts",
+                     "kernelrl.kernelbench.build", "kernelrl.harness.compare", "kernelrl.harness.record",
+                     "kernelrl.kernelbench.static_checks", "kernelrl.kernelbench.tamper"):
+            importlib.import_module(name)  # every harness module is loaded before any candidate code runs
+        self._cuda_sync = torch._C._cuda_synchronize if self.cuda else None
+        self._Event = torch.cuda.Event
+        self._event_record = torch.cuda.Event.record
+        self._event_elapsed = torch.cuda.Event.elapsed_time
+        self._current_frames = sys._current_frames
+        self._settrace, self._gettrace = sys.settrace, sys.gettrace
+        self.state = DeviceState(torch, self.cuda)
+        self.guards = self._capture_guards()
+        self.precision0 = self._precision()
+        self.l2_0 = self._persisting_l2()
+        self.library = _library_prefixes()
+        if self.cuda:
+            self.guard = MemoryGuard(torch, self.device, sync=self.sync)
+        sys.addaudithook(self._audit)
+
+    def sync(self):
+        if self.cuda:
+            self._cuda_sync()
+
+    # -- one pair ----------------------------------------------------------------------------------------------
+    def run_task(self, task: dict):
+        tid, skip = task["id"], set(task.get("skip", ()))
+        if "candidate" in skip or "reference" in skip:
+            self.send("task", tid, [])  # the runner already reported this pair's verdict
+            return
+        baselines = [b for b in self.s["baselines"] if b not in skip]
+        self.base_seed = zlib.crc32(task["name"].encode()) & 0x7FFF_FFFF
+        self.begin(tid, "reference", "load")
+        tmod, ref, too_large = self._task(tid, task["task_path"])
+        ref_state = ref.state_dict()
+        if too_large:
+            self._report(tid, baselines, too_large, {}, {})
+            return self._after_pair(too_large)
+        self.begin(tid, "candidate", "load")
+        self.cand_file = str(Path(task["candidate_path"]).resolve())
+        # read before any of its code runs; decides the verdict only if every dynamic check passes (those name
+        # what the patch did)
+        static = static_tampering(Path(self.cand_file).read_text(), Path(task["task_path"]).read_text())
+        if self.s.get("extensions_dir"):
+            use_extension_dir(self.s["extensions_dir"], self.cand_file)
+        before = self._watch()
+        try:
+            cmod = load_module(task["candidate_path"])
+            torch.manual_seed(self.base_seed)
+            cand = cmod.ModelNew(*list(tmod.get_init_inputs()))
+            own = cand.state_dict()
+            shared = {k: v for k, v in ref_state.items() if k in own and own[k].shape == v.shape}
+            if shared:
+                cand.load_state_dict(shared, strict=False)
+            cand = cand.to(self.device)
+        except Exception as exc:
+            self._unwatch(before, "load")
+            failure = _load_verdict(exc)
+            self._report(tid, baselines, failure, {}, {})
+            return self._after_pair(failure)
+        self._unwatch(before, "load")
+        errs = {"max_abs_err": 0.0, "max_rel_err": 0.0}
+        try:
+            self._check_class(cand, ref)
+            self._verify(tid, tmod, ref, cand, errs)
+        except Rejected as exc:
+            self._report(tid, baselines, exc, errs, {})
+            return self._after_pair(exc)
+        self._free()
+        times, failure, base_reasons = self._time(tid, tmod, ref, cand, baselines, errs)
+        failure = failure or static
+        self._report(tid, baselines, failure, errs, times, base_reasons)
+        return self._after_pair(failure)
+
+    def _task(self, tid, path: str):
+        """The task's module, its reference model and its footprint verdict, made once for consecutive pairs of one
+        task (a GRPO group, several candidates of a task): the compiled baselines are kept with them
+        (`self.baseline_fns`), so torch.compile runs once per task and worker, not once per pair."""
+        key = (Path(path).name, zlib.crc32(Path(path).read_bytes()))  # the same task file, wherever it lies
+        self.task_reused = self.task_cache is not None and self.task_cache[0] == key
+        if self.task_reused:
+            _, tmod, ref, too_large, self.footprint, self.input_bytes = self.task_cache
+            return tmod, ref, too_large
+        self.task_cache, self.baseline_fns = None, {}  # the last task's, dropped before the next one loads
+        self._free()
+        tmod = load_module(path)
+        init = list(tmod.get_init_inputs())
+        self.torch.manual_seed(self.base_seed)
+        ref = tmod.Model(*init).to(self.device)
+        too_large = self._measure_footprint(tid, tmod, ref)
+        self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes)
+        return tmod, ref, too_large
+
+    def _after_pair(self, failure: Rejected | None):
+        """Free the pair's memory; after a defence verdict ask for a fresh worker (what a cheat did to this
+        process, it may have done in ways no check saw)."""
+        self._free()
+        return RECYCLE if failure is not None and failure.verdict.category is Category.DEFENCE else None
+
+    def _free(self):
+        gc.collect()
+        if self.cuda:
+            self.torch.cuda.empty_cache()
+
+    def _measure_footprint(self, tid, tmod, ref) -> Rejected | None:
+        """The task's footprint (one input set and the reference output), from one reference call before any
+        candidate code runs; the pair's verdict when the worker's bound on its own memory (a multiple of the
+        footprint, plus the reference's own temporaries) does not fit this device."""
+        torch = self.torch
+        self.footprint = self.input_bytes = 0
+        self.begin(tid, "reference", "footprint")
+        if self.cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+        try:
+            inputs = self._inputs(tmod, self.base_seed, "task")
+            out = self._call(ref, inputs)
+            self.sync()
+        except torch.OutOfMemoryError as exc:
+            inputs = out = None
+            self._free()
+            return Rejected(Verdict.TOO_LARGE, f"the task's own inputs and reference call do not fit this device "
+                                               f"({_short(exc)})")
+        in_bytes, out_bytes = self._nbytes(inputs), self._nbytes(out)
+        self.footprint = in_bytes + out_bytes
+        self.input_bytes = in_bytes
+        temporaries = 0
+        if self.cuda:
+            temporaries = max(0, torch.cuda.max_memory_allocated() - base - self.footprint)
+        del inputs, out
+        self._free()
+        if not self.cuda:
+            return None
+        need = self.s.get("memory_multiple", MEMORY_MULTIPLE) * self.footprint + temporaries
+        free, _total = torch.cuda.mem_get_info()
+        free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        if need > free:
+            multiple = self.s.get("memory_multiple", MEMORY_MULTIPLE)
+            return Rejected(
+                Verdict.TOO_LARGE, f"evaluating it needs about {need / 2**30:.1f} GiB ({multiple:g} x the "
+                f"{self.footprint / 2**30:.2f} GiB of one input set and the reference output, plus "
+                f"{temporaries / 2**30:.2f} GiB of the reference's temporaries); {free / 2**30:.1f} GiB are free")
+        return None
+
+    def _report(self, tid, baselines, failure: Rejected | None, errs, times, base_reasons=None):
+        self.begin(tid, None, "report")
+        reason, verdict = (str(failure), failure.verdict) if failure is not None else (None, None)
+        cand_us = times.get("candidate")
+        records = []
+        for b in baselines:
+            base_us = times.get(b)
+            ok = reason is None and cand_us is not None
+            records.append(Record(
+                "candidate", MODE, verified=ok, reason=reason, verdict=verdict.value if verdict else None,
+                time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
+                extra={"task_reused": self.task_reused, **({"notes": list(self.notes)} if self.notes else {})},
+                baseline=b,
+                candidate_us=cand_us if ok else None, baseline_us=base_us,
+                speedup=base_us / cand_us if ok and base_us and cand_us else None,
+                max_abs_err=errs.get("max_abs_err"), tolerance=errs.get("tolerance"),
+                baseline_reason=(base_reasons or {}).get(b)).to_dict())
+        self.send("task", tid, records)
+
+    def _call(self, model, inputs):
+        with torch.no_grad():
+            return model(*inputs)
+
+
+def serve_worker(conn, payload: dict):
+    """The worker process's life: the runner protocol of kernelrl.run.protocol, with `Fatal` ending it."""
+    serve(conn, payload, KBWorker(conn, payload), fatal=(Fatal,))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelrl.harness.verdicts import Verdict
+from kernelrl.kernelbench.tasks import load_module
 
 EXTENSION_MARKERS = ("load_inline", "cpp_extension.load", "from torch.utils.cpp_extension import load")
 
@@ -53,7 +54,7 @@ def use_extension_dir(root: str | Path, candidate_path: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
     try:
-        from torch.utils import cpp_extension
+        from torch.utils import cpp_extension  # torch: the parent imports this module and stays torch-free
         cpp_extension.JIT_EXTENSION_VERSIONER.entries.clear()
     except (ImportError, AttributeError):
         pass
@@ -61,7 +62,6 @@ def use_extension_dir(root: str | Path, candidate_path: str | Path) -> Path:
 
 
 def _import(conn, root: str, path: str) -> None:
-    from kernelrl.kernelbench.tasks import load_module
     use_extension_dir(root, path)
     os.environ.setdefault("MAX_JOBS", "2")  # several builds run at once; each gets two ninja jobs
     try:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from kernelrl.db.database import Database
+from kernelrl.kernelbench.evaluate import csv_rows
+
 
 class KBResultStore:
     """Each KernelBench pair's rows in the results database as soon as the pair is done, so a run cut short keeps
     what it measured. The rows are the CSV's (kernelbench/evaluate.py: csv_rows)."""
 
     def __init__(self, path, command: str, device: str, env: dict):
-        from kernelrl.jobs.measure import default_db
-        from kernelrl.db.database import Database
+        from kernelrl.jobs.measure import default_db  # loads torch (kernelrl.run.runner); only when a store opens
         self.db = Database(path or default_db())
         self.device, self.env = device, env
         self.run_id = self.db.start_run(command, env)
@@ -20,8 +22,6 @@ class KBResultStore:
 
     def pair(self, verdict, records: list[dict]) -> None:
         """Store a pair's rows from all its records so far (a later call for the same pair replaces them)."""
-        from kernelrl.kernelbench.evaluate import csv_rows
-
         def key(f) -> str:
             return hashlib.sha256(Path(f.path).read_bytes()).hexdigest()[:24] if f is not None else ""
         rows = csv_rows([verdict], [verdict] if verdict.task and verdict.candidate and not verdict.reasons else [],

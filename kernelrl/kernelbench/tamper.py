@@ -11,12 +11,16 @@ function modes slow every module or op call the same way without replacing anyth
 
 `static_tampering` turns the static layer's `timer-patch` / `harness-patch` findings (an assignment or `setattr` to
 an attribute of torch, time, sys or builtins) into the pair's verdict, so a patch the dynamic checks missed (made
-only on a path they never took) still fails the pair."""
+only on a path they never took) still fails the pair. Used only in the worker process (it imports torch)."""
 
 from __future__ import annotations
 
 import importlib
 import sys
+
+import torch
+import torch.nn.modules
+from torch.nn.modules import module as nn_module
 
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.kernelbench.static_checks import scan, task_input_dtype
@@ -40,9 +44,6 @@ def _guardable(value, modules: bool = False) -> bool:
 
 def surface() -> list[tuple[object, str, str, bool]]:
     """(owner, name, label, is_class) of every torch attribute a reference's forward may look up at call time."""
-    import torch
-    import torch.nn.modules
-
     out = []
 
     def module(obj, label, modules=False):
@@ -76,9 +77,6 @@ def surface() -> list[tuple[object, str, str, bool]]:
 def global_hooks() -> dict[str, int]:
     """How many global nn.Module hooks and torch function / dispatch modes are installed (each slows every module
     or op call of the reference without replacing an attribute)."""
-    import torch
-    from torch.nn.modules import module as nn_module
-
     counts = {f"torch.nn.modules.module.{name}": len(getattr(nn_module, name))
               for name in ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_backward_pre_hooks",
                            "_global_backward_hooks", "_global_module_registration_hooks",

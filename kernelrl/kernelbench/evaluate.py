@@ -10,14 +10,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl.harness.verdicts import Verdict as VerdictKey  # tasks.Verdict is the static verdict of a pair
+from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench.static_checks import scan, task_input_dtype
-from kernelrl.kernelbench.tasks import Verdict, check_pair, discover, inspect_candidate, inspect_task, match
+from kernelrl.kernelbench.tasks import PairCheck, check_pair, discover, inspect_candidate, inspect_task, match
 
 
 @dataclass
 class StaticReport:
-    verdicts: list[Verdict] = field(default_factory=list)
+    verdicts: list[PairCheck] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # bad paths and bad --map entries, one line each
 
 
@@ -58,7 +58,7 @@ CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict",
                "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch")
 
 
-def csv_rows(verdicts: list[Verdict], runnable: list[Verdict], records: dict[int, list[dict]],
+def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict[int, list[dict]],
              env: dict | None = None) -> list[dict]:
     """Long-format rows, HGEMM-CSV style: one per (evaluated pair, baseline), and one (no baseline) per pair that
     could not be evaluated (no candidate, a bad file, mismatched signatures), with its reason."""
@@ -71,13 +71,13 @@ def csv_rows(verdicts: list[Verdict], runnable: list[Verdict], records: dict[int
                   "torch": env.get("torch", "")}
         if id(v) not in index:
             rows.append({**common, "verified": False, "reason": "; ".join(v.reasons) or v.status,
-                         "verdict": VerdictKey.CONTRACT.value if v.reasons else VerdictKey.NOT_EVALUATED.value})
+                         "verdict": Verdict.CONTRACT.value if v.reasons else Verdict.NOT_EVALUATED.value})
             continue
         recs = [r for r in records.get(index[id(v)], []) if r.get("method") in ("candidate", "reference")]
         if not any(r.get("baseline") for r in recs):  # a crash or hang: the runner's verdict record
             failed = next((r for r in recs if not r.get("verified")), {})
             rows.append({**common, "verified": False, "reason": failed.get("reason") or "not evaluated",
-                         "verdict": failed.get("verdict") or VerdictKey.NOT_EVALUATED.value})
+                         "verdict": failed.get("verdict") or Verdict.NOT_EVALUATED.value})
             continue
         for r in recs:
             rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}})

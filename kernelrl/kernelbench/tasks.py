@@ -10,7 +10,7 @@ enclosing folder of that name, if any):
 3. the same stem, when exactly one task has it;
 4. KernelBench naming `<n>_<Name>.py`: the same problem number `n` (and the same level, when the candidate has
    one), when exactly one task has it.
-Every bad input becomes a `Verdict` with one line of reason, and the run continues."""
+Every bad input becomes a `PairCheck` with one line of reason, and the run continues."""
 
 from __future__ import annotations
 
@@ -87,8 +87,9 @@ class SourceFile:
 
 
 @dataclass
-class Verdict:
-    """A task–candidate pair (either may be missing) and what loading, matching and the static checks said."""
+class PairCheck:
+    """A task–candidate pair (either may be missing) and what loading, matching and the static checks said (the
+    verdict keys themselves are kernelrl.harness.verdicts.Verdict)."""
 
     task: SourceFile | None
     candidate: SourceFile | None
@@ -252,9 +253,9 @@ def match(tasks: list[SourceFile], candidates: list[SourceFile],
     return pairs, errors
 
 
-def check_pair(task: SourceFile | None, cand: SourceFile | None) -> Verdict:
+def check_pair(task: SourceFile | None, cand: SourceFile | None) -> PairCheck:
     """Loading and signature verdicts for one pair (static checks are added by the caller)."""
-    v = Verdict(task, cand)
+    v = PairCheck(task, cand)
     if task is None:
         v.reasons.append(f"{cand.name}: no task matches this candidate")
     elif task.error:

@@ -11,8 +11,10 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelrl.library import policy
 from kernelrl.library.export import MANIFEST, shape_key
 from kernelrl.library.policy import LT_FALLBACKS, dispatch_label
+from kernelrl.library.runtime import Library, LibraryError
 from kernelrl.workloads.hgemm import GemmProblem
 
 METHOD = "kernelrl"
@@ -30,7 +32,6 @@ class LibraryPlan:
 
     @classmethod
     def make(cls, root: Path, problems: list[GemmProblem]) -> "LibraryPlan":
-        from kernelrl.library.runtime import Library, LibraryError
         try:
             lib = Library(root)
         except LibraryError:
@@ -40,12 +41,11 @@ class LibraryPlan:
         choice: dict[tuple, str | None] = {}
         for p in problems:
             key = lib.key(p.m, p.n, p.k, p.acc, p.dtype, p.layout)
-            if key in lib.table:  # on the grid: the manifest decides, no library needs loading
-                name = lib.table[key]
-                lt = LT_FALLBACKS[p.layout] if key in lib.lt_algos else None
-                choice[key] = name if name and lib.library_path(name) else lt
-            else:
-                choice[key] = lib.choose(p.m, p.n, p.k, p.acc, p.dtype, p.layout)
+            if key in lib.table:  # on the grid: the manifest decides, no kernel needs loading (usable: built)
+                decided = policy.route(key, lib.table, lib.lt_algos, usable=lambda name: bool(lib.library_path(name)))
+            else:  # off the grid: the runtime loads the nearest kernels to ask them
+                decided = lib.route(p.m, p.n, p.k, p.acc, p.dtype, p.layout)
+            choice[key] = decided.name
         digest = hashlib.sha256((Path(root) / MANIFEST).read_bytes())
         files = {lib.library_path(n) for n in choice.values() if n and n not in LT_FALLBACKS.values()} \
             | {lib.native_path} | set(_RUNTIME)

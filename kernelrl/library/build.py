@@ -9,6 +9,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelrl.baselines import native_lib
+from kernelrl.build.builder import BuildRequest, LocalBuilder
+from kernelrl.build.toolchain import Toolchain
+from kernelrl.library import policy
 from kernelrl.library.export import built_library, read_manifest, write_manifest
 from kernelrl.library.policy import LT_FALLBACKS
 
@@ -25,8 +29,6 @@ def build_library(root: str | Path, builder=None, workers: int | None = None, on
     """Build every kernel the manifest names into lib/, update the manifest (atomically), and report. With
     `kernels_only` the cuBLAS shim is left for later (a CPU machine with nvcc but no cuBLAS building ahead for a GPU
     machine, whose build then finds the kernels in its cache)."""
-    from kernelrl.build.builder import BuildRequest, LocalBuilder
-    from kernelrl.build.toolchain import Toolchain
     root = Path(root)
     manifest = read_manifest(root)
     builder = builder or LocalBuilder(Toolchain.discover())
@@ -40,7 +42,6 @@ def build_library(root: str | Path, builder=None, workers: int | None = None, on
     needs_shim = any((e.get("fallback") or {}).get("method") in LT_FALLBACKS.values()
                      for e in manifest.get("shapes", {}).values())
     if needs_shim and not kernels_only:
-        from kernelrl.baselines import native_lib
         requests.append(native_lib.build_request(builder.toolchain))
     (root / "lib").mkdir(exist_ok=True)
     for result in builder.build_many(requests, workers=workers, on_done=on_done):
@@ -73,14 +74,10 @@ def library_info(root: str | Path) -> list[str]:
              f"{env.get('torch') or '?'}, arch {env.get('arch') or '?'})",
              f"kernels: {len(kernels)}, {len(kernels) - len(missing)} built in lib/"
              + (f"; not built: {first} (run `kernelrl library build {root}`)" if missing else "")]
+    table, lt_algos = policy.tables(manifest, shim)
     by_route: dict[str, int] = {}
     for entry in shapes.values():
-        if entry.get("dispatch") == "kernel":
-            route = f"kernel {entry['kernel']}" + (" (not built: runs torch)" if entry["kernel"] in missing else "")
-        else:
-            route = (entry.get("fallback") or {}).get("method") or "torch"
-            if route in LT_FALLBACKS.values() and not shim:
-                route += " (no lib/libkr_blas.so: runs torch)"
+        route = _info_route(entry, table, lt_algos, lambda name: built_library(root, kernels.get(name, {})), shim)
         by_route[route] = by_route.get(route, 0) + 1
     kinds: dict[str, int] = {}
     for entry in shapes.values():
@@ -89,3 +86,23 @@ def library_info(root: str | Path) -> list[str]:
     lines.append(f"shapes: {len(shapes)} ({', '.join(f'{k}: {n}' for k, n in sorted(kinds.items()))})")
     lines += [f"  {count:5d}  {route}" for route, count in sorted(by_route.items(), key=lambda kv: -kv[1])]
     return lines
+
+
+def _info_route(entry: dict, table: dict, lt_algos: dict, built, shim: bool) -> str:
+    """What `library info` says a manifest shape runs (`policy.route`, a kernel usable when built), and where
+    that is not what the manifest stored, why."""
+    at = policy.key(entry["m"], entry["n"], entry["k"], entry["acc"], entry.get("dtype", "fp16"),
+                    entry.get("layout", "nn"))
+    decided = policy.route(at, table, lt_algos, usable=lambda name: built(name) is not None)
+    runs = decided.name or "torch"
+    if decided.reason == policy.NOT_USABLE:
+        return f"kernel {entry['kernel']} (not built: runs {runs})"
+    if decided.kind == policy.KERNEL:
+        return f"kernel {runs}"
+    stored = entry.get("fallback") or {}
+    method = stored.get("method") or "torch"
+    if method in LT_FALLBACKS.values() and decided.kind != policy.LT:  # stored, but not callable (policy.tables)
+        why = ("no lib/libkr_blas.so" if not shim else "no stored algorithm" if not stored.get("algo")
+               else f"no cuBLASLt call for {at[5]} {at[4]}")
+        return f"{method} ({why}: runs {runs})"
+    return runs

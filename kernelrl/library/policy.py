@@ -1,15 +1,27 @@
 """The dispatch policy: which kernel or fallback serves a GEMM, written once.
 
-The tuner decides every tuned shape with `fallback` and `dispatches_kernel` and writes the answer into the manifest
-(`dispatch`, `kernel`, `fallback`). The runtime (`Library.choose`, `Library.runs`) and the bench's view of a
-library (`LibraryPlan`) read that manifest, and answer a shape off the tuned grid with `off_grid`. Nothing else
-decides where a call goes.
+The tuner decides every tuned shape with `decide` (`fallback`, `dispatches_kernel`) and writes the answer into the
+manifest (`dispatch`, `kernel`, `fallback`). `tables` reads a manifest back into the two tables `route` takes, and
+`route` says what serves a call of a given shape, layout, dtype and accumulator, and why, in this order:
 
-Keys are `Library.key` tuples: (m, n, k, acc, dtype, layout)."""
+1. on the tuned grid, the shape's own kernel, when the tuner dispatched it and it is usable here;
+2. on the tuned grid, cuBLASLt with the stored autotuned algorithm, when that was the faster fallback;
+3. off the grid, the first kernel of `off_grid` (the nearest tuned shapes) that is usable and supports the shape;
+4. the layout's yardstick: torch.matmul (nn), F.linear (nt).
+
+The runtime (`Library.route`, `choose`, `runs`, the plans of the C++ fast path), the bench's view of a library
+(`LibraryPlan`) and `kernelrl library info` call `route`; each says what "usable" means where it runs (the runtime:
+built and taking B as the layout holds it; the bench and `library info`, which load nothing: built). What a single
+call adds (a CPU tensor, a misaligned pointer: `Route.align`, a non-contiguous weight) only ever sends it to the
+yardstick. Nothing else decides where a call goes.
+
+Keys are `key` tuples: (m, n, k, acc, dtype, layout)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Container
+from dataclasses import dataclass
 
 YARDSTICK = "torch"  # the default fallback: torch.matmul for nn, F.linear's product for nt
 # The fallback a manifest names for shapes sent to cuBLASLt with a stored autotuned algorithm: the evaluator's
@@ -19,6 +31,92 @@ LT_FALLBACKS = {"nn": "cublaslt_auto_nn", "nt": "cublaslt_auto_tn"}
 LT_LAYOUT = {"nn": "nn", "nt": "tn"}  # the shim's layout name (kr_blas LAYOUTS, lt_cache_key) of a problem layout
 FALLBACK_LABEL = {"nn": "torch.matmul", "nt": "F.linear"}  # what the yardstick is called where users see it
 LT_LABEL = "cuBLASLt (stored algorithm)"  # what a stored cuBLASLt fallback is called where users see it
+
+# Route.kind
+KERNEL, LT, TORCH = "kernel", "cublaslt", "yardstick"
+# Route.reason: why the call goes there
+TUNED = "tuned"                # on the grid: its own kernel beat the fallbacks by more than the margin
+FALLBACK_WON = "fallback_won"  # on the grid: no tuned kernel beat the fallback (cuBLASLt or the yardstick)
+NOT_USABLE = "not_usable"      # on the grid: its kernel is not built here (or takes B the other way)
+NEAREST = "nearest"            # off the grid: the kernel of the nearest tuned shape that takes it
+NOTHING_NEAR = "nothing_near"  # off the grid: no tuned kernel near it takes it
+ALIGN = {KERNEL: 15, LT: 255, TORCH: 0}  # pointer bits that must be zero: kernels load 16 bytes at a time, the
+# stored cuBLASLt algorithm was chosen for 256-byte aligned operands; a misaligned call runs the yardstick
+
+
+@dataclass(frozen=True)
+class Route:
+    """What serves a call: `kind` (KERNEL, LT or TORCH), `name` (the kernel, the layout's LT_FALLBACKS method, or
+    None for the yardstick), `reason` (a key above) and `detail` (one line for people)."""
+    kind: str
+    name: str | None
+    reason: str
+    detail: str
+
+    @property
+    def kernel(self) -> str | None:
+        """The tuned kernel's name, or None for either fallback."""
+        return self.name if self.kind == KERNEL else None
+
+    @property
+    def align(self) -> int:
+        return ALIGN[self.kind]
+
+
+def key(m: int, n: int, k: int, acc: str = "fp32", dtype: str = "fp16", layout: str = "nn") -> tuple:
+    """A dispatch table key: the shape, the accumulator, the inputs' dtype and the layout (nn: A @ B with B K x N;
+    nt: x @ W^T with W N x K, nn.Linear's)."""
+    return (m, n, k, acc, dtype, layout)
+
+
+def tables(manifest: dict, shim: bool) -> tuple[dict[tuple, str | None], dict[tuple, str]]:
+    """A manifest's dispatch tables: every tuned key -> the kernel the tuner dispatched (None: the fallback), and the
+    keys whose fallback is cuBLASLt with a stored algorithm the library can call (`shim`: lib/libkr_blas.so is
+    there; `lt_callable`) -> that algorithm."""
+    table: dict[tuple, str | None] = {}
+    lt_algos: dict[tuple, str] = {}
+    for entry in manifest.get("shapes", {}).values():
+        at = key(entry["m"], entry["n"], entry["k"], entry["acc"], entry.get("dtype", "fp16"),
+                 entry.get("layout", "nn"))
+        table[at] = entry["kernel"] if entry.get("dispatch") == "kernel" else None
+        stored = entry.get("fallback") or {}
+        if stored.get("method") == LT_FALLBACKS[at[5]] and stored.get("algo") and shim and \
+                lt_callable(at[5], at[4]):
+            lt_algos[at] = stored["algo"]
+    return table, lt_algos
+
+
+def route(at: tuple, table: dict[tuple, str | None], lt_algos: Container[tuple],
+          usable: Callable[[str], bool] = lambda name: True,
+          supports: Callable[[str], bool] = lambda name: True) -> Route:
+    """What serves a call of key `at` (the order is the module's): `table` and `lt_algos` as `tables` makes them;
+    `usable(name)`: the kernel can run here; `supports(name)`: it takes this shape (asked off the grid only)."""
+    yardstick = FALLBACK_LABEL[at[5]]
+    if at in table:
+        name = table[at]
+        if name is not None and usable(name):
+            return Route(KERNEL, name, TUNED, f"its tuned kernel {name}")
+        reason = FALLBACK_WON if name is None else NOT_USABLE
+        why = "no tuned kernel beat the fallback" if name is None else f"its tuned kernel {name} is not usable here"
+        if at in lt_algos:
+            return Route(LT, LT_FALLBACKS[at[5]], reason, f"{why}: {LT_LABEL}")
+        return Route(TORCH, None, reason, f"{why}: {yardstick}")
+    for name in off_grid(at, table):
+        if usable(name) and supports(name):
+            return Route(KERNEL, name, NEAREST, f"off the tuned grid: {name}, the nearest tuned shape's kernel")
+    return Route(TORCH, None, NOTHING_NEAR, f"off the tuned grid, no tuned kernel near it takes it: {yardstick}")
+
+
+def decide(layout: str, best: str | None, best_us: float | None, measured: dict[str, float],
+           lt_algo: str | None, min_gain: float) -> Route:
+    """The tuner's answer for a tuned shape (what `route` later reads from the manifest): its best kernel when it
+    beats the fallback by more than `min_gain`, else that fallback (`fallback`)."""
+    chosen = fallback(layout, measured, lt_algo)
+    if best is not None and dispatches_kernel(best_us, measured.get(chosen), min_gain):
+        return Route(KERNEL, best, TUNED, f"its tuned kernel {best}")
+    if chosen == YARDSTICK:
+        return Route(TORCH, None, FALLBACK_WON, f"no tuned kernel beat the fallback: {FALLBACK_LABEL[layout]}")
+    return Route(LT, chosen, FALLBACK_WON, f"no tuned kernel beat the fallback: {LT_LABEL}")
 
 
 def dispatch_label(choice: str | None, layout: str) -> str:

@@ -3,10 +3,10 @@
     lib = kernelrl.load_library("LIB")      # also makes torch.ops.kernelrl.hgemm use it
     c = kernelrl.hgemm(a, b)                # or torch.ops.kernelrl.hgemm(a, b): eager, CUDA graphs, torch.compile
 
-Dispatch rules, in order: the shape's own tuned kernel (when it beat the fallbacks there); else, on a tuned shape
-whose faster fallback was cuBLASLt, cuBLASLt with the stored autotuned algorithm (the library's copy of the kr_blas
-shim; operands 256-byte aligned); else the kernel that won the nearest tuned shape and whose kernelrl_hgemm_supports
-accepts this one; else torch.matmul (cuBLAS). Inputs that
+Dispatch rules (kernelrl/library/policy.py: `route`), in order: the shape's own tuned kernel (when it beat the
+fallbacks there); else, on a tuned shape whose faster fallback was cuBLASLt, cuBLASLt with the stored autotuned
+algorithm (the library's copy of the kr_blas shim; operands 256-byte aligned); else the kernel that won the nearest
+tuned shape and whose kernelrl_hgemm_supports accepts this one; else torch.matmul (cuBLAS). Inputs that
 no kernel takes as they are (CPU tensors, misaligned pointers) go to torch.matmul too: never a wrong answer.
 Non-contiguous inputs are made contiguous (a copy). Wrong dtypes, ranks, devices or mismatched shapes raise
 LibraryError with one line saying what to pass."""
@@ -21,11 +21,10 @@ from pathlib import Path
 
 import torch
 
-from kernelrl.library import policy
+from kernelrl.baselines import native_lib
+from kernelrl.library import native, policy
 from kernelrl.library.export import LibraryError, built_library, read_manifest
 from kernelrl.library.policy import FALLBACK_LABEL, LT_FALLBACKS, LT_LAYOUT
-
-LT_FALLBACK = LT_FALLBACKS["nn"]  # kernelrl.hgemm's cuBLASLt fallback
 
 
 class _Kernel:
@@ -55,8 +54,7 @@ class _Kernel:
 
     def native(self) -> tuple[int, int, int, int]:
         """(kind, entry point, plan, algorithm) for the C++ fast path."""
-        from kernelrl.library.native import KERNEL
-        return KERNEL, ctypes.cast(self.fn, ctypes.c_void_p).value, 0, 0
+        return native.KERNEL, ctypes.cast(self.fn, ctypes.c_void_p).value, 0, 0
 
     def workspace(self, m: int, n: int, k: int) -> int:
         return 0 if self._ws is None else int(self._ws(m, n, k))
@@ -68,7 +66,6 @@ class _LtFallback:
     workspace, supports) so the dispatch code treats it like any tuned kernel."""
 
     def __init__(self, path: Path):
-        from kernelrl.baselines import native_lib
         self.native = native_lib
         self.lib = native_lib.load(str(path))
         self.ctx = self.lib.kr_blas_create()
@@ -98,15 +95,14 @@ class _BoundLt:
         return self.lib.kr_lt_run(self.plan, self.algo, a, b, c, ws, ws_bytes, stream)
 
     def workspace(self, m: int, n: int, k: int) -> int:
-        from kernelrl.baselines.native_lib import LT_WORKSPACE_BYTES
-        return LT_WORKSPACE_BYTES
+        return native_lib.LT_WORKSPACE_BYTES
 
     def supports(self, m: int, n: int, k: int) -> bool:
         return True
 
     def native(self) -> tuple[int, int, int, int]:
-        from kernelrl.library.native import LT
-        return LT, ctypes.cast(self.lib.kr_lt_run, ctypes.c_void_p).value, int(self.plan), ctypes.addressof(self.algo)
+        entry = ctypes.cast(self.lib.kr_lt_run, ctypes.c_void_p).value
+        return native.LT, entry, int(self.plan), ctypes.addressof(self.algo)
 
 
 class _TorchPlan:
@@ -114,8 +110,7 @@ class _TorchPlan:
 
     @staticmethod
     def native() -> tuple[int, int, int, int]:
-        from kernelrl.library.native import TORCH
-        return TORCH, 0, 0, 0
+        return native.TORCH, 0, 0, 0
 
 
 class Library:
@@ -123,23 +118,13 @@ class Library:
         self.root = Path(root)
         manifest = read_manifest(self.root)
         self.kernels_meta: dict[str, dict] = manifest.get("kernels", {})
-        self.table: dict[tuple, str | None] = {}
-        self.lt_algos: dict[tuple, str] = {}  # shapes whose fallback is cuBLASLt with a stored algorithm
-        native = manifest.get("native")
-        self.native_path = self.root / native if native and (self.root / native).is_file() else None
-        for entry in manifest.get("shapes", {}).values():
-            key = self.key(entry["m"], entry["n"], entry["k"], entry["acc"], entry.get("dtype", "fp16"),
-                           entry.get("layout", "nn"))
-            name = entry["kernel"] if entry.get("dispatch") == "kernel" else None
-            self.table[key] = name
-            fallback = entry.get("fallback") or {}
-            layout = key[5]
-            if fallback.get("method") == LT_FALLBACKS[layout] and fallback.get("algo") and \
-                    self.native_path is not None and policy.lt_callable(layout, key[4]):
-                self.lt_algos[key] = fallback["algo"]
+        shim = manifest.get("native")
+        self.native_path = self.root / shim if shim and (self.root / shim).is_file() else None
+        # tuned key -> its dispatched kernel (None: the fallback); keys whose fallback is cuBLASLt -> its algorithm
+        self.table, self.lt_algos = policy.tables(manifest, self.native_path is not None)
         self._lt: _LtFallback | None = None
         self._loaded: dict[str, _Kernel | None] = {}
-        self._decisions: dict[tuple, str | None] = {}
+        self._decisions: dict[tuple, policy.Route] = {}
         self._workspaces: dict[int, torch.Tensor] = {}
         self._retired: list[torch.Tensor] = []  # outgrown workspaces: a fast-path plan or a graph may point at them
         self._fast: dict[tuple, tuple] = {}
@@ -152,11 +137,7 @@ class Library:
         self.handle = len(_LIBRARIES)  # what torch.ops.kernelrl.linear names this library by
         _LIBRARIES.append(self)
 
-    @staticmethod
-    def key(m: int, n: int, k: int, acc: str = "fp32", dtype: str = "fp16", layout: str = "nn") -> tuple:
-        """A dispatch table key: the shape, the accumulator, the inputs' dtype and the layout (nn: A @ B with B
-        K x N; nt: x @ W^T with W N x K, nn.Linear's)."""
-        return (m, n, k, acc, dtype, layout)
+    key = staticmethod(policy.key)  # a dispatch table key: (m, n, k, acc, dtype, layout)
 
     def _check_gpu(self, manifest: dict) -> str | None:
         """A library tuned on another GPU: its choices were measured there, so every shape runs torch.matmul (cuBLAS)
@@ -205,25 +186,26 @@ class Library:
             self._loaded[name] = _Kernel(name, path) if path is not None else None
         return self._loaded[name]
 
-    def choose(self, m: int, n: int, k: int, acc: str = "fp32", dtype: str = "fp16", layout: str = "nn") -> str | None:
-        """The kernel that runs (m, n, k), or None for the fallback (torch.matmul, F.linear). Decisions are cached.
-
-        On the tuned grid the manifest decides; off it, the first kernel of `policy.off_grid` that is built, takes
-        B as this layout holds it and supports the shape."""
+    def route(self, m: int, n: int, k: int, acc: str = "fp32", dtype: str = "fp16",
+              layout: str = "nn") -> policy.Route:
+        """What serves a well-aligned CUDA call of (m, n, k) here, and why (`policy.route`; decisions are cached).
+        A kernel is usable when it is built and takes B as this layout holds it; off the grid it must also support
+        the shape."""
         key = self.key(m, n, k, acc, dtype, layout)
-        if key in self._decisions:
-            return self._decisions[key]
-        if key in self.table:
-            name = self.table[key]
-            choice = name if name is not None and self.usable(name, layout) else None
-        else:
-            choice = next((name for name in policy.off_grid(key, self.table)
-                           if self.usable(name, layout) and self.kernel(name).supports(m, n, k)), None)
-        self._decisions[key] = choice
+        decided = self._decisions.get(key)
+        if decided is not None:
+            return decided
+        decided = self._decisions[key] = policy.route(key, self.table, self.lt_algos,
+                                                      usable=lambda name: self.usable(name, layout),
+                                                      supports=lambda name: self.kernel(name).supports(m, n, k))
         if self._log:
-            ran = self._route(key) or FALLBACK_LABEL[layout]  # a stored cuBLASLt algorithm says so too
-            _say(f"{m}x{n}x{k} {dtype} {layout}: {choice or 'fallback (' + ran + ')'}")
-        return choice
+            _say(f"{m}x{n}x{k} {dtype} {layout}: "
+                 f"{decided.kernel or 'fallback (' + (decided.name or FALLBACK_LABEL[layout]) + ')'}")
+        return decided
+
+    def choose(self, m: int, n: int, k: int, acc: str = "fp32", dtype: str = "fp16", layout: str = "nn") -> str | None:
+        """The kernel that runs (m, n, k), or None for a fallback (cuBLASLt, torch.matmul, F.linear): `route`."""
+        return self.route(m, n, k, acc, dtype, layout).kernel
 
     def usable(self, name: str, layout: str = "nn") -> bool:
         """A built kernel that takes B the way this layout holds it (nt: the weight as N x K, an nk kernel)."""
@@ -235,27 +217,25 @@ class Library:
         kernel calls and fallbacks (F.linear or cuBLASLt)."""
         counted = {shape: list(pair) for shape, pair in self._calls.items()}
         if self._plans is not None:  # the calls the C++ fast path served
-            from kernelrl.library.native import KERNEL
             names = {index: name for name, index in _LINEAR_TABLE.items()}
             for table, m, n, k, _dev, kind, calls in self._plans.linear_counts():
                 pair = counted.setdefault((m, n, k, names[table], "nt"), [0, 0])
-                pair[0 if kind == KERNEL else 1] += calls
+                pair[0 if kind == native.KERNEL else 1] += calls
         return {shape: {"kernel": self._route(self.key(*shape[:3], "fp32", *shape[3:])),
                         "calls": calls, "fallbacks": fallbacks}
                 for shape, (calls, fallbacks) in sorted(counted.items())}
 
     def _route(self, key: tuple) -> str | None:
         """What a decided shape runs: its kernel, the cuBLASLt fallback's name, or None (torch.matmul, F.linear)."""
-        name = self._decisions.get(key)
-        if name is None and key in self.lt_algos:
-            return LT_FALLBACKS[key[5]]
-        return name
+        decided = self._decisions.get(key)
+        if decided is None:  # not decided (a call on the CPU): what the manifest stored
+            return LT_FALLBACKS[key[5]] if key in self.lt_algos else None
+        return decided.name
 
     def runs(self, m: int, n: int, k: int, dtype: str = "fp16", layout: str = "nt") -> str:
         """What a well-aligned CUDA call of this shape (fp32 accumulation) runs here: a kernel's name, a cuBLASLt
         fallback's method name, or the plain fallback ("F.linear" for nt, "torch.matmul" for nn)."""
-        self.choose(m, n, k, "fp32", dtype, layout)
-        return self._route(self.key(m, n, k, "fp32", dtype, layout)) or FALLBACK_LABEL[layout]
+        return self.route(m, n, k, "fp32", dtype, layout).name or FALLBACK_LABEL[layout]
 
     # -- nn.Linear: y = x @ W^T (+ bias) -------------------------------------------------------------------------
     def linear(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -281,16 +261,18 @@ class Library:
         m = x.numel() // k if k else 0
         dtype = _DTYPE_NAMES.get(x.dtype)
         counts = self._calls.setdefault((m, n, k, dtype or str(x.dtype).removeprefix("torch."), "nt"), [0, 0])
-        # What runs: the shape's tuned kernel, else cuBLASLt with its stored algorithm, else F.linear
+        # What runs: policy.route's answer (the shape's tuned kernel, else cuBLASLt with its stored algorithm, else
+        # F.linear), where the call is one a kernel can take
         kern, align, name = None, 0, None
         dev = x.get_device()
         if x.is_cuda and dtype is not None and m and weight.is_contiguous():
-            name = self.choose(m, n, k, "fp32", dtype, "nt")
-            algo = None if name is not None else self.lt_algos.get(self.key(m, n, k, "fp32", dtype, "nt"))
-            if name is not None:
-                kern, align = self.kernel(name), 15  # kernels load 16 bytes at a time
-            elif algo is not None:  # the algorithm was chosen for 256-byte aligned operands
-                kern, align = self._lt_fallback().bind(m, n, k, "fp32", algo, "nt", dtype), 255
+            decided = self.route(m, n, k, "fp32", dtype, "nt")
+            name, align = decided.kernel, decided.align
+            if decided.kind == policy.KERNEL:
+                kern = self.kernel(name)
+            elif decided.kind == policy.LT:
+                algo = self.lt_algos[self.key(m, n, k, "fp32", dtype, "nt")]
+                kern = self._lt_fallback().bind(m, n, k, "fp32", algo, "nt", dtype)
             else:  # F.linear is this shape's choice: later calls run it from C++
                 self._register_linear(dtype, m, n, k, dev, None, None, 0, 0)
         x2 = x.reshape(m, k) if kern is not None else None
@@ -351,20 +333,17 @@ class Library:
         n = b.shape[1]
         if out is None:
             out = torch.empty((m, n), dtype=torch.float16, device=a.device)
-        name = decided = self.choose(m, n, k, acc) if a.is_cuda else None
-        if name is not None:
-            a, b = a.contiguous(), b.contiguous()
-            if a.data_ptr() % 16 or b.data_ptr() % 16 or out.data_ptr() % 16:
-                name = None  # kernels load 16 bytes at a time
-        if name is None:
-            algo = self.lt_algos.get(self.key(m, n, k, acc)) if a.is_cuda else None
-            a, b = a.contiguous(), b.contiguous()
-            if decided is None and algo is None and a.is_cuda and acc == "fp32":
-                # torch.matmul is this shape's choice (not a misaligned call's): later calls run mm from C++
-                self._register_native(m, n, k, a.get_device(), _TorchPlan, None, 0, 0)
-            if algo is None or (a.data_ptr() | b.data_ptr() | out.data_ptr()) % 256:
-                return torch.matmul(a, b, out=out)  # the stored algorithm was chosen for 256-byte aligned operands
-            name, kern = LT_FALLBACK, self._lt_fallback().bind(m, n, k, acc, algo)
+        decided = self.route(m, n, k, acc) if a.is_cuda else None
+        a, b = a.contiguous(), b.contiguous()
+        if decided is not None and decided.kind == policy.TORCH and acc == "fp32":
+            # torch.matmul is this shape's choice (not a misaligned call's): later calls run mm from C++
+            self._register_native(m, n, k, a.get_device(), _TorchPlan, None, 0, 0)
+        if decided is None or decided.kind == policy.TORCH or \
+                (a.data_ptr() | b.data_ptr() | out.data_ptr()) & decided.align:  # policy.ALIGN
+            return torch.matmul(a, b, out=out)
+        name = decided.name
+        if decided.kind == policy.LT:
+            kern = self._lt_fallback().bind(m, n, k, acc, self.lt_algos[self.key(m, n, k, acc)])
         else:
             kern = self.kernel(name)
         ws = self._workspace(a.device, kern.workspace(m, n, k))
@@ -375,7 +354,7 @@ class Library:
             raise RuntimeError(f"kernelrl kernel {name} failed on {m}x{n}x{k} with CUDA error {rc}")
         # The workspace of a device only grows (the old buffer stays alive while a captured graph may use it), so
         # the pointer stays valid for this shape: later calls skip the checks above.
-        align = 255 if name == LT_FALLBACK else 15  # the pointer bits that must be zero on later fast calls
+        align = decided.align  # the pointer bits that must be zero on later fast calls
         self._fast[(m, n, k, acc, a.get_device())] = (kern.fn, ws_ptr, ws_size, name, align)
         if acc == "fp32":
             self._register_native(m, n, k, a.get_device(), kern, ws_ptr, ws_size, align)
@@ -384,7 +363,6 @@ class Library:
     def _native_plans(self):
         """The C++ fast path's table of this library (made on the first plan), or None where it cannot load."""
         if self._plans is None:
-            from kernelrl.library import native
             mod = native.load(say=_say)
             if mod is None:
                 return None
@@ -494,7 +472,6 @@ def load_library(root: str | Path) -> Library:
     global _default
     _default = Library(root)
     if torch.cuda.is_available():
-        from kernelrl.library import native
         native.load(say=_say)
     return _default
 

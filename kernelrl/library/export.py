@@ -9,8 +9,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kernelrl.version import __version__
+from kernelrl.baselines import native_lib
+from kernelrl.build.builder import BuildRequest
 from kernelrl.errors import UserError
+from kernelrl.version import __version__
 
 MANIFEST = "manifest.json"
 
@@ -87,7 +89,6 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
         (out / "kernels" / f"{name}.cu").write_text(text)
         entry = {**variant.to_dict(), "source": f"kernels/{name}.cu", "library": None}
         if builder is not None:
-            from kernelrl.build.builder import BuildRequest
             built = builder.build(BuildRequest(text, name=name))
             if built.ok:
                 (out / "lib").mkdir(exist_ok=True)
@@ -96,7 +97,6 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
         kernel_entries[name] = entry
     native = None
     if builder is not None and any("fallback" in e for e in shapes.values()):  # the shim cuBLASLt is called through
-        from kernelrl.baselines import native_lib
         built = builder.build(native_lib.build_request(builder.toolchain))
         if built.ok:
             (out / "lib").mkdir(exist_ok=True)

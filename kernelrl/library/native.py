@@ -9,10 +9,16 @@ path. KERNELRL_FASTPATH=0 turns it off."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import sys
 import threading
 from pathlib import Path
+
+import torch
+
+from kernelrl.build.builder import cache_root
 
 SOURCE = Path(__file__).with_name("fastpath.cpp")
 KERNEL, LT, TORCH = 0, 1, 2  # plan kinds, as in fastpath.cpp
@@ -28,9 +34,6 @@ def enabled() -> bool:
 def build_name() -> str:
     """The extension's name: one per torch version and source text, so neither a torch upgrade nor an edit of the
     source reuses a stale build."""
-    import hashlib
-
-    import torch
     digest = hashlib.sha256(SOURCE.read_bytes() + torch.__version__.encode()).hexdigest()[:12]
     return f"kernelrl_fastpath_{digest}"
 
@@ -58,14 +61,12 @@ def failure() -> str | None:
 
 
 def _build(say):
+    # only to build: importing it looks for a CUDA toolkit, and may say so on stderr, where nothing is built
     from torch.utils.cpp_extension import load as load_extension
-
-    from kernelrl.build.builder import cache_root
     name = build_name()
     build_dir = cache_root() / "torch_extensions" / name
     built = build_dir / f"{name}.so"
     if built.is_file():  # built before (its name pins source and torch): import it, no compiler or ninja needed
-        import importlib.util
         spec = importlib.util.spec_from_file_location(name, built)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelrl import environment
 from kernelrl.space.base import HOPPER
 
 _HOPPER = {**HOPPER, "arch": "sm_90a", "l2_mb": 50}
@@ -50,8 +51,7 @@ class Hardware:
 def detect(gpu_name: str | None = None) -> Hardware:
     """The card named by `gpu_name` (or by nvidia-smi when None), with its limits."""
     if gpu_name is None:
-        from kernelrl.environment import gpu_info
-        gpu_name = gpu_info().get("gpu")
+        gpu_name = environment.gpu_info().get("gpu")
     for key, limits in KNOWN:
         if gpu_name and key.lower() in gpu_name.lower():
             return Hardware(gpu_name, dict(limits), assumed=False)

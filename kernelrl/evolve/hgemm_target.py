@@ -12,10 +12,16 @@ import hashlib
 from functools import cached_property
 from pathlib import Path
 
+from kernelrl import environment
+from kernelrl.build.builder import BuildRequest, LocalBuilder
+from kernelrl.build.toolchain import Toolchain, cutlass_include_dirs
 from kernelrl.evolve.lexcheck import lexical_errors
+from kernelrl.evolve.profile import collect_hgemm
+from kernelrl.evolve.prompts import render
 from kernelrl.evolve.screen import contract_hgemm, screen_hgemm
 from kernelrl.evolve.target import Built, Evaluation, Target, geomean
 from kernelrl.evolve.verdicts import categorize
+from kernelrl.jobs.measure import BenchConfig, BenchError, run_bench
 from kernelrl.run.runner import RunSettings
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -65,8 +71,6 @@ class HgemmTarget(Target, kind="hgemm"):
     def __init__(self, problems: list[GemmProblem], db_path: str | Path, baselines=DEFAULT_BASELINES,
                  objective: str | None = None, runner: str = "local", settings: RunSettings | None = None,
                  arch: str | None = None, command: str = "kernelrl evolve"):
-        from kernelrl.jobs.measure import BenchError
-
         if not problems:
             raise BenchError("no shapes to evolve for")
         if len({p.acc for p in problems}) != 1:
@@ -88,8 +92,6 @@ class HgemmTarget(Target, kind="hgemm"):
     def preflight(self) -> None:
         if self.runner != "local":
             return
-        from kernelrl import environment
-        from kernelrl.jobs.measure import BenchError
         if not environment.gpu_info().get("gpu"):
             raise BenchError("no NVIDIA GPU found (nvidia-smi shows none): run on a machine with a GPU, "
                              "or use --runner dummy to exercise the pipeline")
@@ -97,19 +99,14 @@ class HgemmTarget(Target, kind="hgemm"):
 
     @cached_property
     def toolchain(self):
-        from kernelrl.build.toolchain import Toolchain
         return Toolchain.discover(arch=self.arch)
 
     @cached_property
     def builder(self):
-        from kernelrl.build.builder import LocalBuilder
         return LocalBuilder(self.toolchain)
 
     @cached_property
     def _task_text(self) -> str:
-        from kernelrl.build.toolchain import cutlass_include_dirs
-        from kernelrl.evolve.prompts import render
-
         shapes = [p.name for p in self.problems]
         listed = ", ".join(shapes[:MAX_SHAPES_LISTED])
         if len(shapes) > MAX_SHAPES_LISTED:
@@ -140,14 +137,12 @@ class HgemmTarget(Target, kind="hgemm"):
             else:
                 to_compile[name] = source
         if to_compile:
-            from kernelrl.build.builder import BuildRequest
             results = self.builder.build_many([BuildRequest(s, name=n) for n, s in to_compile.items()])
             for r in results:
                 out[r.name] = Built(r.ok, r.error, r.log, r.resources, r.lib_path)
         return out
 
     def evaluate(self, sources: dict[str, str], ui) -> dict[str, Evaluation]:
-        from kernelrl.jobs.measure import BenchConfig, run_bench
         cfg = BenchConfig(problems=self.problems, modes=["device"], baselines=self.baselines, settings=self.settings,
                           db_path=self.db_path, arch=self.arch, runner=self.runner, command=self.command,
                           sources=dict(sources))
@@ -160,6 +155,5 @@ class HgemmTarget(Target, kind="hgemm"):
     def profile(self, built: Built, sets) -> dict | None:
         if not built.lib_path:
             return {"error": "profiling needs a built library (the local runner on a GPU machine)", "skip_rest": True}
-        from kernelrl.evolve.profile import collect_hgemm
         problem = max(self.problems, key=lambda p: p.flops)  # the shape where the kernel's design matters most
         return collect_hgemm(built.lib_path, problem, sets)

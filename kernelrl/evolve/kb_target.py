@@ -12,9 +12,17 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import torch
+
 from kernelrl.evolve.population import safe_name
+from kernelrl.evolve.prompts import render
 from kernelrl.evolve.target import Built, Evaluation, Target
 from kernelrl.evolve.verdicts import categorize
+from kernelrl.jobs.measure import BenchError
+from kernelrl.kernelbench.static_checks import scan, task_input_dtype
+from kernelrl.kernelbench.tasks import NUMBER_RE, check_pair, inspect_candidate, inspect_task
+from kernelrl.kernelbench.worker import (DEFAULT_BASELINES, KBSettings, failed_record, pair_verdict, run_pairs,
+                                        task_result)
 
 
 class KernelBenchTarget(Target, kind="kernelbench"):
@@ -27,10 +35,6 @@ class KernelBenchTarget(Target, kind="kernelbench"):
     def __init__(self, task_path: str | Path, work_dir: str | Path, device: str = "cuda",
                  baselines: tuple[str, ...] | None = None, objective: str | None = None, rounds: int = 5,
                  hang_timeout_s: float = 120.0):
-        from kernelrl.jobs.measure import BenchError
-        from kernelrl.kernelbench.tasks import inspect_task
-        from kernelrl.kernelbench.worker import DEFAULT_BASELINES
-
         self.task = inspect_task(task_path)
         if self.task.error:
             raise BenchError(f"task {task_path}: {self.task.error}")
@@ -50,19 +54,15 @@ class KernelBenchTarget(Target, kind="kernelbench"):
 
     def preflight(self) -> None:
         if self.device == "cuda":
-            import torch
             if not torch.cuda.is_available():
-                from kernelrl.jobs.measure import BenchError
                 raise BenchError("no CUDA device for the KernelBench evaluation: run on a GPU machine, or pass "
                                  "--kb-device cpu for a CPU dry run")
 
     def task_text(self) -> str:
-        from kernelrl.evolve.prompts import render
         return render("task_kernelbench.md", task_name=self.task.name, task_source=self.task.source.rstrip(),
                       objective=self.objective, baselines=", ".join(self.baselines), device=self.device)
 
     def screen(self, source: str) -> str | None:
-        from kernelrl.kernelbench.static_checks import scan, task_input_dtype
         findings = [f for f in scan(source, task_input_dtype(self.task.source)) if f.rule != "syntax"]
         return "static checks: " + "; ".join(map(str, findings[:3])) if findings else None
 
@@ -76,7 +76,6 @@ class KernelBenchTarget(Target, kind="kernelbench"):
         return path
 
     def build(self, sources: dict[str, str]) -> dict[str, Built]:
-        from kernelrl.kernelbench.tasks import check_pair, inspect_candidate
         out = {}
         for name, source in sources.items():
             path = self._write(name, source)
@@ -91,7 +90,6 @@ class KernelBenchTarget(Target, kind="kernelbench"):
         return out
 
     def evaluate(self, sources: dict[str, str], ui) -> dict[str, Evaluation]:
-        from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result
         names = list(sources)
         paths = [self._write(n, sources[n]) for n in names]
         settings = KBSettings(device=self.device, baselines=self.baselines, rounds=self.rounds,
@@ -115,7 +113,6 @@ class KernelBenchTarget(Target, kind="kernelbench"):
 
     def seed_matches(self, path: Path) -> bool:
         """A seed file for this task: the same stem, or KernelBench's `<n>_` problem number."""
-        from kernelrl.kernelbench.tasks import NUMBER_RE
         if path.suffix != ".py":
             return False
         if path.stem == self.task.stem:

@@ -16,7 +16,7 @@ from pathlib import Path
 from kernelrl.evolve.budget import Budget
 from kernelrl.evolve.client import Completion, LLMClient, LLMError
 from kernelrl.evolve.extract import extract
-from kernelrl.evolve.population import Candidate, Population, safe_name
+from kernelrl.evolve.population import Candidate, Population, safe_name, source_sha
 from kernelrl.evolve.prompts import PromptBuilder
 from kernelrl.evolve.sampling import pick_inspirations, pick_negatives, pick_parent
 from kernelrl.evolve.target import Built, Evaluation, Target
@@ -276,5 +276,4 @@ class Evolver:
 
 
 def _sha(text: str | None) -> str:
-    from kernelrl.evolve.population import source_sha
     return source_sha(text or "")[:12]

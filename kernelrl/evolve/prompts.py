@@ -11,6 +11,7 @@ from importlib import resources
 from string import Template
 
 from kernelrl.evolve.population import Candidate
+from kernelrl.evolve.profile import format_summary
 from kernelrl.evolve.verdicts import CATEGORIES
 
 MAX_SHAPES_SHOWN = 8
@@ -63,8 +64,6 @@ class PromptBuilder:
         return render("system.md")
 
     def describe(self, c: Candidate, role: str, with_source: bool) -> str:
-        from kernelrl.evolve.profile import format_summary
-
         origin = {"seed": "a seed kernel", "llm": f"proposed in generation {c.generation}",
                   "repair": f"repaired in generation {c.generation}"}.get(c.origin, c.origin)
         island = f", island {c.island}" if c.island is not None else ""

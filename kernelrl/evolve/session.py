@@ -7,20 +7,33 @@ import shlex
 import sys
 from pathlib import Path
 
+from rich.markup import escape
+from rich.table import Table
+
+from kernelrl.build.builder import cache_root
 from kernelrl.evolve.budget import Budget
 from kernelrl.evolve.client import LLMClient, LLMConfig
+from kernelrl.evolve.export import export_best
+from kernelrl.evolve.hardware import detect
+from kernelrl.evolve.hgemm_target import DEFAULT_BASELINES, HgemmTarget
+from kernelrl.evolve.kb_target import KernelBenchTarget
+from kernelrl.evolve.loop import EvolveConfig, Evolver
 from kernelrl.evolve.population import Population
-from kernelrl.evolve.usage import UsageLog
+from kernelrl.evolve.profile import parse_sets
+from kernelrl.evolve.ui import RichEvolveUI
+from kernelrl.evolve.usage import UsageLog, read_usage, totals
+from kernelrl.jobs.measure import BenchError, parse_baselines
+from kernelrl.kernelbench.tasks import discover
+from kernelrl.run.runner import RunSettings
+from kernelrl.workloads.hgemm import parse_shapes
 
 
 def default_db() -> Path:
-    from kernelrl.build.builder import cache_root
     return cache_root() / "evolve.db"
 
 
 def expand_seeds(paths: list[str]) -> list[Path]:
     """Files as given; folders contribute their .cu and .py files, sorted."""
-    from kernelrl.jobs.measure import BenchError
     out = []
     for text in paths:
         p = Path(text)
@@ -34,18 +47,11 @@ def expand_seeds(paths: list[str]) -> list[Path]:
 
 
 def make_targets(args, db: Path, command: str) -> list:
-    from kernelrl.jobs.measure import BenchError, parse_baselines
-    from kernelrl.run.runner import RunSettings
-
     if args.shapes:
-        from kernelrl.evolve.hgemm_target import DEFAULT_BASELINES, HgemmTarget
-        from kernelrl.workloads.hgemm import parse_shapes
         baselines = parse_baselines(args.baselines) if args.baselines else list(DEFAULT_BASELINES)
         settings = RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout or 60.0)
         return [HgemmTarget(parse_shapes(args.shapes, acc=args.acc), db, baselines, args.objective, args.runner,
                             settings, args.arch, command)]
-    from kernelrl.evolve.kb_target import KernelBenchTarget
-    from kernelrl.kernelbench.tasks import discover
     files, errors = discover(args.tasks)
     if errors:
         raise BenchError(errors[0])
@@ -58,13 +64,6 @@ def make_targets(args, db: Path, command: str) -> list:
 
 
 def run_command(args, console) -> int:
-    from kernelrl.evolve.export import export_best
-    from kernelrl.evolve.hardware import detect
-    from kernelrl.evolve.loop import EvolveConfig, Evolver
-    from kernelrl.evolve.profile import parse_sets
-    from kernelrl.evolve.ui import RichEvolveUI
-    from kernelrl.evolve.usage import read_usage, totals
-
     db = Path(args.db) if args.db else default_db()
     command = "kernelrl " + shlex.join(sys.argv[1:])
     targets = make_targets(args, db, command)
@@ -118,8 +117,6 @@ def run_command(args, console) -> int:
 
 
 def _print_best(console, pop: Population, targets: list) -> None:
-    from rich.markup import escape
-    from rich.table import Table
     for t in targets:
         counts = pop.counts(t.key)
         table = Table(title=f"{t.title}: best verified candidates "

@@ -4,6 +4,9 @@ calls, since evaluation happens inside the run."""
 
 from __future__ import annotations
 
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from kernelrl.jobs.measure import NullUI
 
 
@@ -19,7 +22,6 @@ class RichEvolveUI(EvolveUI):
                "wrong": "red", "crash": "red", "failed": "red"}
 
     def __init__(self, console, total_calls: int | None):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
         self.console = console
         self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), TextColumn("best {task.fields[best]}"),
@@ -31,18 +33,15 @@ class RichEvolveUI(EvolveUI):
         self.bar.console.print(text, highlight=False)
 
     def stage(self, text):
-        from rich.markup import escape
         self._print(f"[dim]{escape(text)}[/]")
 
     def call_done(self, completion):
         self.bar.advance(self.task)
         if not completion.ok and completion.outcome != "budget":
-            from rich.markup import escape
-            self._print(f"  [yellow]call failed[/] ({completion.outcome}, {completion.attempts} attempts): "
+                self._print(f"  [yellow]call failed[/] ({completion.outcome}, {completion.attempts} attempts): "
                         f"{escape(completion.error or '')}")
 
     def candidate_done(self, target, c):
-        from rich.markup import escape
         colour = self.COLOURS.get(c.category, "white")
         what = f"{c.score:.3f}× over {target.objective}" if c.ok else escape((c.verdict or "")[:160])
         where = f"island {c.island}" if c.island is not None else "seed"

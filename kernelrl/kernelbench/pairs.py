@@ -127,5 +127,9 @@ def task_result(name: str, records: list[dict], baselines=DEFAULT_BASELINES):
 
 def worker_main(conn, payload: dict):
     """Entry point of the spawned process (the runner protocol of kernelrl.run.protocol)."""
-    from kernelrl.kernelbench.worker_process import serve_worker  # the worker's modules import torch at their top
+    try:
+        from kernelrl.kernelbench.worker_process import serve_worker  # its modules import torch at their top
+    except Exception as exc:  # nothing can run: say why, as a failing start() does (torch was imported there)
+        conn.send(("startup_error", f"{type(exc).__name__}: {exc}"))
+        return
     serve_worker(conn, payload)

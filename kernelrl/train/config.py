@@ -8,16 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from kernelrl.errors import UserError
+from kernelrl.kernelbench.worker import DEFAULT_BASELINES
+from kernelrl.train.errors import TrainError
 from kernelrl.train.reward import RewardConfig, RewardConfigError
 from kernelrl.train.service import EvalSettings, EvalSettingsError
 
 STAGE_KINDS = ("sft", "self_supervised", "grpo")
 DATA_NAMES = ("kernelbench", "hgemm")  # CUDA-L2's curriculum: general kernels first, then HGEMM
-
-
-class TrainError(UserError, ValueError):
-    """A configuration or setup problem; one line says what to change."""
 
 
 def _build(cls, d, where: str):
@@ -214,7 +211,6 @@ def _check_reward_baseline(baseline: str | None, data: DataConfig, stages: list[
     different baselines); left out, each target's own objective is used."""
     if not baseline:
         return
-    from kernelrl.kernelbench.worker import DEFAULT_BASELINES
     for name in sorted({d for s in stages for d in s.data}):
         if name == "hgemm":
             measured = list(data.hgemm.baselines)

@@ -20,7 +20,14 @@ import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kernelrl.db import Database
+from kernelrl.evolve.population import Population
+from kernelrl.evolve.prompts import PromptBuilder
+from kernelrl.evolve.sampling import pick_inspirations, pick_negatives, pick_parent
+from kernelrl.kernelbench.tasks import discover
+from kernelrl.train.errors import TrainError
 from kernelrl.train.targets import TargetSpec, make_target
+from kernelrl.workloads.hgemm import parse_shapes
 
 ANSWER_CUE = "\n\n## Answer\n\n"  # text format: where the prompt ends and the completion starts
 
@@ -28,7 +35,6 @@ ANSWER_CUE = "\n\n## Answer\n\n"  # text format: where the prompt ends and the c
 # -- targets from the configuration ------------------------------------------------------------------------------
 def hgemm_specs(data, work_dir: str | Path) -> list[TargetSpec]:
     """Shape groups of `shapes_per_prompt`, in the shape set's order: one target (and one reward) per group."""
-    from kernelrl.workloads.hgemm import parse_shapes
     problems = parse_shapes(data.shapes, acc=data.acc)
     per = data.shapes_per_prompt
     return [TargetSpec("hgemm", tuple(data.baselines), data.objective, data.rounds, data.hang_timeout_s,
@@ -38,8 +44,6 @@ def hgemm_specs(data, work_dir: str | Path) -> list[TargetSpec]:
 
 
 def kernelbench_specs(data, work_dir: str | Path) -> list[TargetSpec]:
-    from kernelrl.kernelbench.tasks import discover
-    from kernelrl.train.config import TrainError
     files, errors = discover(data.tasks)
     if errors:
         raise TrainError(f"data.kernelbench.tasks: {errors[0]}")
@@ -87,13 +91,11 @@ class Prompter:
         return self._targets[spec_json]
 
     def builder(self, spec_json: str):
-        from kernelrl.evolve.prompts import PromptBuilder
         return PromptBuilder(self.target(spec_json), self.hardware_text, self.max_chars)
 
     def messages(self, spec_json: str, variant: int = 0) -> list[dict]:
         """A contrastive prompt: a parent to improve, inspirations, negatives; the first-attempt prompt when the
         target has no verified variant yet."""
-        from kernelrl.evolve.sampling import pick_inspirations, pick_negatives, pick_parent
         builder = self.builder(spec_json)
         done = [c for c in self.pop.all(self.target(spec_json).key) if c.status == "done"] if self.pop else []
         digest = hashlib.sha256(f"{self.seed}|{spec_json}|{variant}|{len(done)}".encode()).hexdigest()
@@ -165,7 +167,6 @@ def sft_dataset(pairs: list[Pair], fmt: str = "chat", shuffle_seed: int = 0):
 def import_population(src_path: str | Path, pop, specs: list[TargetSpec]) -> int:
     """Copy the judged candidates of an evolve population into the run's population, under the keys of the run's
     targets: the same KernelBench task, or the HGEMM shape set (same accumulator) sharing the most shapes."""
-    from kernelrl.evolve.population import Population
     src = Population(src_path)
     keys = [r[0] for r in src.conn.execute("SELECT DISTINCT target FROM evolve_candidates")]
     copied = 0
@@ -206,7 +207,6 @@ def _matching_key(spec: TargetSpec, target, keys: list[str], src) -> str | None:
 def population_pairs(src_path: str | Path, data, work_dir: str | Path, prompter: Prompter) -> list[Pair]:
     """Verified candidates of an evolve population, each with the prompt it was written from (its parent and
     inspirations as context) and its analysis; seeds (no analysis, no context) too."""
-    from kernelrl.evolve.population import Population
     src = Population(src_path)
     tasks = {make_target(s).task.name: s for s in kernelbench_specs(data.kernelbench, work_dir)} \
         if data.kernelbench else {}
@@ -242,8 +242,6 @@ def results_db_pairs(db_path: str | Path, kernel_paths: list[str], data, work_di
                      prompter: Prompter) -> list[Pair]:
     """Kernels measured by `kernelrl bench` or `tune` (method name = file stem): each becomes one pair, its prompt
     the HGEMM task on the shapes (up to shapes_per_prompt) where it verified and beat the objective most."""
-    from kernelrl.db import Database
-    from kernelrl.train.config import TrainError
     h = data.hgemm
     if h is None:
         raise TrainError("data.results_db pairs are HGEMM kernels: define data.hgemm too")

@@ -7,6 +7,7 @@ and measurements, in the run's population, where later prompts find it as contex
 from __future__ import annotations
 
 from kernelrl.evolve.extract import extract
+from kernelrl.evolve.target import geomean
 from kernelrl.train.metrics import MetricsLog, summarize
 from kernelrl.train.reward import FAILURE_REWARD, RewardResult
 from kernelrl.train.service import RewardService, completion_text
@@ -16,7 +17,6 @@ from kernelrl.train.targets import TargetSpec, make_target
 
 def population_record(result: RewardResult) -> dict:
     """A judged completion in the population's terms: geomean speedup per baseline over shapes, per-shape times."""
-    from kernelrl.evolve.target import geomean
     j = result.judgement
     detail = {label: {"us": d.get("us"), "baselines": d.get("baselines") or {}} for label, d in (j.shapes or {}).items()}
     speedups = {}

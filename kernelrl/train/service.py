@@ -21,13 +21,14 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, fields
+from multiprocessing.connection import wait as wait_ready
 
 from kernelrl.errors import UserError
 from kernelrl.registry import Registered
 from kernelrl.run.ray_runner import start_ray
 from kernelrl.train.reward import Judgement, RewardConfig, RewardResult, compute_reward
 from kernelrl.train.specs import completion_code
-from kernelrl.train.targets import TargetSpec, code_name
+from kernelrl.train.targets import TargetSpec, code_name, judge
 
 
 class EvalSettingsError(UserError, ValueError):
@@ -79,7 +80,6 @@ def worker_place() -> str:
 def judge_batch(spec_json: str, codes: dict) -> dict:
     """Runs in the evaluation worker: {"ok": {name: judgement dict}, "where": place} or {"error": one line}."""
     try:
-        from kernelrl.train.targets import judge
         found = judge(TargetSpec.from_json(spec_json), codes)
         return {"ok": {n: j.to_dict() for n, j in found.items()}, "where": worker_place()}
     except Exception as exc:  # the evaluator failed (not a kernel): the service retries
@@ -204,7 +204,6 @@ class LocalExecutor(Executor, kind="local"):
         return slot
 
     def wait(self, jobs, timeout):
-        from multiprocessing.connection import wait
         by_conn = {}
         for slot in jobs:
             p = self.procs[slot]
@@ -212,7 +211,7 @@ class LocalExecutor(Executor, kind="local"):
                 return [slot]  # lost at start
             by_conn[p.conn] = slot
             by_conn[p.proc.sentinel] = slot
-        ready = wait(list(by_conn), timeout=max(0.0, timeout))
+        ready = wait_ready(list(by_conn), timeout=max(0.0, timeout))
         return list(dict.fromkeys(by_conn[r] for r in ready))
 
     def result(self, slot) -> dict:

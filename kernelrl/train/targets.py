@@ -14,8 +14,18 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from kernelrl.evolve.hgemm_target import DEFAULT_BASELINES, HgemmTarget, score_rows
+from kernelrl.evolve.kb_target import KernelBenchTarget
+from kernelrl.evolve.verdicts import categorize
+from kernelrl.harness.tolerance import output_tolerance
+from kernelrl.jobs.measure import BenchConfig, NullUI, run_bench
+from kernelrl.kernelbench.static_checks import task_input_dtype
+from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result
+from kernelrl.run.runner import RunSettings
 from kernelrl.train.recorded import judge_recorded
 from kernelrl.train.reward import Judgement
+from kernelrl.verify.checks import tolerance
+from kernelrl.workloads.hgemm import parse_shapes
 
 KINDS = ("hgemm", "kernelbench")
 COMPLETIONS = ("code", "spec")
@@ -72,14 +82,10 @@ def make_target(spec: TargetSpec):
     """The evolve target a spec describes (cheap: nothing is built or run)."""
     work = Path(spec.work_dir or ".")
     if spec.kind == "hgemm":
-        from kernelrl.evolve.hgemm_target import DEFAULT_BASELINES, HgemmTarget
-        from kernelrl.run.runner import RunSettings
-        from kernelrl.workloads.hgemm import parse_shapes
         problems = parse_shapes(",".join(spec.shapes), acc=spec.acc)
         return HgemmTarget(problems, work / "rewards.db", spec.baselines or DEFAULT_BASELINES, spec.objective,
                            spec.runner, RunSettings(rounds=spec.rounds, hang_timeout_s=spec.hang_timeout_s),
                            spec.arch, command="kernelrl train")
-    from kernelrl.evolve.kb_target import KernelBenchTarget
     return KernelBenchTarget(spec.task_path, work / "kb_candidates", spec.device, spec.baselines or None,
                              spec.objective, spec.rounds, spec.hang_timeout_s)
 
@@ -99,9 +105,6 @@ class _Pending:
 def judge(spec: TargetSpec, codes: dict[str, str], ui=None) -> dict[str, Judgement]:
     """Screen, build and evaluate extracted candidates (name → source) against one target; one Judgement each.
     Evaluation errors of a candidate are its verdict; only a failure of the evaluator itself raises."""
-    from kernelrl.jobs.measure import NullUI
-    from kernelrl.evolve.verdicts import categorize
-
     ui = ui or NullUI()
     if spec.runner == "recorded":
         return judge_recorded(spec.recorded, spec.shapes, spec.acc, spec.objective or spec.baselines[0], codes)
@@ -129,11 +132,6 @@ def judge(spec: TargetSpec, codes: dict[str, str], ui=None) -> dict[str, Judgeme
 
 def _evaluate_hgemm(target, sources: dict[str, str], ui) -> dict[str, Judgement]:
     """run_bench in device mode, as HgemmTarget.evaluate does, keeping each shape's error and tolerance."""
-    from kernelrl.jobs.measure import BenchConfig, run_bench
-    from kernelrl.evolve.hgemm_target import score_rows
-    from kernelrl.evolve.verdicts import categorize
-    from kernelrl.verify.checks import tolerance
-
     cfg = BenchConfig(problems=target.problems, modes=["device"], baselines=target.baselines,
                       settings=target.settings, db_path=target.db_path, arch=target.arch, runner=target.runner,
                       command=target.command, sources=dict(sources))
@@ -158,11 +156,6 @@ def _evaluate_kernelbench(target, sources: dict[str, str], ui) -> dict[str, Judg
     """The KernelBench worker on every pair, as KernelBenchTarget.evaluate does, keeping the error and the
     tolerance the worker recorded beside it (one rule, harness.tolerance; max_rel_err is |out - ref| / (|ref| +
     atol))."""
-    from kernelrl.harness.tolerance import output_tolerance
-    from kernelrl.evolve.verdicts import categorize
-    from kernelrl.kernelbench.static_checks import task_input_dtype
-    from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result
-
     names = list(sources)
     paths = [target._write(n, sources[n]) for n in names]
     settings = KBSettings(device=target.device, baselines=target.baselines, rounds=target.rounds,

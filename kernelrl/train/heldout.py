@@ -16,6 +16,8 @@ import random
 import statistics
 from pathlib import Path
 
+import torch
+
 from kernelrl.errors import UserError
 from kernelrl.evolve.target import geomean
 from kernelrl.space.base import SPACES
@@ -92,7 +94,8 @@ def prompt_of(shape: str, acc: str, fmt: str):
 def sample_policy(folder: Path, shapes: list[str], k: int, acc: str, fmt: str = "text", temperature: float = 1.0,
                   max_new_tokens: int = 40, seed: int = 0) -> dict[str, list[str]]:
     """k sampled completions per shape from a saved causal LM (on cuda when there is one)."""
-    import torch
+    # transformers (the rl extra's), and the train modules that load it, only when a policy is sampled: random specs
+    # and the cost model's pick are scored without them
     from transformers import AutoModelForCausalLM
     from kernelrl.train.modeling import load_tokenizer
     from kernelrl.train.sampling import HFSampler

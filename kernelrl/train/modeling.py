@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from kernelrl.train.specs import vocabulary
+from kernelrl.train.tiny import write_random_model
+
 DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
 
 def torch_dtype(name: str, cpu: bool):
-    import torch
     if name == "auto":  # bf16 where a GPU can run it, fp32 on the CPU
         return torch.float32 if cpu or not torch.cuda.is_available() else torch.bfloat16
     return getattr(torch, DTYPES[name])
@@ -24,19 +29,16 @@ def resolve_model_path(model_cfg, run_dir: Path) -> str:
         return model_cfg.path
     out = run_dir / "random_model"
     if not (out / "config.json").exists():
-        from kernelrl.train.tiny import write_random_model
         opts = dict(model_cfg.random or {})
         snippets = [f"```{'cuda' if Path(f).suffix == '.cu' else 'python'}\n{Path(f).read_text().rstrip()}\n```\n"
                     for f in opts.pop("snippet_files", [])]
         if opts.pop("spec_vocab", False):  # one token per spec word and per paper shape word: a spec is ~15 tokens
-            from kernelrl.train.specs import vocabulary
             snippets += vocabulary()
         write_random_model(out, snippets=snippets, **opts)
     return str(out)
 
 
 def load_tokenizer(path: str, trust_remote_code: bool = False):
-    from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     if tok.pad_token is None:  # most code models ship without one; batching needs it
         tok.pad_token = tok.eos_token
@@ -44,7 +46,6 @@ def load_tokenizer(path: str, trust_remote_code: bool = False):
 
 
 def load_model(path: str, model_cfg, cpu: bool):
-    from transformers import AutoModelForCausalLM
     kw = {"dtype": torch_dtype(model_cfg.dtype, cpu), "trust_remote_code": model_cfg.trust_remote_code}
     if model_cfg.attn_implementation:
         kw["attn_implementation"] = model_cfg.attn_implementation

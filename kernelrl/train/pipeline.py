@@ -12,11 +12,22 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import torch
+
+from kernelrl.evolve.hardware import detect
+from kernelrl.evolve.population import Population
+from kernelrl.run import ray_runner
 from kernelrl.train.config import StageConfig, TrainConfig, TrainError
+from kernelrl.train.datasets import (Pair, Prompter, import_population, population_pairs, prompt_rows, results_db_pairs,
+                                     rl_dataset, seed_pairs, sft_dataset, specs_for)
 from kernelrl.train.metrics import MetricsLog
+from kernelrl.train.reward_fn import PolicyReward
+from kernelrl.train.service import RewardService
+from kernelrl.train.specs import SpecPrompter, measured_specs, teacher_pairs
+from kernelrl.train.targets import TargetSpec
 
 
 @dataclass
@@ -32,14 +43,6 @@ def phases_of(cfg: TrainConfig) -> list[Phase]:
 
 class Run:
     def __init__(self, cfg: TrainConfig, quiet: bool = False, say=print, clock=time.monotonic):
-        import torch
-
-        from kernelrl.evolve.hardware import detect
-        from kernelrl.evolve.population import Population
-        from kernelrl.train.datasets import Prompter
-        from kernelrl.train.service import RewardService
-        from kernelrl.train.specs import SpecPrompter
-
         self.cfg, self.quiet, self.say, self.clock = cfg, quiet, say, clock
         if quiet:
             _quiet_libraries()
@@ -76,14 +79,13 @@ class Run:
     def specs(self, name: str, rl: bool = False) -> list:
         """A dataset's targets; `rl`: GRPO's (data.hgemm.rl_shapes where given)."""
         if (name, rl) not in self._specs:
-            from kernelrl.train.datasets import specs_for
             self._specs[name, rl] = specs_for(name, self.cfg.data, self.dir, rl)
         return self._specs[name, rl]
 
     @property
     def model_path(self) -> str:
         if "model" not in self.state:
-            from kernelrl.train.modeling import resolve_model_path
+            from kernelrl.train.modeling import resolve_model_path  # loads torch and transformers
             self.state["model"] = resolve_model_path(self.cfg.model, self.dir)
             self.save_state()
         return self.state["model"]
@@ -121,7 +123,6 @@ class Run:
     def _import_population(self) -> None:
         if not self.cfg.data.population:
             return
-        from kernelrl.train.datasets import import_population
         names = {d for s in self.cfg.stages for d in s.data}
         copied = import_population(self.cfg.data.population, self.population,
                                    [s for n in sorted(names) for s in self.specs(n)])
@@ -130,21 +131,16 @@ class Run:
 
     # -- stages: each returns the new model folder, None (model unchanged) or False (stopped by the budget) -----
     def _sft(self, phase: Phase):
-        from kernelrl.train.datasets import sft_dataset
-        from kernelrl.train.stages import run_sft
         pairs = self.sft_pairs(phase.data)
         if not pairs:
             self.say(f"phase {phase.id}: no verified kernels to learn from; model unchanged")
             return None
         ds = sft_dataset(pairs, self.cfg.model.prompt_format, self.cfg.seed)
-        out = run_sft(self.model_path, ds, self.dir / phase.id, phase.stage, self, phase.id)
+        out = _stages().run_sft(self.model_path, ds, self.dir / phase.id, phase.stage, self, phase.id)
         return False if out is None else out
 
     def _self_supervised(self, phase: Phase):
-        from kernelrl.train.datasets import prompt_rows, sft_dataset
-        from kernelrl.train.reward_fn import PolicyReward
-        from kernelrl.train.stages import run_sft, sample_and_keep
-
+        stages = _stages()
         reward = PolicyReward(self.service, self.metrics, phase.id, self.population)
         done = self.state.setdefault("rounds", {}).setdefault(phase.id, [])
         for r in range(phase.stage.rounds):
@@ -156,13 +152,14 @@ class Run:
             kept = _read_pairs(folder / "kept.jsonl")
             if kept is None:  # sample once per round: a resumed round retrains on the same kept set
                 rows = prompt_rows(self.specs(phase.data), self.prompter)
-                kept = sample_and_keep(self.model_path, rows, phase.stage, self, reward)
+                kept = stages.sample_and_keep(self.model_path, rows, phase.stage, self, reward)
                 _write_pairs(folder / "kept.jsonl", kept)
             self.metrics.write({"kind": "self_supervised", "phase": phase.id, "round": r, "kept": len(kept)})
             self.say(f"phase {phase.id} round {r}: {len(kept)} verified completions kept")
             if kept:
-                out = run_sft(self.model_path, sft_dataset(kept, self.cfg.model.prompt_format, self.cfg.seed + r),
-                              folder, phase.stage, self, f"{phase.id}/round{r}")
+                out = stages.run_sft(self.model_path,
+                                     sft_dataset(kept, self.cfg.model.prompt_format, self.cfg.seed + r), folder,
+                                     phase.stage, self, f"{phase.id}/round{r}")
                 if out is None:
                     return False
                 self.state["model"] = str(out)
@@ -171,15 +168,12 @@ class Run:
         return None
 
     def _grpo(self, phase: Phase):
-        from kernelrl.train.datasets import rl_dataset
-        from kernelrl.train.reward_fn import PolicyReward
-        from kernelrl.train.stages import run_grpo
         reward = PolicyReward(self.service, self.metrics, phase.id,
                               self.population if phase.stage.record_variants else None)
         d = self.cfg.data
         ds = rl_dataset(self.specs(phase.data, rl=True), self.prompter, d.prompts_per_target, self.cfg.seed,
                         d.prompt_order)
-        out = run_grpo(self.model_path, ds, self.dir / phase.id, phase.stage, self, phase.id, reward)
+        out = _stages().run_grpo(self.model_path, ds, self.dir / phase.id, phase.stage, self, phase.id, reward)
         return False if out is None else out
 
     # -- SFT data -------------------------------------------------------------------------------------------------
@@ -187,8 +181,6 @@ class Run:
         """Verified pairs for one dataset: population, results database, then seeds that the service verifies."""
         if name in self._pairs:
             return self._pairs[name]
-        from kernelrl.train.datasets import population_pairs, results_db_pairs, seed_pairs
-        from kernelrl.train.targets import TargetSpec
         d = self.cfg.data
         pairs = []
         if d.population:
@@ -196,7 +188,6 @@ class Run:
         if d.results_db and name == "hgemm":
             pairs += results_db_pairs(d.results_db, d.kernels, d, self.dir, self.prompter)
         if name == "hgemm" and d.hgemm.teacher:
-            from kernelrl.train.specs import measured_specs, teacher_pairs
             h = d.hgemm
             measured = measured_specs(h.teacher, h.acc, h.teacher_baseline)
             if not measured:
@@ -219,16 +210,22 @@ class Run:
         return pairs
 
 
+def _stages():
+    """The training stages (kernelrl.train.stages), loaded at their first use: they load TRL and transformers,
+    which `train` checks for first so that a missing one is named."""
+    from kernelrl.train import stages
+    return stages
+
+
 def _quiet_libraries() -> None:
     """No progress bars from transformers (loading, saving) or datasets (tokenizing): logs stay readable."""
-    import datasets
+    import datasets  # the rl extra's libraries: optional, and loaded only by a quiet run
     import transformers
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()
 
 
 def _write_pairs(path: Path, pairs: list) -> None:
-    from dataclasses import asdict
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(asdict(p)) + "\n" for p in pairs))
@@ -236,7 +233,6 @@ def _write_pairs(path: Path, pairs: list) -> None:
 
 
 def _read_pairs(path: Path) -> list | None:
-    from kernelrl.train.datasets import Pair
     if not path.exists():
         return None
     return [Pair(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
@@ -256,14 +252,13 @@ def one_training_gpu(cfg: TrainConfig, environ=os.environ, gpu_count=None, start
         ids = [x.strip() for x in visible.split(",") if x.strip()]
     else:
         if gpu_count is None:
-            import torch
             gpu_count = torch.cuda.device_count  # NVML: no CUDA context yet
         ids = [str(i) for i in range(gpu_count())]
     if len(ids) <= 1:
         return None
     if cfg.evaluation.ray_address == "local":
         if start_ray is None:
-            from kernelrl.run.ray_runner import start_ray
+            start_ray = ray_runner.start_ray
         start_ray("local")
     environ["CUDA_VISIBLE_DEVICES"] = ids[0]
     return ids[0]

@@ -3,6 +3,10 @@ when asked for and installed (much faster on a GPU: paged attention, continuous 
 
 from __future__ import annotations
 
+import gc
+
+import torch
+
 
 class SamplerError(RuntimeError):
     pass
@@ -23,7 +27,6 @@ class HFSampler:
 
     def sample(self, prompts: list, n: int) -> list[list[str]]:
         """n completions for each prompt (chat messages or text)."""
-        import torch
         texts = [_as_text(self.tok, p) for p in prompts]
         side = self.tok.padding_side
         self.tok.padding_side = "left"  # generation continues from the right end of every row
@@ -65,10 +68,8 @@ class VLLMSampler:
 
     def close(self) -> None:
         del self.llm  # frees the GPU for the SFT step that follows
-        import gc
         gc.collect()
         try:
-            import torch
             torch.cuda.empty_cache()
         except Exception:
             pass

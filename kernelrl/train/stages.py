@@ -12,9 +12,20 @@ time budget stopped it (the checkpoint is kept; running again continues)."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
+import torch
+from trl import GRPOConfig, GRPOTrainer, SFTConfig, SFTTrainer
+
+from kernelrl.evolve.extract import extract
+from kernelrl.space.spec import parse_spec
+from kernelrl.train.datasets import Pair, answer_text
+from kernelrl.train.errors import TrainError
+from kernelrl.train.metrics import trainer_callbacks
 from kernelrl.train.modeling import load_model, load_tokenizer, lora_config, save_policy
+from kernelrl.train.sampling import HFSampler, VLLMSampler
+from kernelrl.train.targets import TargetSpec
 
 
 def _checkpoint(out_dir: Path) -> str | None:
@@ -23,15 +34,12 @@ def _checkpoint(out_dir: Path) -> str | None:
 
 
 def _need_vllm() -> None:
-    import importlib.util
     if importlib.util.find_spec("vllm") is None:
-        from kernelrl.train.config import TrainError
         raise TrainError("use_vllm: vLLM is not installed (pip install vllm, built for the torch you have); "
                          "or leave use_vllm out to generate with transformers")
 
 
 def _common_args(stage, out_dir: Path, ctx) -> dict:
-    import torch
     cpu = ctx.cpu
     bf16 = not cpu and torch.cuda.is_available() and ctx.cfg.model.dtype in ("auto", "bfloat16")
     return {"output_dir": str(out_dir), "max_steps": stage.max_steps, "num_train_epochs": stage.epochs,
@@ -47,10 +55,6 @@ def _finish(trainer, tokenizer, out_dir: Path, ctx) -> Path | None:
 
 
 def run_sft(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str) -> Path | None:
-    from trl import SFTConfig, SFTTrainer
-
-    from kernelrl.train.metrics import trainer_callbacks
-
     tokenizer = load_tokenizer(model_path, ctx.cfg.model.trust_remote_code)
     model = load_model(model_path, ctx.cfg.model, ctx.cpu)
     args = SFTConfig(**_common_args(stage, out_dir, ctx), per_device_train_batch_size=stage.batch_size,
@@ -63,10 +67,6 @@ def run_sft(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str) -> 
 
 
 def run_grpo(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str, reward_fn) -> Path | None:
-    from trl import GRPOConfig, GRPOTrainer
-
-    from kernelrl.train.metrics import trainer_callbacks
-
     if stage.use_vllm:
         _need_vllm()
     tokenizer = load_tokenizer(model_path, ctx.cfg.model.trust_remote_code)
@@ -91,19 +91,12 @@ def run_grpo(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str, re
 def sample_and_keep(model_path: str, rows: list[dict], stage, ctx, reward) -> list:
     """One self-supervised sampling pass: `samples_per_prompt` completions per prompt, judged; the verified ones
     as SFT pairs (the completion rewritten as analysis + one fenced file, the format prompts ask for)."""
-    from kernelrl.evolve.extract import extract
-    from kernelrl.space.spec import parse_spec
-    from kernelrl.train.datasets import Pair, answer_text
-    from kernelrl.train.sampling import HFSampler, VLLMSampler
-    from kernelrl.train.targets import TargetSpec
-
     tokenizer = load_tokenizer(model_path, ctx.cfg.model.trust_remote_code)
     if stage.use_vllm:
         _need_vllm()
         sampler = VLLMSampler(model_path, tokenizer, stage.max_completion_length, stage.temperature, stage.top_p,
                               stage.vllm_gpu_memory_utilization, ctx.cfg.seed)
     else:
-        import torch
         model = load_model(model_path, ctx.cfg.model, ctx.cpu)
         if not ctx.cpu and torch.cuda.is_available():
             model = model.to("cuda")

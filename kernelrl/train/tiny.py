@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from tokenizers.pre_tokenizers import ByteLevel
+from transformers import PhiConfig, PhiForCausalLM, PreTrainedTokenizerFast
+
 SPECIALS = ("<pad>", "<s>", "</s>")
 # A neutral chat template: role tags and the content, nothing model-specific.
 CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
@@ -19,10 +24,6 @@ CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}
 
 def byte_tokenizer(snippets: list[str] = ()):
     """A byte-level tokenizer (256 byte tokens, pad/bos/eos) plus one token per snippet, with a chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from tokenizers.pre_tokenizers import ByteLevel
-    from transformers import PreTrainedTokenizerFast
-
     vocab = {c: i for i, c in enumerate(sorted(ByteLevel.alphabet()))}
     for s in SPECIALS:
         vocab[s] = len(vocab)
@@ -40,9 +41,6 @@ def random_model(tokenizer, hidden: int = 32, layers: int = 2, heads: int = 2, m
                  seed: int = 0, snippet_bias: float = 0.0):
     """A Phi causal LM of the given size with random weights; `snippet_bias` raises the output bias of every
     added (snippet) token."""
-    import torch
-    from transformers import PhiConfig, PhiForCausalLM
-
     torch.manual_seed(seed)
     cfg = PhiConfig(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=4 * hidden,
                     num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,

@@ -7,6 +7,8 @@ import platform
 import shutil
 import subprocess
 
+from kernelrl.build.toolchain import find_nvcc, nvcc_version
+
 QUERY = "name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,memory.total"
 
 
@@ -32,12 +34,11 @@ def collect(extra: dict | None = None) -> dict:
     env = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
            "python": platform.python_version()}
     try:
-        import torch
+        import torch  # optional here: evolve reads gpu_info() from this module without loading torch
         env["torch"] = torch.__version__
         env["torch_cuda"] = torch.version.cuda
     except ImportError:
         env["torch"] = None
-    from kernelrl.build.toolchain import find_nvcc, nvcc_version
     nvcc = find_nvcc()
     env["nvcc"] = nvcc_version(nvcc) if nvcc else None
     env.update(gpu_info())

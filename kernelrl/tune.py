@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl.jobs.measure import BenchConfig, BenchError, require_gpu, run_bench
-from kernelrl.library import policy
+from kernelrl.build.builder import BuildRequest, LocalBuilder
+from kernelrl.build.toolchain import Toolchain
+from kernelrl.db.database import Database
+from kernelrl.jobs.measure import BenchConfig, BenchError, db_gpu, default_db, require_gpu, run_bench
+from kernelrl.library import export, policy
 from kernelrl.library.policy import LT_FALLBACKS, LT_LAYOUT, YARDSTICK
+from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES, Variant
-from kernelrl.space.learned import variants_by_name
+from kernelrl.space.learned import LearnError, learn, variants_by_name
 from kernelrl.space.model import rank
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -77,7 +82,6 @@ class TuneConfig:
         """The learned correction, fitted once per run (so the candidate set is still known in advance)."""
         if not self.learn_from:
             return None
-        from kernelrl.space.learned import LearnError, learn
         try:
             return learn(self.learn_from, self.problems[0].acc if self.problems else "fp32")
         except LearnError as exc:
@@ -127,8 +131,7 @@ class BaseLibrary:
 
     @classmethod
     def read(cls, path: Path) -> "BaseLibrary":
-        from kernelrl.library.export import read_manifest
-        manifest = read_manifest(path)
+        manifest = export.read_manifest(path)
         sources = {}
         for name, kernel in manifest.get("kernels", {}).items():
             file = Path(path) / kernel.get("source", f"kernels/{name}.cu")
@@ -139,9 +142,8 @@ class BaseLibrary:
         return cls(Path(path), manifest, sources)
 
     def _entry(self, problem: GemmProblem) -> dict | None:
-        from kernelrl.library.export import shape_key
-        return self.manifest["shapes"].get(shape_key(problem.m, problem.n, problem.k, problem.acc, problem.dtype,
-                                                     problem.layout))
+        return self.manifest["shapes"].get(export.shape_key(problem.m, problem.n, problem.k, problem.acc,
+                                                            problem.dtype, problem.layout))
 
     def kernel_for(self, problem: GemmProblem) -> Variant | None:
         """The kernel the base dispatches for this shape (None where it runs a fallback)."""
@@ -153,8 +155,7 @@ class BaseLibrary:
 
     def carried(self, tuned: list[GemmProblem]) -> list[ShapeResult]:
         """Every shape of the base this run does not tune, as the base measured and decided it."""
-        from kernelrl.library.export import shape_key
-        skip = {shape_key(p.m, p.n, p.k, p.acc, p.dtype, p.layout) for p in tuned}
+        skip = {export.shape_key(p.m, p.n, p.k, p.acc, p.dtype, p.layout) for p in tuned}
         origin = f"{self.path} ({self.manifest.get('created', 'undated')})"
         out = []
         for key, e in self.manifest["shapes"].items():
@@ -258,7 +259,6 @@ def refine_set(cfg: TuneConfig, winners: dict[GemmProblem, Variant]) -> dict[str
 
 def manifest_winners(out: Path, acc: str) -> dict[GemmProblem, Variant]:
     """The per-shape winners recorded in an existing library's manifest (empty when there is none)."""
-    import json
     path = Path(out) / "manifest.json"
     if not path.is_file():
         return {}
@@ -272,8 +272,6 @@ def prebuild(cfg: TuneConfig, ui, workers: int | None = None, builder=None) -> l
 
     One wide parallel build beats per-batch builds on a many-core box, and a cache filled on a build machine can be
     carried to the GPU machine (the cache key does not depend on where the headers are installed)."""
-    from kernelrl.build.builder import BuildRequest, LocalBuilder
-    from kernelrl.build.toolchain import Toolchain
     builder = builder or LocalBuilder(Toolchain.discover(arch=cfg.arch))  # a missing nvcc or arch fails first
     variants = candidate_set(cfg)
     if cfg.refine:  # the refinement round's candidates, around the winners of the library already in cfg.out
@@ -333,13 +331,10 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         extra["base"] = {"path": str(cfg.base), "created": base.get("created"), "env": base.get("env", {})}
     for r in results:
         r.min_gain = cfg.min_gain
-    from kernelrl.library.export import write_library
     builder = None
     if cfg.runner == "local" and cfg.stored_gpu is None:  # the winners are in the build cache: copying costs no compile
-        from kernelrl.build.builder import LocalBuilder
-        from kernelrl.build.toolchain import Toolchain
         builder = LocalBuilder(Toolchain.discover(arch=cfg.arch))
-    write_library(cfg.out, results, ui, builder=builder, env=env,
+    export.write_library(cfg.out, results, ui, builder=builder, env=env,
                   sources=cfg.base_library.sources if cfg.base_library else None, extra=extra)
     if cfg.stored_gpu:
         ui.stage(f"written without lib/ (measured on {cfg.stored_gpu}, not here): on that machine, "
@@ -456,9 +451,6 @@ def _fallbacks(cfg: TuneConfig) -> list[str]:
 
 def _attach_lt_algos(cfg: TuneConfig, results: list[ShapeResult], env: dict) -> None:
     """The cuBLASLt algorithm each shape's search chose (from the database), so the library can call it."""
-    from kernelrl.jobs.measure import db_gpu, default_db
-    from kernelrl.db.database import Database
-    from kernelrl.run.methods import LT_WORKSPACE_BYTES, lt_cache_key
     db = Database(cfg.db_path or default_db())
     try:
         algos = db.lt_algos(cfg.stored_gpu or db_gpu(cfg.runner, env))

@@ -273,8 +273,8 @@ def torch_build_flags() -> dict[str, tuple[str, ...]]:
     Include dirs are torch's own (include_paths() with the default device type) plus Python's, which
     torch/extension.h needs: nvcc brings CUDA's headers itself, and include_paths("cuda") would only add
     $CUDA_HOME/include (raising when CUDA_HOME is unset), which can belong to another toolkit than nvcc's."""
-    import torch
-    from torch.utils import cpp_extension
+    import torch.utils.cpp_extension  # only to build against torch's C++ API: the adapter itself needs no torch
+    cpp_extension = torch.utils.cpp_extension
 
     includes = list(cpp_extension.include_paths())
     python_include = sysconfig.get_paths().get("include")

@@ -16,10 +16,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from importlib import metadata
 from typing import Callable, Iterable
 
 from kernelrl.build.ptxas import parse_ptxas, summarize
-from kernelrl.build.toolchain import Toolchain, arch_flags
+from kernelrl.build.toolchain import Toolchain, arch_flags, cutlass_include_dirs
 from kernelrl.registry import Registered
 
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"', re.MULTILINE)
@@ -182,8 +183,6 @@ def include_identity(path: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _known_header_roots() -> dict[str, str]:
-    from importlib import metadata
-    from kernelrl.build.toolchain import cutlass_include_dirs
     dirs = cutlass_include_dirs()
     if not dirs:
         return {}

@@ -4,6 +4,8 @@ hundred MB beside it, not three copies of it in float64."""
 
 from __future__ import annotations
 
+import torch  # this module runs in the KernelBench worker process (kernelrl.kernelbench.judge), where torch is loaded
+
 CHUNK_ELEMENTS = 1 << 25  # 32 M elements a pass: 256 MB in float64
 
 
@@ -25,24 +27,20 @@ def error_stats(out, ref, atol: float) -> tuple[float, float]:
 
 
 def allclose(out, ref, atol: float, rtol: float) -> bool:
-    import torch
     return all(torch.allclose(o, r, atol=atol, rtol=rtol) for o, r in _chunks(out, ref))
 
 
 def all_finite(t) -> bool:
-    import torch
     return all(bool(torch.isfinite(c).all()) for (c,) in _chunks(t))
 
 
 def same_values(x, p) -> bool:
     """Equal elementwise, NaN where the other has NaN (inputs that hold NaN on purpose count as unchanged)."""
-    import torch
     return all(torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)) and torch.equal(a.isnan(), b.isnan())
                for a, b in _chunks(x, p))
 
 
 def count_pattern(out, ref, as_int, pattern: int = -1) -> int:
     """Elements of `out` (viewed as the integer type `as_int`) that hold `pattern` where `ref` is finite."""
-    import torch
     viewed = out.detach().contiguous().view(as_int)
     return sum(int(((v == pattern) & torch.isfinite(r)).sum()) for v, r in _chunks(viewed, ref))

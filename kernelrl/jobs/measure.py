@@ -13,22 +13,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import kernelrl.run.ray_runner  # noqa: F401  (registers the "ray" runner; Ray itself is imported only when used)
 from kernelrl import environment
-from kernelrl.baselines import BASELINES
+from kernelrl.adapters import cuda_l2
+from kernelrl.baselines import BASELINES, native_lib
 from kernelrl.build.builder import BuildRequest, BuildResult, LocalBuilder, cache_root
 from kernelrl.build.toolchain import Toolchain
 from kernelrl.db import Database
-from kernelrl.errors import UserError
+from kernelrl.errors import BenchError
 from kernelrl.harness.gpu_lock import exclusive_gpus
 from kernelrl.harness.verdicts import Verdict
+from kernelrl.library import native
+from kernelrl.library.bench import LibraryPlan
+from kernelrl.results import write_csv
 from kernelrl.run.runner import Runner, RunSettings, Task, verdict_records
 from kernelrl.workloads.hgemm import GemmProblem
 
 MODES = ("device", "offline", "server")
-
-
-class BenchError(UserError, ValueError):
-    """Bad input to a bench or eval job; one line says what to change."""
 
 
 class NullUI:
@@ -211,7 +212,6 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
                 adapted.add(n)
         requests += [BuildRequest(text, name=n, flags=cfg.candidate_flags) for n, text in cfg.sources.items()]
         if any(s["kind"].startswith("cublas") for s in specs) and not cfg.reads_only:  # nothing will call it
-            from kernelrl.baselines import native_lib
             requests.append(native_lib.build_request(toolchain))
         ui.stage(f"building {len(requests)} libraries with nvcc {toolchain.version} for {toolchain.arch}")
         results: list[BuildResult] = builder.build_many(requests, workers=cfg.build_workers, on_done=ui.build_done)
@@ -255,13 +255,11 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
         settings.blas_lib = built.blas_lib
     plan = None
     if cfg.library is not None:
-        from kernelrl.library.bench import LibraryPlan
         plan = LibraryPlan.make(cfg.library, cfg.problems)
         spec = plan.spec()
         keys[spec["name"]] = plan.key
         specs.append(spec)
         if cfg.runner != "dummy":  # build the C++ fast path here, once, not inside a timed worker's first task
-            from kernelrl.library import native
             native.load(say=ui.stage)
     db = Database(cfg.db_path)
     run_id = None if cfg.reads_only else db.start_run(cfg.command, env)
@@ -317,7 +315,6 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
     ui.start_tasks(len(tasks), resumed)
     if tasks:
         if cfg.ray_address:
-            import kernelrl.run.ray_runner  # noqa: F401  (registers the "ray" runner)
             runner = Runner.create("ray", address=cfg.ray_address, inner=cfg.runner)
         else:
             runner = Runner.create(cfg.runner)
@@ -334,7 +331,6 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
         rows = plan.rows(rows)
     db.close()
     if cfg.csv_path:
-        from kernelrl.results import write_csv
         write_csv(rows, cfg.csv_path)
     return BenchOutcome(rows=rows, env=env, seconds=time.perf_counter() - started, build_failures=failures,
                         lt_search_s=lt_search, measured_tasks=len(tasks), resumed_tasks=resumed,
@@ -345,7 +341,6 @@ def _rebuild_shim_failures(results: list[BuildResult], requests: list[BuildReque
                            names: dict[str, str], cfg: BenchConfig, builder, ui) -> list[BuildResult]:
     """A CUDA-L2 wrapper that failed against kernelrl's stand-in torch header is built again with torch's own: the
     stand-in is a compile-time saving, never a reason for a verdict."""
-    from kernelrl.adapters import cuda_l2
     shim = (str(cuda_l2.SHIM_DIR),)
     again = [r.name for r, q in zip(results, requests) if not r.ok and r.name in adapted and q.include_dirs == shim]
     if not again:
@@ -363,7 +358,6 @@ def candidate_request(name: str, path: str, cfg: BenchConfig) -> tuple[BuildRequ
     """The build of one candidate file and whether it is a CUDA-L2 kernel file: those are built as the adapter's
     wrapper around them (against kernelrl's stand-in torch header where the file allows, else torch's headers and
     libraries). Raises ValueError for a CUDA-L2-looking file that the adapter cannot read."""
-    from kernelrl.adapters import cuda_l2
     if cuda_l2.is_cuda_l2_source(Path(path).read_text(errors="replace")):
         return cuda_l2.build_request(path, name=name, untimed_padding=cfg.cuda_l2_untimed_padding,
                                      extra_flags=cfg.candidate_flags), True
@@ -372,7 +366,6 @@ def candidate_request(name: str, path: str, cfg: BenchConfig) -> tuple[BuildRequ
 
 def cuda_l2_shape(path: str) -> tuple[int, int, int] | None:
     """The one shape a CUDA-L2 kernel file is for (from its name, M_N_K.cu), or None (not such a file)."""
-    from kernelrl.adapters import cuda_l2
     text = Path(path).read_text(errors="replace")
     if not cuda_l2.is_cuda_l2_source(text):
         return None

@@ -170,7 +170,7 @@ def build_report(results: list[str | Path], output: str | Path, manifest: str | 
     if importlib.util.find_spec("matplotlib") is None:
         raise ReportError("the report draws with matplotlib: pip install 'kernelrl[report]' "
                           "(or pip install matplotlib)")
-    from kernelrl.report.html import render_page
+    from kernelrl.report.html import render_page  # loads matplotlib (optional, slow): only to draw a page
 
     page, info = render_page(rows, sources=sources, envs=envs, families=families, method=method,
                              manifest_path=str(manifest) if manifest else None)

@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from kernelrl.version import __version__
 from kernelrl.baselines import BASELINES
 from kernelrl.report import ReportError
+from kernelrl.report.plots import HeatmapPainter, family_colors, speedup_color, speedup_norm_limit
 from kernelrl.results import COMBINED, summarize, times_by_shape
 from kernelrl.harness.stats import geomean
 from kernelrl.workloads.hgemm import SIZE_CLASSES
@@ -200,7 +201,6 @@ def _summary_table(shown: list[dict], summary: list[dict]) -> str:
 
 
 def _speedup_maps(table, pairs, subject, show_acc: bool) -> tuple[str, int]:
-    from kernelrl.report.plots import HeatmapPainter, speedup_color, speedup_norm_limit
 
     out = ["<section id=\"maps\"><h2>Speedup maps</h2>",
            "<p class=\"meta\">One M×N map per K; each cell is baseline time / method time for that shape "
@@ -250,7 +250,6 @@ def _speedup_maps(table, pairs, subject, show_acc: bool) -> tuple[str, int]:
 
 
 def _family_maps(families: dict, rows: list[dict], table, subject) -> tuple[str, int]:
-    from kernelrl.report.plots import HeatmapPainter, family_colors
 
     counts = Counter(e["family"] for e in families.values())
     names = sorted(counts, key=lambda f: (-counts[f], f))

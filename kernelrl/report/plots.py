@@ -20,6 +20,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.path import Path
 from matplotlib.textpath import TextPath
 from matplotlib.transforms import Affine2D
+from PIL import Image  # Pillow is a dependency of matplotlib
 
 SPEEDUP_CMAP = "RdBu"
 MISSING = "#e6e6e6"
@@ -159,8 +160,6 @@ def family_colors(count: int) -> list[str]:
 def _compact_png(rgba: np.ndarray) -> bytes:
     """A palette PNG (at most 96 colours, no dithering): a map holds few distinct colours besides anti-aliased
     text, and the page embeds hundreds of maps; a third of the size of the RGB PNG."""
-    from PIL import Image  # Pillow is a dependency of matplotlib
-
     img = Image.fromarray(np.ascontiguousarray(rgba[..., :3]), "RGB")
     quantized = img.quantize(colors=96, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     # the octree averages white with its neighbours: snap near-white back, or each map shows a faint grey box

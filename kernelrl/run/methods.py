@@ -277,18 +277,20 @@ class LibraryCall(Method):
     _loaded: dict[str, object] = {}
 
     def __init__(self, name: str, root: str):
-        from kernelrl.library.runtime import Library, LibraryError
+        # Here, not at the top: importing the library loads its runtime and registers torch.ops.kernelrl, only in
+        # a worker that measures a library.
+        from kernelrl.library import native, runtime
         self.name = name
+        self.native = native
         if root not in self._loaded:
             try:
-                self._loaded[root] = Library(root)
-            except (LibraryError, ValueError) as exc:
+                self._loaded[root] = runtime.Library(root)
+            except (runtime.LibraryError, ValueError) as exc:
                 raise MethodError(Verdict.LOAD_FAILED, f"the tuned library: {exc}") from None
         self.lib = self._loaded[root]
 
     def prepare(self, problem, stream, bufs, ws):
-        from kernelrl.library import native
-        return {"fastpath": native.load() is not None}
+        return {"fastpath": self.native.load() is not None}
 
     def bind(self, problem, bufs, ws, stream):
         a, b, c, acc, hgemm = bufs.a, bufs.b, bufs.c, problem.acc, self.lib.hgemm

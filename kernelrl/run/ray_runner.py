@@ -42,9 +42,15 @@ def _shard_class(ray):
     return Shard
 
 
+def _ray():
+    """Ray, imported on first use: an optional dependency (pip install 'ray[default]'), and a slow import."""
+    import ray
+    return ray
+
+
 def start_ray(address: str | None) -> None:
     """Connect to a Ray cluster, or with None or "local" start one here (once per process)."""
-    import ray
+    ray = _ray()
     if not ray.is_initialized():
         ray.init(address=None if address in (None, "local") else address, include_dashboard=False,
                  log_to_driver=False, ignore_reinit_error=True)
@@ -69,7 +75,7 @@ class RayRunner(Runner, kind="ray"):
     def run(self, tasks, methods, settings, on_records, lt_cache=None, on_lt_algo=None, on_env=None,
             on_progress=None):
         try:
-            import ray
+            ray = _ray()
         except ImportError:
             raise RunnerError("--ray needs Ray: pip install 'ray[default]'") from None
         start_ray(self.address)

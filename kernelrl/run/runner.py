@@ -76,7 +76,7 @@ class LocalRunner(Runner, kind="local"):
     def run(self, tasks, methods, settings, on_records, lt_cache=None, on_lt_algo=None, on_env=None,
             on_progress=None):
         if self.worker_target is None:
-            from kernelrl.run.worker import worker_main
+            from kernelrl.run.worker import worker_main  # the GPU worker's module: CUDA-side code, for spawning
         else:
             worker_main = self.worker_target
         ctx = mp.get_context("spawn")

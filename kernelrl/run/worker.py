@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from kernelrl.baselines import native_lib
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import content_dependent_speed, hidden_work, summarize
@@ -78,7 +79,6 @@ class Worker:
                "compute_capability": f"{props.major}.{props.minor}",
                "cuda_runtime": torch.version.cuda, "torch": torch.__version__}
         if self.settings.get("blas_lib"):
-            from kernelrl.baselines import native_lib
             self.blas = native_lib.load(self.settings["blas_lib"])
             self.ctx = self.blas.kr_blas_create()
             if not self.ctx:

@@ -17,8 +17,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from kernelrl.db.database import Database
 from kernelrl.errors import UserError
 from kernelrl.space import SPACES, Variant
+from kernelrl.space.model import predict_us, waves
 from kernelrl.workloads.hgemm import GemmProblem
 
 RIDGE = 1.0  # regularisation: few shapes of a family must not swing its correction far
@@ -34,7 +38,6 @@ class LearnError(UserError, ValueError):
 def features(variant: Variant, problem: GemmProblem, predicted: float | None = None) -> list[float]:
     """The per-family feature block of one (variant, shape), zero for every other family. `predicted`: the model's
     time, when the caller has it already."""
-    from kernelrl.space.model import predict_us, waves
     r = SPACES[variant.family].resources(variant)
     bm, bn, bk = r["tile"]
     cm, cn = r.get("cluster", (1, 1))
@@ -61,9 +64,6 @@ class Correction:
     @classmethod
     def fit(cls, samples: list[tuple[Variant, GemmProblem, float]]) -> "Correction":
         """Ridge regression of log(measured µs / predicted µs) on the features."""
-        import numpy as np
-
-        from kernelrl.space.model import predict_us
         if len(samples) < MIN_SAMPLES:
             raise LearnError(f"{len(samples)} verified measurements of known kernels: at least {MIN_SAMPLES} are "
                              "needed to learn a correction (tune without --learn-from, or give a larger run)")
@@ -84,7 +84,6 @@ def samples_from(path: str | Path, acc: str = "fp32") -> list[tuple[Variant, Gem
         with open(path, newline="") as f:
             rows = [r for r in csv.DictReader(f)]
     else:
-        from kernelrl.db.database import Database
         db = Database(path)
         try:
             rows = db.rows(modes=["device"], superseded=True)  # absolute times: a later run's do not void them

@@ -33,7 +33,7 @@ MODES = ("device", "offline", "server")
 
 
 class NullUI:
-    """The progress interface of run_bench, silent: for library use and tests. RichUI (cli.py) is the loud one."""
+    """The progress interface of run_bench, silent: for library use and tests. RichUI (kernelrl/cli/ui.py) is the loud one."""
 
     def stage(self, text): pass
     def build_done(self, result): pass

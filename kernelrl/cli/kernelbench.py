@@ -1,0 +1,111 @@
+"""`kernelrl kb eval`: KernelBench-format tasks and candidates, matched, checked statically, then verified and timed
+pair by pair in spawned workers (kernelrl.kernelbench)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from rich.markup import escape
+from rich.table import Table
+
+from kernelrl.cli.ui import console
+from kernelrl.kernelbench.aggregate import aggregate
+from kernelrl.kernelbench.evaluate import static_eval, write_csv
+from kernelrl.kernelbench.store import KBResultStore
+from kernelrl.kernelbench.worker import DEFAULT_BASELINES, KBSettings, pair_verdict, run_pairs, task_result
+
+
+def cmd_kb(args) -> int:
+    """`kernelrl kb eval`: the static checks here, then the dynamic evaluation in spawned workers."""
+    import torch  # only to ask whether CUDA is visible: the static checks and the parent side need no torch
+    report = static_eval(args.tasks, args.candidates, args.map)
+    for line in report.errors:
+        print(f"kernelrl: {line}", file=sys.stderr)
+    table = Table(title="KernelBench static verdicts")
+    for col in ("task", "candidate", "verdict", "reasons"):
+        table.add_column(col)
+    for v in report.verdicts:
+        colour = "green" if v.ok else "yellow" if v.status == "flagged" else "red"
+        reasons = [*v.reasons, *map(str, v.findings)]
+        table.add_row(escape(v.task.name) if v.task else "—", escape(v.candidate.name) if v.candidate else "—",
+                      f"[{colour}]{v.status}[/]", escape("\n".join(reasons)))
+    console.print(table)
+    dynamic = not args.static_only and (args.device == "cpu" or torch.cuda.is_available())
+    if dynamic:
+        return _dynamic(args, report)
+    why = " (--static-only)" if args.static_only else "" if args.device == "cuda" and torch.cuda.is_available() \
+        else f" (--device {args.device}" + (": CUDA is unavailable here)" if args.device == "cuda" else ")")
+    passed = sum(v.ok for v in report.verdicts)
+    console.print(f"static checks only: no GPU evaluation yet{why}; {passed} of {len(report.verdicts)} pairs "
+                  f"passed; no timings measured", markup=False, highlight=False)
+    return 0 if passed == len(report.verdicts) and not report.errors else 1
+
+
+def _dynamic(args, report) -> int:
+    """Verify and time every runnable pair (task and candidate load, signatures agree) in spawned workers. A
+    static finding only flags the pair: the dynamic verdict decides whether it is correct."""
+    baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip()) if args.baselines else \
+        (DEFAULT_BASELINES if args.device == "cuda" else ("eager",))
+    unknown = [b for b in baselines if b not in DEFAULT_BASELINES]
+    if unknown:
+        raise SystemExit(f"kernelrl: unknown baseline {unknown[0]}; choose from {', '.join(DEFAULT_BASELINES)}")
+    runnable = [v for v in report.verdicts if v.task and v.candidate and not v.reasons]
+    settings = KBSettings(device=args.device, baselines=baselines, rounds=max(1, args.rounds),
+                          hang_timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
+                          build_jobs=args.build_jobs)
+    env: dict = {}
+    store = KBResultStore(args.db, " ".join(sys.argv), args.device, env)
+    started, done = time.perf_counter(), set()
+
+    def on_records(i, recs):
+        store.pair(runnable[i], recs)
+        if i not in done:  # one progress line per pair, as it finishes
+            done.add(i)
+            ok, reason = pair_verdict(recs)
+            print(f"[{len(done)}/{len(runnable)}] {runnable[i].task.name} <- {runnable[i].candidate.name}: "
+                  f"{'correct' if ok else reason} ({time.perf_counter() - started:.0f} s)", flush=True)
+
+    def on_build(outcome):
+        print(f"built {Path(outcome.path).name} in {outcome.seconds:.1f} s"
+              + (f": {outcome.error.splitlines()[0][:200]}" if outcome.error else ""), flush=True)
+
+    try:
+        out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings,
+                        on_env=env.update, on_records=on_records, on_build=on_build) if runnable else {}
+        index = {id(v): i for i, v in enumerate(runnable)}
+        for v in report.verdicts:
+            if id(v) not in store.by_pair:  # not evaluated, or no record came back: its verdict row
+                store.pair(v, out.get(index[id(v)], []) if id(v) in index else [])
+    finally:
+        store.close()
+    table = Table(title=f"KernelBench dynamic verdicts ({args.device})")
+    for col in ("task", "candidate", "static", "verdict", "max abs err", "cand µs", *baselines):
+        table.add_column(col)
+    results, passed = [], 0
+    for i, v in enumerate(runnable):
+        records = out.get(i, [])
+        ok, reason = pair_verdict(records)
+        passed += ok
+        res = task_result(v.task.name, records, baselines)
+        results.append(res)
+        err = next((r.get("max_abs_err") for r in records if r.get("max_abs_err") is not None), None)
+        verdict = ("[green]correct[/]" if not v.findings else "[yellow]correct (flagged)[/]") if ok else \
+            f"[red]{escape(reason or '')}[/]"
+        table.add_row(escape(v.task.name), escape(v.candidate.name), v.status, verdict,
+                      f"{err:.2e}" if err is not None else "", f"{res.candidate_us:.1f}" if res.ok else "—",
+                      *[f"{res.speedup(b):.2f}×" if res.speedup(b) else "—" for b in baselines])
+    console.print(table)
+    summary = Table(title="speedup over tasks (baseline time / candidate time; failed candidates left out)")
+    for col in ("baseline", "tasks", "success", "faster", "mean", "max", "p75", "p50", "p25"):
+        summary.add_column(col)
+    for row in aggregate(results, baselines):
+        summary.add_row(row["baseline"], str(row["tasks"]), str(row["success"]), str(row["faster"]),
+                        *[f"{row[k]:.3f}" for k in ("mean", "max", "p75", "p50", "p25")])
+    console.print(summary)
+    if args.csv:
+        write_csv(args.csv, store.rows(report.verdicts))
+    console.print(f"{passed} of {len(report.verdicts)} pairs correct ({len(runnable)} evaluated on {args.device})",
+                  markup=False, highlight=False)
+    return 0 if passed == len(report.verdicts) and not report.errors else 1

@@ -36,10 +36,11 @@ class RichUI:
             console.print(f"  [red]build failed[/] {result.name}: {result.error}")
 
     def start_tasks(self, total: int, resumed: int):
+        """The bar counts shapes: `total` to measure (every mode of each), done as each shape's report is whole."""
         if resumed:
             self.stage(f"{resumed} shapes already measured in the database: resumed, not measured again")
         self.bar.start()
-        self.task = self.bar.add_task("shapes", total=total, now="")
+        self.task = self.bar.add_task("shapes measured", total=total, now="")
 
     def progress_update(self, text: str):
         if self.task is not None:
@@ -50,10 +51,12 @@ class RichUI:
             self.progress_update(f"{task.problem.name} {method} {phase}")
 
     def task_done(self, task, records):
+        """One shape measured (run_bench calls this once per shape, with every record of it): its failures, and
+        one more shape on the bar."""
         bad = {(r["method"], r["reason"]) for r in records if not r["verified"] and r["reason"] != "not timed"}
         for method, reason in sorted(bad, key=str):
             self.bar.console.print(f"  [yellow]{task.problem.name}[/] {method}: {reason}")
-        if self.task is not None and task.id >= 0 and any(r["verified"] or r["reason"] for r in records):
+        if self.task is not None:
             self.bar.advance(self.task)
 
     def finish(self):

@@ -162,7 +162,8 @@ class Built:
 
 def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
     """Build what `cfg` names, then measure it. `ui` receives progress: ui.stage(text), ui.build_done(result),
-    ui.start_tasks(total), ui.task_done(task, records), ui.progress(task, method, phase)."""
+    ui.start_tasks(shapes to measure, shapes resumed), ui.task_done(task, records) once per shape with all its
+    records, ui.progress(task, method, phase)."""
     started = time.perf_counter()
     for path in cfg.candidates:
         if not Path(path).is_file():
@@ -308,9 +309,18 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
         lt_search += tuning["search_s"]
         db.add_lt_algo(gpu, worker_env.get("cublaslt") or 0, tuning)
 
+    # A shape's records can come in parts (a crashed method's verdict first, then the rest when the worker has run
+    # the others): each part is stored as it comes, and the UI hears of the shape once, when every method has
+    # reported on it, so its count of shapes done never passes the number of shapes.
+    expected = {t.id: {s["name"] for s in specs} - t.skip for t in tasks}
+    partial: dict[int, tuple[Task, list[dict]]] = {}
+
     def on_records(task: Task, records: list[dict]):
         db.add(gpu, task.problem, settings.cache, settings.qps, records, keys, env, run_id)
-        ui.task_done(task, records)
+        held = partial.setdefault(task.id, (task, []))[1]
+        held += records
+        if {r["method"] for r in held} >= expected.get(task.id, set()):
+            ui.task_done(task, partial.pop(task.id)[1])
 
     ui.start_tasks(len(tasks), resumed)
     if tasks:
@@ -324,6 +334,8 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
         with hold:
             runner.run(tasks, specs, settings, on_records, lt_cache=lt_cache, on_lt_algo=on_lt_algo, on_env=on_env,
                        on_progress=ui.progress)
+        for task, records in partial.values():  # a report left short of a method: the shape is done all the same
+            ui.task_done(task, records)
     rows = db.rows(gpu, cfg.problems, cfg.modes, settings.cache, settings.qps, methods=keys)
     for row in rows:
         row["gpu"] = gpu

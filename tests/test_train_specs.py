@@ -9,7 +9,7 @@ from kernelrl.evolve.population import Population
 from kernelrl.space.spec import parse_spec
 from kernelrl.train.recorded import RecordedError, judge_recorded, load_table, write_table
 from kernelrl.train.reward import RewardResult
-from kernelrl.train.specs import (Measured, SpecPrompter, completion_code, prompt_text, spec_summary,
+from kernelrl.train.specs import (Measured, SpecPrompter, completion_code, prompt_text, shown_specs, spec_summary,
                                   spec_text_of, teacher_pairs, trick_of)
 from kernelrl.train.targets import TargetSpec
 
@@ -91,6 +91,16 @@ def test_teacher_pairs_ask_for_cheats_at_the_given_share():
     pairs = teacher_pairs(specs, table, SpecPrompter(None, top_k=0), per_shape=3, cheat_share=0.2)
     cheats = [p for p in pairs if trick_of(p.completion)]
     assert len(cheats) / len(pairs) >= 0.1 and {p.origin for p in cheats} == {"teacher_cheat"}
+
+
+def test_a_contrastive_teacher_pair_shows_only_specs_slower_than_its_answer():
+    table = {"64x64x64": measured("64x64x64", [1.3, 1.2, 1.1, 1.0, 0.9, 0.8, 0.7])}
+    speed = {m.spec: m.speedup for m in table["64x64x64"]}
+    pairs = teacher_pairs([target("64x64x64")], table, SpecPrompter(None, top_k=3), per_shape=3, cheat_share=0,
+                          seed=1)
+    shown = [(p.completion.strip(), shown_specs(p.messages[0]["content"])) for p in pairs]
+    assert any(s for _, s in shown)
+    assert all(speed[o] < speed[answer] for answer, specs in shown for o in specs)
 
 
 def test_teacher_pairs_name_only_the_targets_shapes():

@@ -181,7 +181,8 @@ def teacher_pairs(specs: list[TargetSpec], measured: dict[str, list[Measured]], 
     """SFT pairs for the targets' shapes: specs from the middle of each shape's measured speeds (not the best:
     RL is left something to find), and `cheat_share` of all pairs asking for a cheat, written as ordinary specs,
     so that the starting policy writes them and their extinction under RL is measured. Contrastive prompts show up
-    to top_k other measured specs of the shape with their speedups, so the policy learns to read them."""
+    to top_k other measured specs of the shape with their speedups, each slower than the answer: the policy learns
+    to write a spec faster than those it is shown (CUDA-L1's contrastive step), never to repeat one."""
     rng = random.Random(seed)
     honest = []
     for target in specs:
@@ -192,8 +193,8 @@ def teacher_pairs(specs: list[TargetSpec], measured: dict[str, list[Measured]], 
         mid = len(ranked) // 2
         chosen = ranked[max(0, mid - per_shape // 2):][:per_shape]
         for m in chosen:
-            others = [o for o in ranked if o.spec != m.spec]
-            shown = rng.sample(others, min(len(others), rng.randint(0, prompter.top_k))) if prompter.top_k else []
+            slower = list({o.spec: o for o in ranked if o.speedup < m.speedup and o.spec != m.spec}.values())
+            shown = rng.sample(slower, min(len(slower), rng.randint(0, prompter.top_k))) if prompter.top_k else []
             earlier = [(o.spec, f"{o.speedup:.2f}x") for o in shown]
             honest.append(Pair(target.to_json(), prompt_messages(shape, target.acc, earlier), m.spec + "\n",
                                "teacher"))

@@ -60,7 +60,7 @@ def test_a_run_writes_its_four_files(full_run):
 
 def test_heldout_csv_has_one_row_per_sample_with_its_columns(full_run):
     rows = read_csv(full_run[0] / "heldout.csv")
-    assert list(rows[0]) == ["method", "shape", "sample", "spec", "verified", "verdict", "speedup_vs_baseline"]
+    assert list(rows[0]) == ["method", "shape", "sample", "turn", "spec", "verified", "verdict", "speedup_vs_baseline"]
     per_method = {m: sum(r["method"] == m for r in rows) for m in ("tiny", "random", "cost_model")}
     assert per_method == {"tiny": 2 * 2, "random": 3 * 2, "cost_model": 1 * 2}
 
@@ -170,3 +170,93 @@ def test_the_cli_run_prints_a_table_and_writes_files(tmp_path, monkeypatch, caps
     rc = main(["train", "eval", "--shapes", "64x64x64", "--runner", "dummy", "--rounds", "1", "--random", "2",
                "--cost-model", "--out", str(tmp_path)])
     assert rc == 0 and "| cost_model |" in capsys.readouterr().out and (tmp_path / "summary.md").is_file()
+
+
+class ScriptedPolicy:
+    """Stands in for a saved model: writes the given specs in turn and keeps every prompt it was given."""
+    prompts: list = []
+    specs = ("wgmma BM=128 BN=128 stages=4", "no spec at all")
+
+    def __init__(self, folder, temperature, max_new_tokens):
+        pass
+
+    def sample(self, prompts, n):
+        ScriptedPolicy.prompts.append(list(prompts))
+        return [[self.specs[i % len(self.specs)] for i in range(n)] for _ in prompts]
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    ScriptedPolicy.prompts = []
+    monkeypatch.setattr(heldout, "Policy", ScriptedPolicy)
+    return ScriptedPolicy
+
+
+def test_a_contrastive_policy_reads_its_earlier_turns_outcomes(tmp_path, tiny_model, scripted):
+    heldout.run_heldout(eval_args(tmp_path, "--policy", f"c={tiny_model}", "--contrastive", "c", "--k", "4",
+                                  "--turns", "2"), service=CountingService(), say=lambda _: None)
+    first, second = scripted.prompts
+    assert not any("earlier:" in p for p in first)
+    assert all(f"earlier: {scripted.specs[0]} -> " in p and "x\n" in p and f"earlier: {scripted.specs[1]} -> failed ("
+               in p for p in second)
+
+
+def test_a_plain_policy_reads_the_shape_only_in_every_turn(tmp_path, tiny_model, scripted):
+    heldout.run_heldout(eval_args(tmp_path, "--policy", f"p={tiny_model}", "--k", "4", "--turns", "2"),
+                        service=CountingService(), say=lambda _: None)
+    assert len(scripted.prompts) == 2 and not any("earlier:" in p for turn in scripted.prompts for p in turn)
+
+
+def test_samples_of_later_turns_are_numbered_on_and_say_their_turn(tmp_path, tiny_model, scripted):
+    heldout.run_heldout(eval_args(tmp_path, "--policy", f"p={tiny_model}", "--k", "3", "--turns", "2"),
+                        service=CountingService(), say=lambda _: None)
+    rows = [r for r in read_csv(tmp_path / "heldout.csv") if r["shape"] == "64x64x64"]
+    assert [(r["sample"], r["turn"]) for r in rows] == [("0", "0"), ("1", "0"), ("2", "1")]
+
+
+def test_confirm_measures_each_methods_best_once_more_in_one_call_per_shape(tmp_path, tiny_model, scripted):
+    svc = CountingService()
+    heldout.run_heldout(eval_args(tmp_path, "--policy", f"p={tiny_model}", "--k", "2", "--cost-model", "--confirm"),
+                        service=svc, say=lambda _: None)
+    confirm_calls = svc.calls[2:]
+    assert len(confirm_calls) == 2 and all(len(items) == 2 for items in confirm_calls)  # p's best, the cost model's
+    rows = read_csv(tmp_path / "heldout.csv")
+    confirmed = {(r["method"], r["shape"]): r["speedup_vs_baseline"] for r in rows if r["turn"] == "confirm"}
+    best = {(r["method"], r["shape"]): r["speedup_vs_cublas"] for r in read_csv(tmp_path / "best.csv")}
+    assert best == confirmed
+
+
+def test_the_best_reads_the_confirmation_not_the_lucky_sample():
+    rows = [row("p", "a", 0, "x", True, 1.5), row("p", "a", 1, "y", True, 1.1),
+            {**row("p", "a", 0, "x", True, 1.2), "turn": "confirm"}]
+    assert heldout.best_rows(rows) == [{"method": "p", "shape": "a", "speedup_vs_cublas": 1.2, "verified": True}]
+    assert heldout.summarize(rows)["p"]["samples"] == 2
+
+
+def test_earlier_outcomes_are_the_fastest_distinct_specs_and_the_latest_failures():
+    import random
+    rows = [row("p", "a", 0, "x", True, 1.1), row("p", "a", 1, "y", True, 1.4), row("p", "a", 2, "x", True, 1.3),
+            row("p", "a", 3, "z", True, 0.5), row("p", "a", 4, "bad1", False), row("p", "a", 5, "bad2", False)]
+    shown = heldout.earlier_of(rows, top_k=2, negatives=1, rng=random.Random(0))
+    assert sorted(shown) == [("bad2", "failed (rejected)"), ("x", "1.30x"), ("y", "1.40x")]
+
+
+def test_k_samples_spread_over_turns():
+    assert heldout.turn_sizes(8, 1) == [8] and heldout.turn_sizes(8, 3) == [3, 3, 2]
+
+
+def test_a_contrastive_name_that_is_no_policy_is_one_clear_line(tmp_path, tiny_model, capsys):
+    rc = main(["train", "eval", "--shapes", SHAPES, "--runner", "dummy", "--policy", f"p={tiny_model}",
+               "--contrastive", "q", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--contrastive q" in err
+
+
+def test_more_turns_than_samples_is_one_clear_line(tmp_path, tiny_model, capsys):
+    rc = main(["train", "eval", "--shapes", SHAPES, "--runner", "dummy", "--policy", f"p={tiny_model}",
+               "--k", "2", "--turns", "3", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--turns 3" in err

@@ -23,6 +23,15 @@ def add_eval_arguments(te: argparse.ArgumentParser) -> None:
     te.add_argument("--random", type=int, default=0, metavar="N", help="add `random`: N uniform random specs per "
                     "shape")
     te.add_argument("--cost-model", action="store_true", help="add `cost_model`: the cost model's first pick")
+    te.add_argument("--turns", type=int, default=1, help="sample each policy's k specs in this many turns, each "
+                    "turn measured before the next is sampled")
+    te.add_argument("--contrastive", action="append", default=[], metavar="NAME",
+                    help="a --policy trained on contrastive prompts: after the first turn its prompt shows its own "
+                    "earlier specs of the shape with their measured outcomes, as in training (repeatable)")
+    te.add_argument("--top-k", type=int, default=3, help="contrastive prompts: fastest earlier specs shown")
+    te.add_argument("--negatives", type=int, default=1, help="contrastive prompts: latest failures shown")
+    te.add_argument("--confirm", action="store_true", help="measure every method's best spec of each shape once "
+                    "more, in one call per shape, and report that (best-of-k is biased up by its own noise)")
     te.add_argument("--out", required=True, metavar="DIR")
     te.add_argument("--seed", type=int, default=0)
     te.add_argument("--temperature", type=float, default=1.0)

@@ -1,10 +1,14 @@
 """Held-out evaluation of spec policies: `kernelrl train eval`.
 
-For each held-out shape every method writes specs: each saved policy k samples of the plain prompt (the shape only),
-`random` uniform random specs over the grammar, `cost_model` the tuner's cost model's first pick. All of a shape's
-specs are scored in one RewardService.score call, so they are one interleaved measurement and their speedups over
-the objective are comparable. Writes heldout.csv (every sample), best.csv (best verified of k per method and
-shape), summary.json and summary.md (fast_p, geomeans, spread, verdicts, cheats)."""
+For each held-out shape every method writes specs: each saved policy k samples, `random` uniform random specs over
+the grammar, `cost_model` the tuner's cost model's first pick. A policy's k samples may come in turns (`--turns`):
+each turn is measured before the next is sampled, and a policy trained on contrastive prompts (`--contrastive`)
+then reads its own earlier specs of the shape with their outcomes, as it did in training (CUDA-L1's use of the
+method at test time); the others read the plain prompt (the shape only) every turn. All of a turn's specs of a shape
+are scored in one RewardService.score call, so they are one interleaved measurement and their speedups over the
+objective are comparable; `--confirm` measures every method's best spec of each shape once more, together, and
+reports that. Writes heldout.csv (every sample), best.csv (best verified of k per method and shape), summary.json
+and summary.md (fast_p, geomeans, spread, verdicts, cheats)."""
 
 from __future__ import annotations
 
@@ -86,32 +90,51 @@ def cost_model_spec(shape: str, acc: str) -> str | None:
     return spec_of(ranked[0][1]).text if ranked else None
 
 
-def prompt_of(shape: str, acc: str, fmt: str):
-    messages = prompt_messages(shape, acc, [])
+def prompt_of(shape: str, acc: str, fmt: str, earlier: list[tuple[str, str]] = ()):
+    messages = prompt_messages(shape, acc, list(earlier))
     return to_text(messages) if fmt == "text" else messages
 
 
-def sample_policy(folder: Path, shapes: list[str], k: int, acc: str, fmt: str = "text", temperature: float = 1.0,
-                  max_new_tokens: int = 40, seed: int = 0) -> dict[str, list[str]]:
-    """k sampled completions per shape from a saved causal LM (on cuda when there is one)."""
-    # transformers (the rl extra's), and the train modules that load it, only when a policy is sampled: random specs
-    # and the cost model's pick are scored without them
-    from transformers import AutoModelForCausalLM
-    from kernelrl.train.modeling import load_tokenizer
-    from kernelrl.train.sampling import HFSampler
+class Policy:
+    """A saved causal LM (on cuda when there is one), loaded once and sampled turn after turn."""
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    tok = load_tokenizer(str(folder))
-    model = AutoModelForCausalLM.from_pretrained(str(folder)).to(device)
-    torch.manual_seed(seed)
-    try:
-        sampler = HFSampler(model, tok, max_new_tokens, temperature=temperature)
-        texts = sampler.sample([prompt_of(s, acc, fmt) for s in shapes], k)
-    finally:
-        del model
-        if device == "cuda":
+    def __init__(self, folder: Path, temperature: float = 1.0, max_new_tokens: int = 40):
+        # transformers (the rl extra's), and the train modules that load it, only when a policy is sampled: random
+        # specs and the cost model's pick are scored without them
+        from transformers import AutoModelForCausalLM
+        from kernelrl.train.modeling import load_tokenizer
+        from kernelrl.train.sampling import HFSampler
+
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        tok = load_tokenizer(str(folder))
+        self.model = AutoModelForCausalLM.from_pretrained(str(folder)).to(self.device)
+        self.sampler = HFSampler(self.model, tok, max_new_tokens, temperature=temperature)
+
+    def sample(self, prompts: list, n: int) -> list[list[str]]:
+        return self.sampler.sample(prompts, n)
+
+    def close(self) -> None:
+        del self.model, self.sampler
+        if self.device == "cuda":
             torch.cuda.empty_cache()
-    return dict(zip(shapes, texts))
+
+
+def earlier_of(rows: list[dict], top_k: int, negatives: int, rng: random.Random) -> list[tuple[str, str]]:
+    """What a contrastive prompt shows of a method's earlier samples on a shape, as training shows a run's
+    population (kernelrl/train/specs.py SpecPrompter): its top_k fastest verified specs with their speedups and its
+    latest `negatives` failures with their verdict keys, shuffled (the policy reads the outcomes, not the order)."""
+    good = {}
+    for r in sorted((r for r in rows if r["verified"] and r["speedup"]), key=lambda r: -r["speedup"]):
+        good.setdefault(r["spec"], f"{r['speedup']:.2f}x")
+    bad = [(r["spec"], f"failed ({(r['verdict'] or 'failed').split(':')[0]})") for r in rows if not r["verified"]]
+    shown = list(good.items())[:top_k] + (bad[-negatives:] if negatives > 0 else [])
+    rng.shuffle(shown)
+    return shown
+
+
+def turn_sizes(k: int, turns: int) -> list[int]:
+    """k samples over `turns` turns, as evenly as they go (the first turns take the remainder)."""
+    return [k // turns + (i < k % turns) for i in range(turns) if k // turns + (i < k % turns)]
 
 
 # -- scoring -------------------------------------------------------------------------------------------------------
@@ -123,8 +146,10 @@ def shown_spec(text: str) -> str:
         return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")[:200]
 
 
-def score_shapes(samples: dict[str, dict[str, list[str]]], shapes: list[str], target_of, service) -> list[dict]:
-    """samples: method -> shape -> texts. One score call per shape over every method's texts; one row a sample."""
+def score_shapes(samples: dict[str, dict[str, list[str]]], shapes: list[str], target_of, service, turn=0,
+                 first: dict[str, int] | None = None) -> list[dict]:
+    """samples: method -> shape -> texts. One score call per shape over every method's texts; one row a sample,
+    numbered from `first[method]` (the samples of earlier turns)."""
     rows = []
     for shape in shapes:
         items = [(m, i, t) for m, by_shape in samples.items() for i, t in enumerate(by_shape.get(shape, []))]
@@ -133,18 +158,43 @@ def score_shapes(samples: dict[str, dict[str, list[str]]], shapes: list[str], ta
         target = target_of(shape)
         results = service.score([(target, t) for _, _, t in items])
         for (method, i, text), r in zip(items, results):
-            rows.append({"method": method, "shape": shape, "sample": i, "spec": shown_spec(text), "text": text,
-                         "verified": r.ok, "verdict": r.verdict or r.category, "category": r.category,
+            rows.append({"method": method, "shape": shape, "sample": (first or {}).get(method, 0) + i,
+                         "turn": turn, "spec": shown_spec(text), "text": text, "verified": r.ok,
+                         "verdict": r.verdict or r.category, "category": r.category,
                          "speedup": r.speedup if r.ok and r.speedup and math.isfinite(r.speedup) else None})
     return rows
 
 
+def confirm_rows(rows: list[dict], shapes: list[str], target_of, service) -> list[dict]:
+    """Every method's best verified spec of each shape measured again, all of a shape's in one call: the best of k
+    samples each measured once is biased upwards by its own noise (the more samples, the more), so best.csv and the
+    summary read the confirmation instead, for every method alike. A best spec that fails its confirmation is
+    reported as failed."""
+    best = {(b["method"], b["shape"]): b for b in _sample_bests(rows)}
+    picks = {m: {s: [b["text"]] for (mm, s), b in best.items() if mm == m}
+             for m in dict.fromkeys(r["method"] for r in rows)}
+    return score_shapes(picks, shapes, target_of, service, turn="confirm")
+
+
 # -- what the rows say ---------------------------------------------------------------------------------------------
+def _sample_bests(rows: list[dict]) -> list[dict]:
+    """Per (method, shape) with a verified sample, its fastest sample's row."""
+    best: dict[tuple[str, str], dict] = {}
+    for r in rows:
+        key = (r["method"], r["shape"])
+        if r.get("turn") != "confirm" and r["verified"] and r["speedup"] and \
+                (key not in best or r["speedup"] > best[key]["speedup"]):
+            best[key] = r
+    return list(best.values())
+
+
 def best_rows(rows: list[dict]) -> list[dict]:
+    """Per (method, shape): the best verified speedup of its samples, or its confirmation where one was measured."""
+    confirmed = any(r.get("turn") == "confirm" for r in rows)
     best: dict[tuple[str, str], float | None] = {}
     for r in rows:
         key = (r["method"], r["shape"])
-        s = r["speedup"] if r["verified"] else None
+        s = r["speedup"] if r["verified"] and (r.get("turn") == "confirm") == confirmed else None
         best[key] = max(filter(None, (best.get(key), s)), default=None)
     return [{"method": m, "shape": s, "speedup_vs_cublas": v, "verified": v is not None} for (m, s), v in best.items()]
 
@@ -155,7 +205,7 @@ def summarize(rows: list[dict]) -> dict:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     out = {}
     for m in methods:
-        mine = [r for r in rows if r["method"] == m]
+        mine = [r for r in rows if r["method"] == m and r.get("turn") != "confirm"]
         shapes = list(dict.fromkeys(r["shape"] for r in mine))
         bests = {s: best[(m, s)] for s in shapes}
         won = [v for v in bests.values() if v is not None]
@@ -207,10 +257,10 @@ def write_outputs(out: Path, rows: list[dict], summary: dict, settings: dict) ->
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "heldout.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["method", "shape", "sample", "spec", "verified", "verdict", "speedup_vs_baseline"])
+        w.writerow(["method", "shape", "sample", "turn", "spec", "verified", "verdict", "speedup_vs_baseline"])
         for r in rows:
-            w.writerow([r["method"], r["shape"], r["sample"], r["spec"], int(r["verified"]), r["verdict"],
-                        "" if r["speedup"] is None else f"{r['speedup']:.4f}"])
+            w.writerow([r["method"], r["shape"], r["sample"], r.get("turn", 0), r["spec"], int(r["verified"]),
+                        r["verdict"], "" if r["speedup"] is None else f"{r['speedup']:.4f}"])
     with open(out / "best.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["method", "shape", "speedup_vs_cublas", "verified"])
@@ -224,6 +274,11 @@ def write_outputs(out: Path, rows: list[dict], summary: dict, settings: dict) ->
           "verified). vs cost_model: geomean ratio of best-of-k on the shapes both verified.", "", "## Verdicts", ""]
     md += [f"- {m}: " + ", ".join(f"{c} {n}" for c, n in sorted(s["verdicts"].items())) for m, s in summary.items()]
     (out / "summary.md").write_text("\n".join(md) + "\n")
+
+
+def _shown(rows: list[dict], method: str, shape: str, turn: int, args) -> list[tuple[str, str]]:
+    mine = [r for r in rows if r["method"] == method and r["shape"] == shape]
+    return earlier_of(mine, args.top_k, args.negatives, random.Random(f"{args.seed}|{method}|{shape}|{turn}"))
 
 
 # -- the whole run -------------------------------------------------------------------------------------------------
@@ -241,34 +296,57 @@ def run_heldout(args, service=None, say=print) -> dict:
     if not policies and not args.random and not args.cost_model:
         raise HeldoutError("train eval: nothing to evaluate: give --policy NAME=DIR, --random N or --cost-model")
     out = Path(args.out)
-    samples: dict[str, dict[str, list[str]]] = {}
-    for name, folder in policies.items():
-        say(f"sampling {args.k} specs per shape from {name} ({folder})")
-        samples[name] = sample_policy(folder, shapes, args.k, args.acc, args.prompt_format, args.temperature,
-                                      args.max_new_tokens, args.seed)
+    contrastive = set(args.contrastive or [])
+    if contrastive - set(policies):
+        raise HeldoutError(f"--contrastive {', '.join(sorted(contrastive - set(policies)))}: not a --policy name")
+    if args.turns < 1 or args.turns > args.k:
+        raise HeldoutError(f"--turns {args.turns}: give 1 to --k ({args.k}) turns")
+    builtin: dict[str, dict[str, list[str]]] = {}
     if args.random:
         rng = random.Random(args.seed)
-        samples["random"] = {s: [random_spec(rng) for _ in range(args.random)] for s in shapes}
+        builtin["random"] = {s: [random_spec(rng) for _ in range(args.random)] for s in shapes}
     if args.cost_model:
-        samples["cost_model"] = {s: [t] for s in shapes if (t := cost_model_spec(s, args.acc))}
+        builtin["cost_model"] = {s: [t] for s in shapes if (t := cost_model_spec(s, args.acc))}
 
     def target_of(shape: str) -> str:
         return TargetSpec("hgemm", baselines, args.objective, args.rounds, args.hang_timeout, str(out),
                           shapes=(shape,), acc=args.acc, runner=args.runner, completion="spec",
                           recorded=args.recorded or "").to_json()
 
-    per_shape = max(sum(len(v.get(s, [])) for v in samples.values()) for s in shapes)
+    sizes = turn_sizes(args.k, args.turns)
+    per_shape = max(len(policies) * sizes[0] + sum(len(v.get(s, [])) for v in builtin.values()) for s in shapes)
     own = service is None
     service = service or RewardService(EvalSettings(batch_size=max(per_shape, 1), timeout_s=args.timeout),
                                        RewardConfig())
+    loaded: dict[str, Policy] = {}
+    rows: list[dict] = []
     try:
-        say(f"scoring {per_shape} specs per shape on {len(shapes)} shapes ({args.runner} runner)")
-        rows = score_shapes(samples, shapes, target_of, service)
+        torch.manual_seed(args.seed)
+        for name, folder in policies.items():
+            say(f"loading {name} ({folder}){' (contrastive prompts after the first turn)' if name in contrastive else ''}")
+            loaded[name] = Policy(folder, args.temperature, args.max_new_tokens)
+        for turn, n in enumerate(sizes):
+            samples = dict(builtin) if turn == 0 else {}
+            for name, policy in loaded.items():
+                prompts = [prompt_of(s, args.acc, args.prompt_format, _shown(rows, name, s, turn, args)
+                                     if name in contrastive else ()) for s in shapes]
+                samples[name] = dict(zip(shapes, policy.sample(prompts, n)))
+            done = collections.Counter(r["method"] for r in rows)
+            say(f"turn {turn + 1}/{len(sizes)}: scoring {sum(len(v.get(shapes[0], [])) for v in samples.values())} "
+                f"specs per shape on {len(shapes)} shapes ({args.runner} runner)")
+            rows += score_shapes(samples, shapes, target_of, service, turn, {m: done[m] // len(shapes) for m in done})
+        if args.confirm:
+            say(f"confirming every method's best spec of each shape in one more measurement")
+            rows += confirm_rows(rows, shapes, target_of, service)
     finally:
+        for policy in loaded.values():
+            policy.close()
         if own:
             service.close()
     summary = summarize(rows)
-    settings = {"shapes": shapes, "k": args.k, "random": args.random, "cost_model": bool(args.cost_model),
+    settings = {"shapes": shapes, "k": args.k, "turns": args.turns, "contrastive": sorted(contrastive),
+                "top_k": args.top_k, "negatives": args.negatives, "confirm": bool(args.confirm),
+                "random": args.random, "cost_model": bool(args.cost_model),
                 "policies": {n: str(p) for n, p in policies.items()}, "acc": args.acc, "baselines": list(baselines),
                 "objective": args.objective, "runner": args.runner, "seed": args.seed,
                 "temperature": args.temperature, "max_new_tokens": args.max_new_tokens,

@@ -9,20 +9,24 @@
 # kernels. SFT teaches the 40 live training shapes of the split; GRPO cycles 10 of them (prompt_order: cycle), so
 # the curve's first 10 % and last 20 % of 100 steps visit every shape equally often.
 #
+# SFT_SET names the split's list SFT teaches: train_all (the 970 shapes held-out evaluation never sees, the default
+# since the third runs: a policy taught 40 shapes wrote poor specs for shapes it had not seen) or train_live (the 40
+# of the first and second runs, with SFT_EPOCHS=30).
 # The committed first runs (benchmarks/results/h200/learning/) used SFT_EPOCHS=40, TEMPERATURE=1.0, the reward
 # service's cache (a spec repeated on a shape kept its first measurement), shuffled prompts over all 40 shapes and
-# no GPU lock; the defaults now are the recipe that learns on the recorded replay (30 epochs, temperature 1.3) and
-# every group measured afresh (cache: false).
-# Resumable: the run folders live in runs/learning/ (git-ignored; carry it back to resume on a fresh machine); a
-# call stops both runs with a checkpoint after TRAIN_MINUTES and a second call goes on. Everything comes back in
-# $OUT/learning_runs.tar.xz (metrics, state, population, SFT pairs, final models) with the logs and environment.
+# no GPU lock; the defaults now are the recipe that learns on the recorded replay (temperature 1.3) and every
+# group measured afresh (cache: false).
+# Resumable: the run folders live in runs/$RUNS_DIR/ (default learning; git-ignored; carried back as
+# .carry/$RUNS_DIR.tar.xz to resume on a fresh machine); a call stops the runs with a checkpoint after
+# TRAIN_MINUTES and a second call goes on. Everything comes back in $OUT/$RUNS_DIR.tar.xz (metrics, state,
+# population, SFT pairs, final models) with the logs and environment.
 # Needs the .whl/ carry (benchmarks/pack_carry.sh): trl, datasets, dill, multiprocess.
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
-ROOT="$PWD/runs/learning"; mkdir -p "$ROOT"
-if [ -f .carry/learning_runs.tar.xz ] && [ ! -f "$ROOT/contrastive/state.json" ]; then
-    tar -xJf .carry/learning_runs.tar.xz -C "$PWD/runs"; fi
+RUNS_DIR="${RUNS_DIR:-learning}"; ROOT="$PWD/runs/$RUNS_DIR"; mkdir -p "$ROOT"
+CARRIED=.carry/$RUNS_DIR.tar.xz; [ "$RUNS_DIR" = learning ] && CARRIED=.carry/learning_runs.tar.xz  # its old name
+if [ -f "$CARRIED" ] && ! ls "$ROOT"/*/state.json >/dev/null 2>&1; then tar -xJf "$CARRIED" -C "$PWD/runs"; fi
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
         .whl/trl-*.whl .whl/datasets-*.whl .whl/dill-*.whl .whl/multiprocess-*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
@@ -31,7 +35,7 @@ fi
   python3 -c "import torch, trl, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'trl', trl.__version__, 'transformers', transformers.__version__)"; nvcc --version | tail -1; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 split() { python3 -c "import json; print(','.join(json.load(open('benchmarks/results/h200/learning/split.json'))['$1']))"; }
-SHAPES=$(split train_live); RL_SHAPES=$(split grpo_live)
+SHAPES=$(split "${SFT_SET:-train_all}"); RL_SHAPES=$(split grpo_live)
 write_config() {  # name top_k negatives copies
 cat > "$ROOT/$1.yaml" <<EOF
 run_dir: $ROOT/$1
@@ -49,7 +53,7 @@ data:
 reward: {clip: [0.125, 4.0], baseline: cublas_nn, copies: $4}
 evaluation: {timeout_s: 300, retries: 1, batch_size: 16, cache: false}
 stages:
-  - {kind: sft, data: [hgemm], epochs: ${SFT_EPOCHS:-30}, learning_rate: 3.0e-3, batch_size: 16, max_length: 256}
+  - {kind: sft, data: [hgemm], epochs: ${SFT_EPOCHS:-10}, learning_rate: 3.0e-3, batch_size: 16, max_length: 256}
   - {kind: grpo, data: [hgemm], max_steps: ${STEPS:-100}, batch_size: 1, num_generations: 8, learning_rate: 1.0e-3,
      temperature: ${TEMPERATURE:-1.3}, max_completion_length: 32, save_steps: 5, record_variants: true}
 budgets: {max_minutes: ${TRAIN_MINUTES:-8}}
@@ -62,11 +66,11 @@ for name in ${RUNS:-contrastive plain}; do  # RUNS=plain: one run alone (it then
         > "$ROOT/$name.log" 2>&1 &
 done
 wait
-tar -cJf "$OUT/learning_runs.tar.xz" -C "$PWD/runs" --exclude='checkpoint-*/optimizer.pt' learning
-for name in contrastive plain; do tail -n 3 "$ROOT/$name.log"; done
-python3 - "$ROOT" <<'EOF'
+tar -cJf "$OUT/$RUNS_DIR.tar.xz" -C "$PWD/runs" --exclude='checkpoint-*/optimizer.pt' "$RUNS_DIR"
+for name in ${RUNS:-contrastive plain}; do tail -n 3 "$ROOT/$name.log"; done
+python3 - "$ROOT" ${RUNS:-contrastive plain} <<'EOF'
 import json, sys, pathlib
-for name in ("contrastive", "plain"):
+for name in sys.argv[2:]:
     p = pathlib.Path(sys.argv[1]) / name / "metrics.jsonl"
     rows = [json.loads(l) for l in p.read_text().splitlines()] if p.exists() else []
     rw = [r for r in rows if r["kind"] == "reward" and "grpo" in r["phase"]]

@@ -7,7 +7,9 @@
 # turns (default 2 of 4), each measured before the next: the contrastive policy then reads its own earlier specs
 # with their speedups, as in training; the others read the plain prompt again. Then every method's best spec of a
 # shape is measured once more, all together (--confirm), and that is what best.csv reports. Then the GPU test that
-# every trick a spec can ask for is caught (SKIP_TRICKS=1 skips it).
+# every trick a spec can ask for is caught (SKIP_TRICKS=1 skips it). heldout.csv grows shape by shape: a call
+# stopped by its time limit keeps the shapes it finished (they come back in $OUT/heldout/), and RESUME=1 with that
+# folder carried as runs/heldout goes on from there.
 # Needs runs/$RUNS_DIR/ (default learning; left by the training calls, or carried as .carry/$RUNS_DIR.tar.xz, for
 # learning .carry/learning_runs.tar.xz) and the .whl/ carry. PLAIN_DIR (default RUNS_DIR) names the runs folder
 # whose plain run gives grpo_plain.
@@ -21,6 +23,7 @@ for dir in "$RUNS_DIR" "$PLAIN_DIR"; do
         mkdir -p "$PWD/runs" && tar -xJf "$(carried "$dir")" -C "$PWD/runs"; fi
 done
 ROOT="$PWD/runs/$RUNS_DIR"
+[ -n "${RESUME:-}" ] && EVAL_DIR="$PWD/runs/heldout"
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
         .whl/trl-*.whl .whl/datasets-*.whl .whl/dill-*.whl .whl/multiprocess-*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
@@ -39,6 +42,7 @@ for ck in "$GRPO" "$PLAIN"; do  # a trainer checkpoint holds no tokenizer: the S
     [ -f "$ck/tokenizer.json" ] || cp "$SFT"/tokenizer* "$SFT"/special_tokens_map.json "$ck/" 2>/dev/null; done
 echo "sft=$SFT grpo=$GRPO grpo_plain=$PLAIN" | tee "$OUT/eval_models.txt"
 timeout "${EVAL_LIMIT:-420}" python3 -m kernelrl.cli train eval --split benchmarks/results/h200/learning/split.json \
-    --policy sft="$SFT" --policy grpo="$GRPO" --policy grpo_plain="$PLAIN" --k 8 --turns "${TURNS:-2}" --contrastive grpo --confirm --random 8 --cost-model \
-    --baselines cublas_nn,torch --objective cublas_nn --rounds 3 --out "$OUT/heldout" 2>&1 | tee "$OUT/heldout.log" | tail -n 30
+    --policy sft="$SFT" --policy grpo="$GRPO" --policy grpo_plain="$PLAIN" --k 8 --turns "${TURNS:-2}" --contrastive grpo --confirm --random 8 --cost-model ${RESUME:+--resume} \
+    --baselines cublas_nn,torch --objective cublas_nn --rounds 3 --out "${EVAL_DIR:-$OUT/heldout}" 2>&1 | tee "$OUT/heldout.log" | tail -n 30
+[ -z "${EVAL_DIR:-}" ] || cp -r "$EVAL_DIR" "$OUT/heldout"
 [ -n "${SKIP_TRICKS:-}" ] || timeout 150 python3 -m pytest -q tests/gpu/test_spec_tricks.py 2>&1 | tail -n 5 | tee "$OUT/gpu_spec_tricks.log"

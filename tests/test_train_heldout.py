@@ -60,7 +60,8 @@ def test_a_run_writes_its_four_files(full_run):
 
 def test_heldout_csv_has_one_row_per_sample_with_its_columns(full_run):
     rows = read_csv(full_run[0] / "heldout.csv")
-    assert list(rows[0]) == ["method", "shape", "sample", "turn", "spec", "verified", "verdict", "speedup_vs_baseline"]
+    assert list(rows[0]) == ["method", "shape", "sample", "turn", "spec", "verified", "verdict", "category",
+                             "speedup_vs_baseline"]
     per_method = {m: sum(r["method"] == m for r in rows) for m in ("tiny", "random", "cost_model")}
     assert per_method == {"tiny": 2 * 2, "random": 3 * 2, "cost_model": 1 * 2}
 
@@ -198,8 +199,8 @@ def scripted(monkeypatch):
 def test_a_contrastive_policy_reads_its_earlier_turns_outcomes(tmp_path, tiny_model, scripted):
     heldout.run_heldout(eval_args(tmp_path, "--policy", f"c={tiny_model}", "--contrastive", "c", "--k", "4",
                                   "--turns", "2"), service=CountingService(), say=lambda _: None)
-    first, second = scripted.prompts
-    assert not any("earlier:" in p for p in first)
+    first, second = sum(scripted.prompts[0::2], []), sum(scripted.prompts[1::2], [])  # shape by shape, turn by turn
+    assert len(second) == 2 and not any("earlier:" in p for p in first)
     assert all(f"earlier: {scripted.specs[0]} -> " in p and "x\n" in p and f"earlier: {scripted.specs[1]} -> failed ("
                in p for p in second)
 
@@ -207,7 +208,7 @@ def test_a_contrastive_policy_reads_its_earlier_turns_outcomes(tmp_path, tiny_mo
 def test_a_plain_policy_reads_the_shape_only_in_every_turn(tmp_path, tiny_model, scripted):
     heldout.run_heldout(eval_args(tmp_path, "--policy", f"p={tiny_model}", "--k", "4", "--turns", "2"),
                         service=CountingService(), say=lambda _: None)
-    assert len(scripted.prompts) == 2 and not any("earlier:" in p for turn in scripted.prompts for p in turn)
+    assert len(scripted.prompts) == 2 * 2 and not any("earlier:" in p for turn in scripted.prompts for p in turn)
 
 
 def test_samples_of_later_turns_are_numbered_on_and_say_their_turn(tmp_path, tiny_model, scripted):
@@ -221,7 +222,7 @@ def test_confirm_measures_each_methods_best_once_more_in_one_call_per_shape(tmp_
     svc = CountingService()
     heldout.run_heldout(eval_args(tmp_path, "--policy", f"p={tiny_model}", "--k", "2", "--cost-model", "--confirm"),
                         service=svc, say=lambda _: None)
-    confirm_calls = svc.calls[2:]
+    confirm_calls = svc.calls[1::2]  # each shape: its samples, then its confirmation
     assert len(confirm_calls) == 2 and all(len(items) == 2 for items in confirm_calls)  # p's best, the cost model's
     rows = read_csv(tmp_path / "heldout.csv")
     confirmed = {(r["method"], r["shape"]): r["speedup_vs_baseline"] for r in rows if r["turn"] == "confirm"}
@@ -260,3 +261,51 @@ def test_more_turns_than_samples_is_one_clear_line(tmp_path, tiny_model, capsys)
                "--k", "2", "--turns", "3", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "--turns 3" in err
+
+
+class FailingService(CountingService):
+    """Scores `calls_before_failing` calls, then fails as a lost machine would."""
+
+    def __init__(self, calls_before_failing):
+        super().__init__()
+        self.left = calls_before_failing
+
+    def score(self, items):
+        if self.left == 0:
+            raise RuntimeError("the machine went away")
+        self.left -= 1
+        return super().score(items)
+
+
+def test_a_stopped_run_keeps_every_shape_it_finished(tmp_path, tiny_model, scripted):
+    with pytest.raises(RuntimeError):
+        heldout.run_heldout(eval_args(tmp_path, "--policy", f"p={tiny_model}", "--k", "2", "--cost-model"),
+                            service=FailingService(1), say=lambda _: None)
+    assert {r["shape"] for r in read_csv(tmp_path / "heldout.csv")} == {"64x64x64"}
+
+
+def test_resume_scores_only_the_shapes_left(tmp_path, tiny_model, scripted):
+    args = ("--policy", f"p={tiny_model}", "--k", "2", "--cost-model")
+    with pytest.raises(RuntimeError):
+        heldout.run_heldout(eval_args(tmp_path, *args), service=FailingService(1), say=lambda _: None)
+    svc = CountingService()
+    summary = heldout.run_heldout(eval_args(tmp_path, *args, "--resume"), service=svc, say=lambda _: None)
+    assert len(svc.calls) == 1 and {json.loads(t)["shapes"][0] for t, _ in svc.calls[0]} == {"128x256x512"}
+    assert summary["p"]["shapes"] == 2 and len(read_csv(tmp_path / "best.csv")) == 2 * 2
+
+
+def test_resume_with_other_methods_is_one_clear_line(tmp_path, tiny_model, scripted, capsys):
+    with pytest.raises(RuntimeError):
+        heldout.run_heldout(eval_args(tmp_path, "--policy", f"p={tiny_model}", "--k", "2"),
+                            service=FailingService(1), say=lambda _: None)
+    rc = main(["train", "eval", "--shapes", SHAPES, "--runner", "dummy", "--policy", f"q={tiny_model}", "--resume",
+               "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--resume" in err and "holds the methods p" in err
+
+
+def test_without_resume_an_earlier_csv_is_replaced(tmp_path, tiny_model, scripted):
+    for _ in range(2):
+        heldout.run_heldout(eval_args(tmp_path, "--policy", f"p={tiny_model}", "--k", "2"),
+                            service=CountingService(), say=lambda _: None)
+    assert len(read_csv(tmp_path / "heldout.csv")) == 2 * 2

@@ -32,6 +32,8 @@ def add_eval_arguments(te: argparse.ArgumentParser) -> None:
     te.add_argument("--negatives", type=int, default=1, help="contrastive prompts: latest failures shown")
     te.add_argument("--confirm", action="store_true", help="measure every method's best spec of each shape once "
                     "more, in one call per shape, and report that (best-of-k is biased up by its own noise)")
+    te.add_argument("--resume", action="store_true", help="go on from the shapes an earlier run with the same "
+                    "methods left in DIR/heldout.csv (written shape by shape)")
     te.add_argument("--out", required=True, metavar="DIR")
     te.add_argument("--seed", type=int, default=0)
     te.add_argument("--temperature", type=float, default=1.0)

@@ -253,14 +253,38 @@ def table_lines(summary: dict) -> list[str]:
     return lines
 
 
-def write_outputs(out: Path, rows: list[dict], summary: dict, settings: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "heldout.csv", "w", newline="") as fh:
+CSV_COLUMNS = ["method", "shape", "sample", "turn", "spec", "verified", "verdict", "category", "speedup_vs_baseline"]
+
+
+def append_rows(path: Path, rows: list[dict]) -> None:
+    """Add a shape's rows to heldout.csv as soon as they are measured: a run stopped at any point keeps every shape
+    it finished, and --resume goes on from there."""
+    new = not path.exists()
+    with open(path, "a", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["method", "shape", "sample", "turn", "spec", "verified", "verdict", "speedup_vs_baseline"])
+        if new:
+            w.writerow(CSV_COLUMNS)
         for r in rows:
             w.writerow([r["method"], r["shape"], r["sample"], r.get("turn", 0), r["spec"], int(r["verified"]),
-                        r["verdict"], "" if r["speedup"] is None else f"{r['speedup']:.4f}"])
+                        r["verdict"], r.get("category") or "", "" if r["speedup"] is None else f"{r['speedup']:.4f}"])
+
+
+def read_rows(path: Path) -> list[dict]:
+    """heldout.csv's rows as run_heldout keeps them (a row's text is its spec)."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if rows and set(CSV_COLUMNS) - set(rows[0]):
+        raise HeldoutError(f"--resume: {path} was written by another version (no column "
+                           f"{', '.join(sorted(set(CSV_COLUMNS) - set(rows[0])))}); give another --out")
+    return [{"method": r["method"], "shape": r["shape"], "sample": int(r["sample"]),
+             "turn": r["turn"] if r["turn"] == "confirm" else int(r["turn"]), "spec": r["spec"], "text": r["spec"],
+             "verified": r["verified"] == "1", "verdict": r["verdict"], "category": r["category"],
+             "speedup": float(r["speedup_vs_baseline"]) if r["speedup_vs_baseline"] else None} for r in rows]
+
+
+def write_outputs(out: Path, rows: list[dict], summary: dict, settings: dict) -> None:
+    """best.csv, summary.json and summary.md (heldout.csv grows shape by shape, append_rows)."""
+    out.mkdir(parents=True, exist_ok=True)
     with open(out / "best.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["method", "shape", "speedup_vs_cublas", "verified"])
@@ -279,6 +303,23 @@ def write_outputs(out: Path, rows: list[dict], summary: dict, settings: dict) ->
 def _shown(rows: list[dict], method: str, shape: str, turn: int, args) -> list[tuple[str, str]]:
     mine = [r for r in rows if r["method"] == method and r["shape"] == shape]
     return earlier_of(mine, args.top_k, args.negatives, random.Random(f"{args.seed}|{method}|{shape}|{turn}"))
+
+
+def evaluate_shape(shape: str, policies: dict, builtin: dict, sizes: list[int], contrastive: set, target_of,
+                   service, args) -> list[dict]:
+    """One shape, whole: every turn (the built-in methods' specs in the first), one measurement each, then the
+    confirmation of every method's best."""
+    rows: list[dict] = []
+    for turn, n in enumerate(sizes):
+        samples = {m: {shape: v[shape]} for m, v in builtin.items() if shape in v} if turn == 0 else {}
+        for name, policy in policies.items():
+            earlier = _shown(rows, name, shape, turn, args) if name in contrastive else ()
+            samples[name] = {shape: policy.sample([prompt_of(shape, args.acc, args.prompt_format, earlier)], n)[0]}
+        rows += score_shapes(samples, [shape], target_of, service, turn,
+                             collections.Counter(r["method"] for r in rows))
+    if args.confirm:
+        rows += confirm_rows(rows, [shape], target_of, service)
+    return rows
 
 
 # -- the whole run -------------------------------------------------------------------------------------------------
@@ -318,26 +359,36 @@ def run_heldout(args, service=None, say=print) -> dict:
     own = service is None
     service = service or RewardService(EvalSettings(batch_size=max(per_shape, 1), timeout_s=args.timeout),
                                        RewardConfig())
+    methods = list(policies) + list(builtin)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "heldout.csv"
+    rows = read_rows(csv_path) if args.resume and csv_path.exists() else []
+    if rows and set(r["method"] for r in rows) != set(methods):
+        raise HeldoutError(f"--resume: {csv_path} holds the methods {', '.join(sorted({r['method'] for r in rows}))}, "
+                           f"this run has {', '.join(sorted(methods))}; give the same ones or another --out")
+    if not args.resume:
+        csv_path.unlink(missing_ok=True)
+    done = {r["shape"] for r in rows}
+    if done:
+        say(f"resuming: {len(done)} of {len(shapes)} shapes already in {csv_path}")
     loaded: dict[str, Policy] = {}
-    rows: list[dict] = []
     try:
         torch.manual_seed(args.seed)
         for name, folder in policies.items():
-            say(f"loading {name} ({folder}){' (contrastive prompts after the first turn)' if name in contrastive else ''}")
+            note = " (contrastive prompts after the first turn)" if name in contrastive else ""
+            say(f"loading {name} ({folder}){note}")
             loaded[name] = Policy(folder, args.temperature, args.max_new_tokens)
-        for turn, n in enumerate(sizes):
-            samples = dict(builtin) if turn == 0 else {}
-            for name, policy in loaded.items():
-                prompts = [prompt_of(s, args.acc, args.prompt_format, _shown(rows, name, s, turn, args)
-                                     if name in contrastive else ()) for s in shapes]
-                samples[name] = dict(zip(shapes, policy.sample(prompts, n)))
-            done = collections.Counter(r["method"] for r in rows)
-            say(f"turn {turn + 1}/{len(sizes)}: scoring {sum(len(v.get(shapes[0], [])) for v in samples.values())} "
-                f"specs per shape on {len(shapes)} shapes ({args.runner} runner)")
-            rows += score_shapes(samples, shapes, target_of, service, turn, {m: done[m] // len(shapes) for m in done})
-        if args.confirm:
-            say(f"confirming every method's best spec of each shape in one more measurement")
-            rows += confirm_rows(rows, shapes, target_of, service)
+        say(f"{len(methods)} methods, {args.k} samples per policy in {len(sizes)} turn(s)"
+            f"{', confirmed' if args.confirm else ''}, on {len(shapes)} shapes ({args.runner} runner)")
+        for i, shape in enumerate(shapes):
+            if shape in done:
+                continue
+            mine = evaluate_shape(shape, loaded, builtin, sizes, contrastive, target_of, service, args)
+            append_rows(csv_path, mine)
+            rows += mine
+            best = {b["method"]: b["speedup_vs_cublas"] for b in best_rows(mine)}
+            say(f"shape {i + 1}/{len(shapes)} {shape}: "
+                + ", ".join(f"{m} {_f(best.get(m), '{:.2f}')}" for m in methods))
     finally:
         for policy in loaded.values():
             policy.close()

@@ -61,6 +61,11 @@ def test_an_unknown_stage_kind_is_refused():
         parse_config(minimal(stages=[{"kind": "ppo", "data": ["hgemm"]}]))
 
 
+def test_a_plain_share_outside_zero_to_one_is_refused():
+    with pytest.raises(TrainError, match="plain_share 1.5: give a share from 0 to 1"):
+        parse_config(minimal(data={"hgemm": {"runner": "dummy"}, "plain_share": 1.5}))
+
+
 def test_an_unknown_prompt_order_is_refused():
     with pytest.raises(TrainError, match="prompt_order: shuffled or cycle"):
         parse_config(minimal(data={"hgemm": {"runner": "dummy"}, "prompt_order": "sorted"}))

@@ -74,6 +74,34 @@ def test_a_contrastive_prompt_shows_earlier_specs_with_their_outcomes(tmp_path):
     assert SpecPrompter(pop, top_k=0).messages(spec_json)[0]["content"] == "hgemm fp32 M=256 N=512 K=128"
 
 
+def population_with_specs(tmp_path, prompter_key):
+    pop = Population(tmp_path / "p.db")
+    for text, score in ((HONEST, 1.2), ("wgmma BM=64 BN=128 stages=4", 0.8)):
+        cand, _ = pop.add(prompter_key, parse_spec(text).source("fp32"), "llm", 0)
+        pop.record(cand.id, "ok", None, score)
+    return pop
+
+
+def test_plain_share_shows_some_rows_the_shape_only_and_the_rest_their_context(tmp_path):
+    key = SpecPrompter(None).target(target().to_json()).key
+    prompter = SpecPrompter(population_with_specs(tmp_path, key), top_k=2, negatives=0, plain_share=0.5)
+    shown = [bool(prompter.earlier(target().to_json(), v)) for v in range(40)]
+    assert 5 < sum(shown) < 35
+
+
+def test_a_row_shows_the_same_prompt_each_time_it_is_drawn(tmp_path):
+    key = SpecPrompter(None).target(target().to_json()).key
+    prompter = SpecPrompter(population_with_specs(tmp_path, key), top_k=2, negatives=0, plain_share=0.5)
+    assert all(prompter.messages(target().to_json(), v) == prompter.messages(target().to_json(), v)
+               for v in range(10))
+
+
+def test_plain_share_one_shows_every_row_the_shape_only(tmp_path):
+    key = SpecPrompter(None).target(target().to_json()).key
+    prompter = SpecPrompter(population_with_specs(tmp_path, key), top_k=2, negatives=0, plain_share=1.0)
+    assert not any(prompter.earlier(target().to_json(), v) for v in range(10))
+
+
 def measured(shape, speedups):
     return [Measured(f"wgmma BM=128 BN={64 + 16 * i} stages=4", shape, "fp32", 10.0 / s, "torch", 10.0, "t.csv")
             for i, s in enumerate(speedups)]

@@ -105,6 +105,8 @@ class DataConfig:
     hardware: str | None = None  # the GPU named in prompts; default: the one nvidia-smi shows
     top_k: int = 4  # earlier variants shown in a contrastive prompt
     negatives: int = 3  # failed variants shown, with their verdicts
+    plain_share: float = 0.0  # contrastive spec runs: this share of RL prompts (drawn per row and population size)
+    # show the shape only, where writing the best known spec again is right: the first shot a held-out shape gets
     max_prompt_chars: int = 60000
     prompts_per_target: int = 4  # RL dataset rows per target (each drawn with fresh context)
     prompt_order: str = "shuffled"  # GRPO: "cycle" takes every target in turn, in one fixed order, so each run of
@@ -114,6 +116,8 @@ class DataConfig:
     def __post_init__(self):
         if self.prompt_order not in ("shuffled", "cycle"):
             raise ValueError("prompt_order: shuffled or cycle")
+        if not 0.0 <= self.plain_share <= 1.0:
+            raise ValueError(f"plain_share {self.plain_share}: give a share from 0 to 1")
 
 
 @dataclass

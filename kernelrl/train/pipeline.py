@@ -55,7 +55,7 @@ class Run:
         self.population = Population(self.dir / "population.db")
         if cfg.data.hgemm is not None and cfg.data.hgemm.completion == "spec":
             self.prompter = SpecPrompter(self.population, cfg.data.top_k, cfg.data.negatives,
-                                         cfg.model.prompt_format, cfg.seed)
+                                         cfg.model.prompt_format, cfg.seed, cfg.data.plain_share)
         else:
             self.prompter = Prompter(self.population, detect(cfg.data.hardware).describe(), cfg.data.top_k,
                                      cfg.data.negatives, cfg.data.max_prompt_chars, cfg.model.prompt_format,

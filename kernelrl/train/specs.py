@@ -84,11 +84,14 @@ def outcome_text(candidate) -> str:
 
 class SpecPrompter(Prompter):
     """Prompts for spec targets (the Prompter's target and render; its own messages). Contrastive (`top_k` > 0):
-    the target's best earlier specs and its latest failures from the run's population; plain: the shape only.
+    the target's best earlier specs and its latest failures from the run's population (save for the `plain_share` of
+    rows that show the shape only); plain: the shape only.
     A row's prompt is a pure function of (row, population size), so one GRPO group shares its prompt."""
 
-    def __init__(self, population, top_k: int = 4, negatives: int = 2, fmt: str = "text", seed: int = 0):
+    def __init__(self, population, top_k: int = 4, negatives: int = 2, fmt: str = "text", seed: int = 0,
+                 plain_share: float = 0.0):
         super().__init__(population, "", top_k, negatives, fmt=fmt, seed=seed)
+        self.plain_share = plain_share
 
     def earlier(self, spec_json: str, variant: int = 0) -> list[tuple[str, str]]:
         if self.top_k <= 0 or self.pop is None:
@@ -98,6 +101,9 @@ class SpecPrompter(Prompter):
         digest = hashlib.sha256(f"{self.seed}|{spec.acc}|{','.join(spec.shapes)}|{variant}|{len(done)}".encode())
         digest = digest.hexdigest()
         rng = random.Random(int(digest[:16], 16))
+        # plain_share of the rows show the shape only (drawn only when asked for: other runs' prompts are unchanged)
+        if self.plain_share and rng.random() < self.plain_share:
+            return []
         good = sorted((c for c in done if c.ok), key=lambda c: (-c.score, c.id))[:self.top_k]
         bad = [c for c in done if not c.ok][-self.negatives:] if self.negatives > 0 else []
         shown = [(spec_text_of(c.source), outcome_text(c)) for c in good + bad]

@@ -36,13 +36,14 @@ fi
 cat "$OUT/env.txt"
 split() { python3 -c "import json; print(','.join(json.load(open('benchmarks/results/h200/learning/split.json'))['$1']))"; }
 SHAPES=$(split "${SFT_SET:-train_all}"); RL_SHAPES=$(split grpo_live)
-write_config() {  # name top_k negatives copies
+write_config() {  # name top_k negatives copies plain_share
 cat > "$ROOT/$1.yaml" <<EOF
 run_dir: $ROOT/$1
 seed: 0
 model: {random: {hidden: 128, layers: 3, heads: 4, max_positions: 512, spec_vocab: true, seed: 0}, prompt_format: text}
 data:
   top_k: $2
+  plain_share: $5
   negatives: $3
   prompts_per_target: 4
   prompt_order: cycle
@@ -59,8 +60,8 @@ stages:
 budgets: {max_minutes: ${TRAIN_MINUTES:-8}}
 EOF
 }
-write_config contrastive 3 1 zero
-write_config plain 0 0 keep
+write_config contrastive 3 1 zero "${PLAIN_SHARE:-0.5}"  # half its rows show the shape only (the third run: 0)
+write_config plain 0 0 keep 0
 for name in ${RUNS:-contrastive plain}; do  # RUNS=plain: one run alone (it then times faster)
     timeout "${TRAIN_LIMIT:-540}" python3 -m kernelrl.cli train --config "$ROOT/$name.yaml" --quiet \
         > "$ROOT/$name.log" 2>&1 &

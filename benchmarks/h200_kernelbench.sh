@@ -2,7 +2,7 @@
 # KernelBench-format tasks on the H200 (from the repository root), about 6 minutes of GPU time:
 #   1. (gone: kb eval and run_pairs build every candidate's extensions themselves, in parallel, before evaluating)
 #   2. the GPU test file: each adversarial candidate (tests/gpu/kb_adversarial) rejected for the reason its
-#      docstring names, each honest one (kernelrl/kernelbench/candidates_own) accepted (~2-3 min);
+#      docstring names, each honest one (examples/kernelbench/candidates) accepted (~2-3 min);
 #   3. `kernelrl kb eval` of the honest candidates against the project's own tasks and all four baselines (eager,
 #      torch.compile default and reduce-overhead, CUDA graph): $OUT/kernelbench_own.csv (~2-3 min).
 # Each step has its own time limit (590 s in all, under one call's 10 minutes). The logs land beside the CSV.
@@ -22,6 +22,6 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=cs
 STEPS=" ${STEPS:-tests eval} "
 [[ $STEPS == *" tests "* ]] && timeout "${TEST_LIMIT:-200}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu/test_kernelbench_gpu.py ${EXTRA_TESTS:-} \
     2>&1 | tee "$OUT/kernelbench_gpu_tests.log" | tail -n 40
-[[ $STEPS == *" eval "* ]] && timeout "${EVAL_LIMIT:-270}" python3 -m kernelrl.cli kb eval --tasks kernelrl/kernelbench/tasks_own \
-    --candidates kernelrl/kernelbench/candidates_own --rounds "${ROUNDS:-5}" ${KB_BASELINES:+--baselines "$KB_BASELINES"} --csv "$OUT/kernelbench_own.csv" \
+[[ $STEPS == *" eval "* ]] && timeout "${EVAL_LIMIT:-270}" python3 -m kernelrl.cli kb eval --tasks examples/kernelbench/tasks \
+    --candidates examples/kernelbench/candidates --rounds "${ROUNDS:-5}" ${KB_BASELINES:+--baselines "$KB_BASELINES"} --csv "$OUT/kernelbench_own.csv" \
     2>&1 | tee "$OUT/kernelbench_own.log" | tail -n 45

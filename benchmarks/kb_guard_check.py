@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kernelrl.kernelbench.worker import KBSettings, run_pairs
 
-TASKS = Path("kernelrl/kernelbench/tasks_own")
+TASKS = Path("examples/kernelbench/tasks")
 ADV = Path("tests/gpu/kb_adversarial")
 PAIRS = [(TASKS / "5_SumDim.py", Path("examples/train/5_SumDim.py"), None),
          (TASKS / "12_ScaleAddClamp.py", ADV / "returns_input.py", "returned an input"),

@@ -15,7 +15,7 @@ from kernelrl.workloads.hgemm import parse_shapes
 from tests.evolve_fake_server import CHEAT, GOOD
 
 ROOT = Path(__file__).resolve().parent.parent
-TASK = ROOT / "kernelrl" / "kernelbench" / "tasks_own" / "1_Matmul.py"
+TASK = ROOT / "examples" / "kernelbench" / "tasks" / "1_Matmul.py"
 
 
 @pytest.fixture

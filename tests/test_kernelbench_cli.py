@@ -1,7 +1,7 @@
 """`kernelrl kb eval`: a table of static verdicts, bad inputs as lines, no crash and no made-up timings."""
 
 from kernelrl.cli import main
-from kernelrl.kernelbench.tasks_own import TASKS_DIR
+from kernelrl.examples import TASKS_DIR
 
 
 def test_bad_task_prints_a_line_and_does_not_crash(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """The KernelBench corpora on the CPU: the adversarial candidates (tests/gpu/kb_adversarial) carry their metadata,
 load and match their tasks, and the static layer flags exactly the rules each names; the ones whose cheat needs no
 GPU are rejected by the CPU worker for the reason they name (the GPU test file runs them all). The honest
-hand-written candidates (kernelrl/kernelbench/candidates_own) match their tasks and pass the static checks; their
+hand-written candidates (examples/kernelbench/candidates) match their tasks and pass the static checks; their
 CUDA sources compile with nvcc where it is installed."""
 
 import ast
@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kernelrl.kernelbench.candidates_own import CANDIDATES_DIR
+from kernelrl.examples import CANDIDATES_DIR, TASKS_DIR
 from kernelrl.kernelbench.evaluate import static_eval
 from kernelrl.kernelbench.static_checks import RULES, scan, task_input_dtype
 from kernelrl.kernelbench.tasks import check_pair, discover, inspect_candidate, inspect_task
-from kernelrl.kernelbench.tasks_own import TASKS_DIR
 from kernelrl.kernelbench.worker import REASONS
 
 ROOT = Path(__file__).resolve().parents[1]

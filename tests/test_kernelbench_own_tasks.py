@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from kernelrl.examples import TASKS_DIR
 from kernelrl.kernelbench.tasks import discover, inspect_task, load_module
-from kernelrl.kernelbench.tasks_own import TASKS_DIR
 
 FILES, _ = discover([TASKS_DIR])
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelrl.examples import TASKS_DIR
 from kernelrl.kernelbench.aggregate import aggregate
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result
 
@@ -105,7 +106,6 @@ def test_hang_and_crashes_become_verdicts(results):
 
 def test_kb_eval_cpu_dry_run(tmp_path, capsys):
     from kernelrl.cli import main
-    from kernelrl.kernelbench.tasks_own import TASKS_DIR
 
     task = (TASKS_DIR / "7_Softmax.py").read_text()
     (tmp_path / "7_Softmax.py").write_text(task.replace("class Model(", "class ModelNew("))
@@ -126,7 +126,6 @@ def test_kb_eval_cpu_dry_run(tmp_path, capsys):
 def test_kb_eval_stores_each_pair_in_the_results_database(tmp_path):
     from kernelrl.cli import main
     from kernelrl.db.database import Database
-    from kernelrl.kernelbench.tasks_own import TASKS_DIR
 
     task = (TASKS_DIR / "7_Softmax.py").read_text()
     (tmp_path / "7_Softmax.py").write_text(task.replace("class Model(", "class ModelNew("))
@@ -236,8 +235,7 @@ CHEATS = {
 
 def _own_pairs(d: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(honest, cheats) as (task path, candidate path): every own task with a copy of its reference as the
-    candidate (honest on the CPU, where candidates_own's CUDA kernels cannot run), and CHEATS."""
-    from kernelrl.kernelbench.tasks_own import TASKS_DIR
+    candidate (honest on the CPU, where examples/kernelbench/candidates' CUDA kernels cannot run), and CHEATS."""
 
     honest = []
     for task in sorted(TASKS_DIR.glob("[0-9]*_*.py")):
@@ -291,7 +289,6 @@ def test_static_tampering_decides_only_when_every_dynamic_check_passed():
     """The static finding is the verdict of a candidate the dynamic checks passed; a dynamic verdict (which names
     what the patch did) comes first. An honest source has no such finding."""
     from kernelrl.kernelbench.tamper import static_tampering
-    from kernelrl.kernelbench.tasks_own import TASKS_DIR
 
     task = (TASKS_DIR / "7_Softmax.py").read_text()
     found = static_tampering(STATIC_ONLY, task)

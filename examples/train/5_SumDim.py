@@ -1,4 +1,4 @@
-"""A plain-PyTorch ModelNew for kernelrl/kernelbench/tasks_own/5_SumDim.py: correct on any device, so CPU dry runs
+"""A plain-PyTorch ModelNew for examples/kernelbench/tasks/5_SumDim.py: correct on any device, so CPU dry runs
 of `kernelrl train` (examples/train_smoke.yaml) have a KernelBench kernel that verifies, as a seed and as the
 random model's whole-file token."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from kernelrl.examples import examples_path
 from kernelrl.kernelbench.worker import DEFAULT_BASELINES
 from kernelrl.train.errors import TrainError
 from kernelrl.train.reward import RewardConfig, RewardConfigError
@@ -86,7 +87,8 @@ class HgemmData:
 
 @dataclass
 class KernelBenchData:
-    tasks: list = field(default_factory=lambda: ["kernelrl/kernelbench/tasks_own"])  # files or folders
+    # files or folders; default: the own tasks, examples/kernelbench/tasks in the clone kernelrl is installed from
+    tasks: list = field(default_factory=lambda: [str(examples_path("kernelbench", "tasks"))])
     device: str = "cuda"  # "cpu" for a dry run (eager baseline only)
     baselines: list | None = None
     objective: str | None = None

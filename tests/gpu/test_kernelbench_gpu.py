@@ -1,6 +1,6 @@
 """Every KernelBench defence on the GPU, through the real evaluator (kernelrl/kernelbench/worker.py): each
 adversarial candidate of tests/gpu/kb_adversarial is rejected for the reason its docstring names, and each honest
-hand-written candidate of kernelrl/kernelbench/candidates_own is accepted. All pairs run in one evaluation (one
+hand-written candidate of examples/kernelbench/candidates is accepted. All pairs run in one evaluation (one
 worker, restarted by the runner after every fatal verdict), against the eager baseline only.
 
 The load_inline candidates are built by run_pairs itself, in parallel, before any pair is evaluated (ninja on
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelrl.kernelbench.candidates_own import CANDIDATES_DIR
+from kernelrl.examples import CANDIDATES_DIR, TASKS_DIR
 from kernelrl.kernelbench.tasks import discover
-from kernelrl.kernelbench.tasks_own import TASKS_DIR
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
 
 pytestmark = pytest.mark.gpu

@@ -1,6 +1,6 @@
 """The adversarial KernelBench corpus: one candidate (`class ModelNew`) per cheat the evaluator must reject. Each
 file's module docstring names, on lines of their own, the task it targets (`task:`, a file of
-kernelrl/kernelbench/tasks_own), the verdict the dynamic evaluator must give (`reason:`, the start of the reason
+examples/kernelbench/tasks), the verdict the dynamic evaluator must give (`reason:`, the start of the reason
 string; keys in kernelrl.kernelbench.worker.REASONS), the static rules that flag it (`static:`, ids of
 kernelrl.kernelbench.static_checks.RULES, or `none`) and whether the dynamic check also runs on the CPU worker
 (`cpu: yes|no`). tests/test_kernelbench_corpus.py checks the metadata and the static layer (and runs the `cpu: yes`

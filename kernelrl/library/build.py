@@ -13,7 +13,7 @@ from kernelrl.baselines import native_lib
 from kernelrl.build.builder import BuildRequest, LocalBuilder
 from kernelrl.build.toolchain import Toolchain
 from kernelrl.library import policy
-from kernelrl.library.export import built_library, read_manifest, write_manifest
+from kernelrl.library.export import built_library, read_manifest, routes, write_manifest
 from kernelrl.library.policy import LT_FALLBACKS
 
 
@@ -74,10 +74,10 @@ def library_info(root: str | Path) -> list[str]:
              f"{env.get('torch') or '?'}, arch {env.get('arch') or '?'})",
              f"kernels: {len(kernels)}, {len(kernels) - len(missing)} built in lib/"
              + (f"; not built: {first} (run `kernelrl library build {root}`)" if missing else "")]
-    table, lt_algos = policy.tables(manifest, shim)
+    decided = routes(root, manifest)
     by_route: dict[str, int] = {}
-    for entry in shapes.values():
-        route = _info_route(entry, table, lt_algos, lambda name: built_library(root, kernels.get(name, {})), shim)
+    for name, entry in shapes.items():
+        route = _info_route(entry, decided[name], shim)
         by_route[route] = by_route.get(route, 0) + 1
     kinds: dict[str, int] = {}
     for entry in shapes.values():
@@ -88,12 +88,9 @@ def library_info(root: str | Path) -> list[str]:
     return lines
 
 
-def _info_route(entry: dict, table: dict, lt_algos: dict, built, shim: bool) -> str:
-    """What `library info` says a manifest shape runs (`policy.route`, a kernel usable when built), and where
-    that is not what the manifest stored, why."""
-    at = policy.key(entry["m"], entry["n"], entry["k"], entry["acc"], entry.get("dtype", "fp16"),
-                    entry.get("layout", "nn"))
-    decided = policy.route(at, table, lt_algos, usable=lambda name: built(name) is not None)
+def _info_route(entry: dict, decided: policy.Route, shim: bool) -> str:
+    """What `library info` says a manifest shape runs (`decided`: its `routes` answer, a kernel usable when built),
+    and where that is not what the manifest stored, why."""
     runs = decided.name or "torch"
     if decided.reason == policy.NOT_USABLE:
         return f"kernel {entry['kernel']} (not built: runs {runs})"
@@ -103,6 +100,6 @@ def _info_route(entry: dict, table: dict, lt_algos: dict, built, shim: bool) -> 
     method = stored.get("method") or "torch"
     if method in LT_FALLBACKS.values() and decided.kind != policy.LT:  # stored, but not callable (policy.tables)
         why = ("no lib/libkr_blas.so" if not shim else "no stored algorithm" if not stored.get("algo")
-               else f"no cuBLASLt call for {at[5]} {at[4]}")
+               else f"no cuBLASLt call for {entry.get('layout', 'nn')} {entry.get('dtype', 'fp16')}")
         return f"{method} ({why}: runs {runs})"
     return runs

@@ -12,6 +12,7 @@ from pathlib import Path
 from kernelrl.baselines import native_lib
 from kernelrl.build.builder import BuildRequest
 from kernelrl.errors import UserError
+from kernelrl.library import policy
 from kernelrl.version import __version__
 
 MANIFEST = "manifest.json"
@@ -58,8 +59,9 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
     `extra` adds top-level manifest keys (the base a run extended).
 
     A shape whose best tuned kernel does not beat its fallback (torch.matmul, or cuBLASLt with its autotuned
-    algorithm where that was faster) by more than the run's margin (`ShapeResult.uses_kernel`) dispatches to the
-    fallback: the library never makes a shape slower than what the user had."""
+    algorithm where that was faster) by more than the run's margin (`ShapeResult.decision`, `policy.decide`)
+    dispatches to the fallback: the library never makes a shape slower than what the user had. What the written
+    folder then runs (`routes`: a kernel that did not build runs the fallback) is what the closing line counts."""
     out = Path(out)
     (out / "kernels").mkdir(parents=True, exist_ok=True)
     shapes, kernels = {}, {}
@@ -79,7 +81,7 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
             entry["fallback"] = {"method": r.fallback, "algo": r.lt_algo, "time_us": r.fallback_us}
         if r.best is not None:
             entry.update(kernel=r.best.name, family=r.best.family, params=r.best.p)
-            if r.uses_kernel:
+            if r.decision.kind == policy.KERNEL:
                 entry["dispatch"] = "kernel"
                 kernels[r.best.name] = r.best
         shapes[shape_key(p.m, p.n, p.k, p.acc, dtype, p.layout)] = entry
@@ -106,6 +108,26 @@ def write_library(out: Path, results, ui=None, builder=None, env: dict | None = 
                 "env": env or {}, "shapes": shapes, "kernels": kernel_entries, "native": native, **(extra or {})}
     write_manifest(out, manifest)
     if ui is not None:
-        used = sum(1 for s in shapes.values() if s["dispatch"] == "kernel")
-        ui.stage(f"library {out}: {len(kernel_entries)} kernels; {used} of {len(shapes)} shapes use a tuned kernel")
+        runs = routes(out, manifest).values()
+        used = sum(1 for r in runs if r.kind == policy.KERNEL)
+        unbuilt = sum(1 for r in runs if r.reason == policy.NOT_USABLE)
+        ui.stage(f"library {out}: {len(kernel_entries)} kernels; {used} of {len(shapes)} shapes use a tuned kernel"
+                 + (f" ({unbuilt} more once `kernelrl library build {out}` builds their kernels)" if unbuilt else ""))
     return manifest
+
+
+def routes(root: Path, manifest: dict) -> dict[str, policy.Route]:
+    """What the library folder `root` runs for each shape of its manifest (keyed as the manifest keys them):
+    `policy.route` over the manifest's tables, a kernel usable when lib/ holds it built, cuBLASLt callable when
+    lib/libkr_blas.so is there. The tuner's closing table and `kernelrl library info` both say this; the runtime
+    asks the same function, and adds only what a loaded library knows (a library tuned on another GPU)."""
+    root = Path(root)
+    kernels = manifest.get("kernels", {})
+    shim = manifest.get("native")
+    table, lt_algos = policy.tables(manifest, bool(shim) and (root / shim).is_file())
+
+    def built(name: str) -> bool:
+        return built_library(root, kernels.get(name, {})) is not None
+    return {name: policy.route(policy.key(e["m"], e["n"], e["k"], e["acc"], e.get("dtype", "fp16"),
+                                          e.get("layout", "nn")), table, lt_algos, usable=built)
+            for name, e in manifest.get("shapes", {}).items()}

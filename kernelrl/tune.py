@@ -101,6 +101,9 @@ class ShapeResult:
     # What the screening run said, when a confirmation run picked: its winner, its time and the fallback's
     screening: dict | None = None
     carried_from: str | None = None  # a base library this shape was kept from, as it was (not measured in this run)
+    # What the library this run wrote runs here (`export.routes` of its folder, set once it is written): a kernel
+    # the tuner dispatched but that did not build, or a cuBLASLt fallback without the shim, runs something else
+    route: policy.Route | None = None
 
     @property
     def fallback(self) -> str:
@@ -112,14 +115,27 @@ class ShapeResult:
         return self.measured.get(self.fallback)
 
     @property
+    def decision(self) -> policy.Route:
+        """The tuner's answer, which the manifest records (`policy.decide`): the best kernel where it beats the
+        fallback by more than the margin, else that fallback."""
+        return policy.decide(self.problem.layout, self.best.name if self.best else None, self.best_us,
+                             self.measured, self.lt_algo, self.min_gain)
+
+    @property
+    def runs(self) -> policy.Route:
+        """What the library runs here: the written library's route (`route`); before it is written, the decision."""
+        return self.route or self.decision
+
+    @property
     def uses_kernel(self) -> bool:
-        """Whether the library dispatches this shape to its tuned kernel rather than to the fallback."""
-        return self.best is not None and policy.dispatches_kernel(self.best_us, self.fallback_us, self.min_gain)
+        """Whether the library runs this shape's tuned kernel rather than a fallback."""
+        return self.runs.kind == policy.KERNEL
 
     @property
     def library_us(self) -> float | None:
         """The tuning run's time of what the library runs here."""
-        return self.best_us if self.uses_kernel else self.fallback_us
+        runs = self.runs
+        return self.best_us if runs.kind == policy.KERNEL else self.measured.get(runs.name or YARDSTICK)
 
 
 @dataclass
@@ -334,8 +350,13 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
     builder = None
     if cfg.runner == "local" and cfg.stored_gpu is None:  # the winners are in the build cache: copying costs no compile
         builder = LocalBuilder(Toolchain.discover(arch=cfg.arch))
-    export.write_library(cfg.out, results, ui, builder=builder, env=env,
-                  sources=cfg.base_library.sources if cfg.base_library else None, extra=extra)
+    manifest = export.write_library(cfg.out, results, ui, builder=builder, env=env,
+                                    sources=cfg.base_library.sources if cfg.base_library else None, extra=extra)
+    # What is printed from here on is what the written library does (`library info` says the same)
+    runs = export.routes(cfg.out, manifest)
+    for r in results:
+        p = r.problem
+        r.route = runs[export.shape_key(p.m, p.n, p.k, p.acc, p.dtype, p.layout)]
     if cfg.stored_gpu:
         ui.stage(f"written without lib/ (measured on {cfg.stored_gpu}, not here): on that machine, "
                  f"kernelrl library build {cfg.out}")

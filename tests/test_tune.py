@@ -380,7 +380,8 @@ def test_a_local_run_builds_the_whole_candidate_set_first(tmp_path, monkeypatch)
     real = mod.run_bench
     monkeypatch.setattr(mod, "run_bench", lambda bench, ui: real(dataclasses.replace(bench, runner="dummy"), ui))
     monkeypatch.setattr(toolchain.Toolchain, "discover", classmethod(lambda cls, arch=None: None))
-    monkeypatch.setattr(export, "write_library", lambda *a, **k: None)
+    real_write = export.write_library  # written without a builder: toolchain discovery is stubbed out above
+    monkeypatch.setattr(export, "write_library", lambda out, results, ui, **k: real_write(out, results, ui))
     cfg = TuneConfig(problems=parse_shapes("64x64x64,4096x4096x4096"), families=["toy"], out=tmp_path / "lib",
                      runner="local", db_path=tmp_path / "t.db", top_k=2, confirm=0)
     mod.tune(cfg, NullUI())
@@ -630,6 +631,99 @@ def test_a_kernel_within_the_margin_of_its_fallback_is_not_dispatched():
     assert not near.uses_kernel and near.library_us == 10.0
     assert clear.uses_kernel and clear.library_us == 9.0
 
+
+
+# -- what tune prints is what the library it wrote does (issues 27, 30) ------------------------------------------------
+class PartBuilder:
+    """Builds the kernels `builds(name)` accepts (a stand-in file: nothing here loads it) and fails the rest, the
+    cuBLAS shim included: what a tuning run's last builds can leave."""
+
+    toolchain = None
+
+    def __init__(self, where, builds):
+        self.where, self.builds = where, builds
+        where.mkdir(parents=True, exist_ok=True)
+
+    def build(self, request):
+        from kernelrl.build.builder import BuildResult
+        if request.name == "kr_blas" or not self.builds(request.name):
+            return BuildResult(name=request.name, key="k", ok=False, error="stand-in failure")
+        path = self.where / f"lib{request.name}.so"
+        path.write_bytes(b"stand-in")
+        return BuildResult(name=request.name, key="k", ok=True, lib_path=str(path))
+
+
+def tune_built_by(tmp_path, monkeypatch, builder, **kw):
+    """A local run (measured by the dummy runner) whose library is written with `builder`."""
+    import dataclasses
+
+    import kernelrl.build.toolchain as toolchain
+    import kernelrl.library.export as export
+    import kernelrl.tune as mod
+    from kernelrl.build.builder import BuildRequest
+    monkeypatch.setattr(mod, "require_gpu", lambda runner: None)
+    monkeypatch.setattr(mod, "prebuild", lambda cfg, ui: [])
+    real = mod.run_bench
+    monkeypatch.setattr(mod, "run_bench", lambda bench, ui: real(dataclasses.replace(bench, runner="dummy"), ui))
+    monkeypatch.setattr(toolchain.Toolchain, "discover", classmethod(lambda cls, arch=None: None))
+    monkeypatch.setattr(mod, "LocalBuilder", lambda tc: builder)
+    monkeypatch.setattr(export.native_lib, "build_request", lambda tc: BuildRequest("", name="kr_blas"))
+    cfg = TuneConfig(out=tmp_path / "lib", runner="local", db_path=tmp_path / "t.db", **kw)
+    return tune(cfg, NullUI())
+
+
+def assert_tune_says_what_the_library_does(out, results):
+    """Per shape, the tuner's route, its closing tables and its `library_us` against the bench's view of the
+    library (LibraryPlan) and `kernelrl library info`."""
+    from rich.console import Console
+
+    from kernelrl.cli.hgemm import tune_summary, tune_table
+    from kernelrl.library import policy
+    from kernelrl.library.bench import LibraryPlan
+    from kernelrl.library.build import library_info
+    plan = LibraryPlan.make(out, [r.problem for r in results])
+    for r in results:
+        p = r.problem
+        assert r.route.name == plan.choice[(p.m, p.n, p.k, p.acc, p.dtype, p.layout)]
+        assert r.library_us == (r.best_us if r.uses_kernel else r.measured[r.route.name or "torch"])
+    info = library_info(out)
+    info_kernels = sum(int(line.split()[0]) for line in info[4:] if line.split()[1] == "kernel"
+                       and "not built" not in line)
+    assert info_kernels == sum(r.uses_kernel for r in results)
+    console = Console(record=True, width=250)
+    console.print(tune_table(results))
+    console.print(tune_summary(results))
+    text = console.export_text()
+    cells = [line.split("│") for line in text.splitlines() if line.startswith("│ ")]
+    names = {r.problem.name for r in results}
+    said = {row[1].strip(): row[6].strip() for row in cells if row[1].strip() in names}  # the per-shape rows
+    assert said == {r.problem.name: "kernel" if r.uses_kernel else policy.dispatch_label(r.route.name, r.problem.layout)
+                    for r in results}
+    all_row = next(line for line in text.splitlines() if line.startswith("│ all"))
+    assert all_row.split("│")[4].strip() == str(sum(r.uses_kernel for r in results))
+
+
+def test_a_winner_whose_kernel_did_not_build_is_reported_as_the_fallback_the_library_runs(tmp_path, monkeypatch):
+    from kernelrl.library import policy
+    builder = PartBuilder(tmp_path / "built", lambda name: "_64_" in name)  # the 128- and 256-tile kernels fail
+    results = tune_built_by(tmp_path, monkeypatch, builder, families=["toy"], top_k=3,
+                            problems=parse_shapes("64x64x64,128x128x128,4096x4096x4096"))
+    assert all(r.decision.kind == policy.KERNEL for r in results)  # the tuner dispatched a kernel on every shape
+    runs = {r.problem.name: r.route.kind for r in results}
+    assert policy.KERNEL in runs.values() and policy.TORCH in runs.values(), runs  # the library runs one on some
+    assert_tune_says_what_the_library_does(tmp_path / "lib", results)
+
+
+def test_a_cublaslt_fallback_without_the_shim_is_reported_as_the_yardstick(tmp_path, monkeypatch):
+    from kernelrl.library import policy
+    problem = _lt_faster_shape()
+    _store_algo(tmp_path / "t.db", problem)
+    builder = PartBuilder(tmp_path / "built", lambda name: True)  # every kernel builds, the cuBLAS shim fails
+    results = tune_built_by(tmp_path, monkeypatch, builder, problems=[problem], families=["toy_slow_only"])
+    (r,) = results
+    assert (r.decision.kind, r.route.kind, r.route.reason) == (policy.LT, policy.TORCH, policy.FALLBACK_WON)
+    assert r.library_us == r.measured["torch"] != r.fallback_us
+    assert_tune_says_what_the_library_does(tmp_path / "lib", results)
 
 # -- the confirmation run (the winner's curse) -------------------------------------------------------------------
 class LuckyToy(RefineToy):

@@ -22,6 +22,7 @@ from kernelrl.harness.stats import geomean
 from kernelrl.jobs.measure import (BenchConfig, default_db, expand_candidates, parse_baselines, parse_modes,
                                    run_bench)
 from kernelrl.library.build import build_library, library_info
+from kernelrl.library.policy import dispatch_label
 from kernelrl.results import summarize
 from kernelrl.run.runner import RunSettings
 from kernelrl.space import SPACES
@@ -117,9 +118,14 @@ def cmd_tune(args) -> int:
         results = tune(cfg, ui)
     finally:
         ui.finish()
-    if len(results) > 40:  # a grid: one line per size class, the per-shape detail is in the manifest
-        console.print(tune_summary(results))
-        return 0
+    # over 40 shapes (a grid): one line per size class, the per-shape detail is in the manifest
+    console.print(tune_summary(results) if len(results) > 40 else tune_table(results))
+    return 0
+
+
+def tune_table(results) -> Table:
+    """One row per shape: its best kernel against the yardstick, and what the written library runs there
+    (`ShapeResult.runs`, what `kernelrl library info` says too)."""
     table = Table(title="tuned shapes")
     for col in ("shape", "best kernel", "µs", "torch µs", "speedup", "dispatch"):
         table.add_column(col)
@@ -127,9 +133,8 @@ def cmd_tune(args) -> int:
         speed = r.yardstick_us / r.best_us if r.best_us and r.yardstick_us else None
         table.add_row(r.problem.name, r.best.name if r.best else "—", f"{r.best_us:.2f}" if r.best_us else "—",
                       f"{r.yardstick_us:.2f}" if r.yardstick_us else "—", f"{speed:.3f}" if speed else "—",
-                      "kernel" if speed and speed > 1 else "torch.matmul")
-    console.print(table)
-    return 0
+                      "kernel" if r.uses_kernel else dispatch_label(r.runs.name, r.problem.layout))
+    return table
 
 
 def tune_summary(results) -> Table:

@@ -15,19 +15,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernelrl.db import Database  # noqa: E402
+from kernelrl.library import policy  # noqa: E402
 from kernelrl.library.export import shape_key  # noqa: E402
-from kernelrl.library.policy import LT_FALLBACKS, dispatch_label  # noqa: E402
+from kernelrl.library.policy import dispatch_label  # noqa: E402
 from kernelrl.results import write_csv  # noqa: E402
 
 
-def label(entry: dict | None) -> str:
-    """What the library runs for a manifest entry, as the bench labels it."""
-    if entry is None:
-        return "not in the manifest"
-    fallback = entry.get("fallback")
-    stored_lt = isinstance(fallback, dict) and fallback.get("method") in LT_FALLBACKS.values()
-    choice = entry["kernel"] if entry["dispatch"] == "kernel" else fallback["method"] if stored_lt else None
-    return dispatch_label(choice, entry.get("layout", "nn"))
+def labels(manifest: dict) -> dict[str, str]:
+    """What the library runs for each manifest shape (keyed as the manifest keys them), as the bench labels it:
+    `policy.route` over the manifest's tables, as the library ran with its lib/ whole (every kernel and the cuBLAS
+    shim built: no lib/ needed here)."""
+    table, lt_algos = policy.tables(manifest, shim=True)
+    return {name: dispatch_label(policy.route(policy.key(e["m"], e["n"], e["k"], e["acc"], e.get("dtype", "fp16"),
+                                                         e.get("layout", "nn")), table, lt_algos).name,
+                                 e.get("layout", "nn"))
+            for name, e in manifest.get("shapes", {}).items()}
 
 
 def main() -> None:
@@ -45,11 +47,11 @@ def main() -> None:
         db.close()
     if not rows:
         sys.exit(f"{args.db}: run {args.run} has no rows; see its runs table for the ids")
-    shapes = json.loads((Path(args.library) / "manifest.json").read_text())["shapes"] if args.library else {}
+    runs = labels(json.loads((Path(args.library) / "manifest.json").read_text())) if args.library else {}
     for r in rows:
         if r["method"] == "kernelrl" and args.library:
             key = shape_key(r["m"], r["n"], r["k"], r["acc"], r.get("dtype", "fp16"), r.get("layout", "nn"))
-            r["dispatch"] = label(shapes.get(key))
+            r["dispatch"] = runs.get(key, "not in the manifest")
     write_csv(rows, args.csv)
     count = len({(r["m"], r["n"], r["k"]) for r in rows})
     print(f"{args.csv}: {len(rows)} rows, {count} shapes, run {args.run} ({json.loads(env[0] or '{}').get('date')})")

@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import kernelrl  # noqa: E402
 from kernelrl.environment import collect  # noqa: E402
-from kernelrl.library.policy import FALLBACK_LABEL, LT_FALLBACKS  # noqa: E402
+from kernelrl.library import policy  # noqa: E402
+from kernelrl.library.policy import FALLBACK_LABEL  # noqa: E402
 
 GEMM_KERNEL_WORDS = ("gemm", "nvjet", "wgmma", "cutlass", "sm90_xmma", "hgemm", "matmul", "triton_mm", "triton_tem")
 
@@ -248,9 +249,10 @@ def layer_routes(model, lib, setting: Setting) -> list[dict]:
         if isinstance(module, nn.Linear):
             n, k = module.weight.shape
             dtype = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(module.weight.dtype)
-            runs = lib.runs(m, n, k, dtype) if dtype else FALLBACK_LABEL["nt"]
+            decided = lib.route(m, n, k, "fp32", dtype, "nt") if dtype else None
+            runs = (decided.name if decided else None) or FALLBACK_LABEL["nt"]
             rows.append({"setting": setting.name, "layer": name, "m": m, "n": n, "k": k, "runs": runs,
-                         "tuned_kernel": int(runs not in (FALLBACK_LABEL["nt"], LT_FALLBACKS["nt"]))})
+                         "tuned_kernel": int(decided is not None and decided.kind == policy.KERNEL)})
     return rows
 
 

@@ -34,3 +34,22 @@ def test_a_run_measured_again_later_is_exported_whole_and_labelled(tmp_path):
     rows = {r["method"]: r for r in read_csv(out)}
     assert rows["torch"]["time_us_median"] == 5.0 and rows["kernelrl"]["time_us_median"] == 4.0
     assert rows["kernelrl"]["dispatch"] == "small_k"
+
+
+def test_rows_are_labelled_by_the_library_s_routing_function():
+    """`labels` is policy.route over the manifest's tables (the library with its lib/ whole): a stored cuBLASLt
+    fallback where the library can call it, the yardstick where it cannot (kernelrl.hgemm calls none for bf16)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("export_run", SCRIPT)
+    export_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(export_run)
+
+    def entry(m, dtype="fp16", kernel=None, lt=None):
+        e = {"m": m, "n": 64, "k": 64, "acc": "fp32", "dtype": dtype, "layout": "nn", "kernel": kernel,
+             "dispatch": "kernel" if kernel else "fallback"}
+        return {**e, "fallback": {"method": lt, "algo": "ab", "time_us": 1.0}} if lt else e
+    manifest = {"shapes": {"a": entry(64, kernel="small_k", lt="cublaslt_auto_nn"), "b": entry(128, kernel="lost"),
+                           "c": entry(256, lt="cublaslt_auto_nn"), "d": entry(512, "bf16", lt="cublaslt_auto_nn")}}
+    manifest["shapes"]["b"]["dispatch"] = "fallback"  # its kernel did not beat the fallback
+    assert export_run.labels(manifest) == {"a": "small_k", "b": "torch.matmul", "c": "cuBLASLt (stored algorithm)",
+                                           "d": "torch.matmul"}

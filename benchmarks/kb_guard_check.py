@@ -1,5 +1,5 @@
 """A one-minute GPU check of the KernelBench worker's verdicts without any load_inline build: an honest plain-PyTorch
-candidate must pass, and pure-PyTorch cheats must get their named reasons (memory guard, input checks).
+candidate must pass, and pure-PyTorch cheats must get their named verdict keys (memory guard, input checks).
 
     python benchmarks/kb_guard_check.py [cuda|cpu]   # from the repository root (cpu: no memory guard)"""
 
@@ -23,5 +23,5 @@ if __name__ == "__main__":
         recs = out[i]
         bad = [r for r in recs if not r.get("verified")]
         reason = bad[0]["reason"] if bad else None
-        ok = (reason is None) if expected is None else bool(reason and reason.startswith(expected))
+        ok = (reason is None) if expected is None else bool(bad and bad[0].get("verdict") == expected)
         print(f"{'OK ' if ok else 'BAD'} {cand.name:24s} expected {expected!r:22s} got {reason!r}")

@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelrl import environment  # noqa: E402
-from kernelrl.harness.verdicts import verdict_of  # noqa: E402
+from kernelrl.harness.verdicts import Verdict, key_of  # noqa: E402
 from kernelrl.kernelbench.tasks import check_pair, inspect_candidate, inspect_task  # noqa: E402
-from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result  # noqa: E402
+from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result  # noqa: E402
 
 COLUMNS = ("task", "candidate", "expect", "verified", "verdict", "reason", "candidate_us", "eager_us", "speedup",
            "max_abs_err", "tolerance")
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
         ok, reason = pair_verdict(recs)
         res = task_result(t.stem, recs, ("eager",))
         cand = next((r for r in recs if r.get("method") == "candidate"), {})
-        key = verdict_of(cand) if cand else verdict_of(reason)
+        key = key_of(failed_record(recs) or Verdict.NOT_EVALUATED)  # the failed record's key, never its text
         return {"task": t.stem, "candidate": c.name, "expect": expect, "verified": int(ok),
                 "verdict": key.value if key and not ok else "", "reason": reason or "",
                 "candidate_us": res.candidate_us, "eager_us": res.baseline_us.get("eager"),

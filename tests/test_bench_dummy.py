@@ -5,6 +5,7 @@ import csv
 import pytest
 
 from kernelrl.baselines import BASELINES
+from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.jobs.measure import (BenchConfig, BenchError, Built, NullUI, build, candidate_names,
                                       expand_candidates, measure, parse_baselines, parse_modes, run_bench)
 from kernelrl.run.runner import RunSettings
@@ -174,7 +175,7 @@ def test_a_candidate_that_did_not_build_gets_its_verdict_on_every_shape(tmp_path
     cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
                       runner="dummy", db_path=tmp_path / "m.db")
     built = Built(specs=[{"name": "torch", "kind": "torch"}], keys={"torch": "", "broken_k": "abc"},
-                  failures={"broken_k": "compile error: k.cu(3): error: expected a ';'"})
+                  failures={"broken_k": Rejected(Verdict.COMPILE_ERROR, "k.cu(3): error: expected a ';'")})
     rows = [r for r in measure(built, cfg, NullUI()).rows if r["method"] == "broken_k"]
     assert len(rows) == 2 and all(r["verdict"] == "compile error" and not r["verified"] for r in rows)
 
@@ -184,7 +185,7 @@ def test_a_run_beside_a_candidate_that_still_does_not_build_resumes(tmp_path):
     cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
                       runner="dummy", db_path=tmp_path / "m.db")
     built = Built(specs=[{"name": "torch", "kind": "torch"}], keys={"torch": "", "broken_k": "abc"},
-                  failures={"broken_k": "compile error: k.cu(3): error: expected a ';'"})
+                  failures={"broken_k": Rejected(Verdict.COMPILE_ERROR, "k.cu(3): error: expected a ';'")})
     assert measure(built, cfg, NullUI()).measured_tasks == 2
     again = measure(built, cfg, NullUI())
     assert again.measured_tasks == 0 and sorted(r["m"] for r in again.rows if r["method"] == "torch") == [64, 128]

@@ -19,6 +19,7 @@ from kernelrl.evolve.population import Population
 from kernelrl.evolve.population import source_sha
 from kernelrl.evolve.ui import EvolveUI
 from kernelrl.evolve.usage import UsageLog, read_usage
+from kernelrl.harness.verdicts import Verdict
 from kernelrl.run.runner import DummyRunner, verdict_records
 from kernelrl.workloads.hgemm import parse_shapes
 from tests.evolve_fake_server import (BETTER, BROKEN, CACHES_BY_POINTER, CHEAT, FIXED, GOOD, MALFORMED, FakeServer,
@@ -33,7 +34,8 @@ def _private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELRL_CACHE", str(tmp_path / "cache"))
 
 
-CAUGHT = "during timing: wrong values: error 1.8 exceeds the fp32 tolerance 0.0039 for K=64"
+CAUGHT_DETAIL = "wrong values: error 1.8 exceeds the fp32 tolerance 0.0039 for K=64"
+CAUGHT = Verdict.DURING_TIMING.reason(CAUGHT_DETAIL)
 
 
 class DuringTimingVerdicts(DummyRunner, kind="evolve_test_during_timing"):
@@ -46,7 +48,8 @@ class DuringTimingVerdicts(DummyRunner, kind="evolve_test_during_timing"):
         def relay(task, records):
             hit = {r["method"] for r in records} & self.caught
             on_records(task, [r for r in records if r["method"] not in hit] +
-                       [r for name in sorted(hit) for r in verdict_records(task, name, CAUGHT)])
+                       [r for name in sorted(hit)
+                        for r in verdict_records(task, name, Verdict.DURING_TIMING, CAUGHT_DETAIL)])
         super().run(tasks, methods, settings, relay, **kw)
 
 

@@ -29,11 +29,12 @@ def test_honest_examples_pass(path):
 ])
 def test_known_cheats_are_rejected_with_their_rule(body, rule):
     verdict = screen_hgemm(f'extern "C" {{\n{CALL}    {body}\n    return 0;\n}}\n}}\n')
-    assert verdict is not None and verdict.startswith(f"static screen: {rule} (line 3")
+    assert verdict is not None and str(verdict).startswith(f"static screen: {rule} (line 3")
+    assert verdict.verdict.value == "static screen" and verdict.detail.startswith(f"{rule} (line 3")
 
 
 def test_the_side_stream_cheat_is_rejected():
-    assert "cuda-stream" in screen_hgemm(CHEAT)
+    assert "cuda-stream" in str(screen_hgemm(CHEAT))
 
 
 def test_comments_and_strings_are_not_code():
@@ -42,8 +43,9 @@ def test_comments_and_strings_are_not_code():
 
 
 def test_a_file_without_the_entry_point_breaks_the_contract():
-    assert contract_hgemm("__global__ void k() {}\n") == \
-        "contract: the file defines no kernelrl_hgemm(...) entry point"
+    broken = contract_hgemm("__global__ void k() {}\n")
+    assert str(broken) == "contract: the file defines no kernelrl_hgemm(...) entry point"
+    assert broken.verdict.value == "contract"
 
 
 def test_the_reference_kernel_meets_the_contract():
@@ -51,7 +53,7 @@ def test_the_reference_kernel_meets_the_contract():
 
 
 def test_the_entry_point_needs_c_linkage():
-    assert "C linkage" in contract_hgemm(CALL + "return 0; }\n")
+    assert "C linkage" in str(contract_hgemm(CALL + "return 0; }\n"))
 
 
 def test_the_reference_kernel_is_lexically_sound():

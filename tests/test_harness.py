@@ -9,8 +9,9 @@ from kernelrl.harness import compare
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.stats import content_dependent_speed, hidden_work
 from kernelrl.harness.tolerance import output_tolerance
-from kernelrl.harness.verdicts import Category, Rejected, Verdict, category_of, verdict_of
-from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
+from kernelrl.harness.record import Record
+from kernelrl.harness.verdicts import Category, Rejected, Verdict, category_of, key_of, migrate_reason
+from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs
 
 
 # -- verdicts ----------------------------------------------------------------------------------------------------
@@ -30,13 +31,39 @@ def test_a_rejection_carries_its_key_and_a_reason_line():
     ("returned error: 1 (cudaErrorInvalidValue)", Verdict.RETURNED_ERROR),
     ("specialised to the benchmark shape: wrong values (batch 3 instead of the task's)", Verdict.SPECIALISED),
 ])
-def test_reason_lines_read_back_as_their_key(reason, key):
-    assert verdict_of(reason) is key
+def test_old_reason_lines_read_back_as_their_key_through_the_migration(reason, key):
+    assert migrate_reason(reason) is key
+
+
+def test_a_line_no_evaluator_wrote_migrates_to_no_key():
+    assert migrate_reason("something nobody wrote") is None and migrate_reason(None) is None
 
 
 def test_a_records_key_wins_over_its_text():
     assert category_of({"verified": False, "verdict": "hidden work", "reason": "wrong values: x"}) is Category.DEFENCE
     assert category_of({"verified": True, "reason": None}) is Category.OK
+
+
+def test_a_record_built_from_a_rejection_carries_its_key_and_detail():
+    exc = Rejected(Verdict.OUT_OF_BOUNDS, "a guard band around a buffer was overwritten")
+    r = Record.failed("k", "device", exc.verdict, exc.detail).to_dict()
+    assert (r["verdict"], r["detail"], r["reason"]) == ("out-of-bounds write", exc.detail, str(exc))
+    assert not r["verified"] and key_of(r) is Verdict.OUT_OF_BOUNDS
+
+
+def test_a_detail_that_starts_with_another_keys_words_keeps_its_own_key():
+    # a wrong-values verdict whose detail happens to begin with "hang: ": the key is the field, never the text
+    r = Record.failed("k", "device", Verdict.WRONG_VALUES, "hang: the words of another key").to_dict()
+    assert key_of(r) is Verdict.WRONG_VALUES and category_of(r) is Category.CORRECTNESS
+    # a record whose reason begins with another key's words (a timing qualifier) is read by its key alone
+    during = {"verified": False, "verdict": "out-of-bounds write",
+              "reason": "during timing: out-of-bounds write: a guard band around a buffer was overwritten"}
+    assert key_of(during) is Verdict.OUT_OF_BOUNDS and migrate_reason(during["reason"]) is Verdict.DURING_TIMING
+
+
+def test_a_reason_line_is_not_a_key():
+    with pytest.raises(ValueError):
+        key_of("wrong values: error 1")
 
 
 # -- one tolerance, one hidden-work rule ---------------------------------------------------------------------------
@@ -218,7 +245,8 @@ def test_a_contaminating_cheat_does_not_change_an_honest_verdict(tmp_path, order
     cheat = verdicts[0] if order == "cheat first" else verdicts[1]
     assert honest == (True, None)
     # its replaced torch.relu (the contamination) is what the guards see first, before its changed inputs
-    assert not cheat[0] and verdict_of(cheat[1]) is Verdict.HARNESS_PATCH and "torch.relu" in cheat[1]
+    cheat_record = failed_record(records[0] if order == "cheat first" else records[1])
+    assert not cheat[0] and key_of(cheat_record) is Verdict.HARNESS_PATCH and "torch.relu" in cheat[1]
 
 
 def test_a_scalar_output_is_judged_like_any_other(tmp_path):

@@ -66,7 +66,7 @@ def _exit_on_bad_capture(conn, task_id, method):
 
 def _fatal_on_bad(conn, task_id, method):
     if method == "bad":
-        conn.send(("fatal", task_id, method, "time:device", "crash: CUDA error: an illegal memory access"))
+        conn.send(("fatal", task_id, method, "time:device", "crash", "CUDA error: an illegal memory access"))
         conn.close()
         os._exit(3)
 

@@ -8,7 +8,7 @@ import pytest
 from kernelrl.evolve.population import Population
 from kernelrl.space.spec import parse_spec
 from kernelrl.train.recorded import RecordedError, judge_recorded, load_table, write_table
-from kernelrl.train.reward import RewardResult
+from kernelrl.train.reward import Judgement, RewardConfig, RewardResult, compute_reward
 from kernelrl.train.specs import (Measured, SpecPrompter, completion_code, prompt_text, shown_specs, spec_summary,
                                   spec_text_of, teacher_pairs, trick_of)
 from kernelrl.train.targets import TargetSpec
@@ -23,11 +23,22 @@ def target(shape="256x512x128", **kw):
 def test_a_bad_spec_is_malformed_with_its_line():
     code, j = completion_code(target(), "wgmma BM=huge")
     assert code is None and j.category == "malformed" and j.verdict.startswith("bad spec: ")
+    assert j.key == "bad spec"  # the reward carries the key beside the line
+
+
+def test_the_bad_spec_rate_counts_keys_not_lines():
+    _, bad = completion_code(target(), "wgmma BM=huge")
+    odd = Judgement("failed", "bad spec: words of a key in a line whose key is another", "cublas_nn",
+                    key="task too large")
+    results = [compute_reward(j, RewardConfig()) for j in (bad, odd)]
+    assert [r.key for r in results] == ["bad spec", "task too large"]
+    assert spec_summary(["wgmma BM=huge", "x"], results)["bad_spec_rate"] == 0.5
 
 
 def test_a_rejected_point_fails_before_any_build():
     code, j = completion_code(target(), "wgmma BM=128 BN=256 stages=12")
     assert code is None and j.category == "failed" and j.verdict.startswith("too much shared memory")
+    assert j.key == "too much shared memory"
 
 
 def test_a_good_spec_renders_to_its_source():
@@ -163,6 +174,7 @@ def test_the_replay_gives_a_recorded_time_beside_its_baseline(table):
 def test_the_replay_gives_a_recorded_verdict(table):
     j = judge_recorded(table, ("64x64x64",), "fp32", "cublas_nn", {"a": code(f"{HONEST} trick=cache")})["a"]
     assert j.category == "defence" and j.verdict.startswith("unwritten output")
+    assert j.key == "unwritten output"  # the table keeps reason lines only: read through the migration
 
 
 def test_the_replay_says_what_it_never_measured(table):

@@ -47,17 +47,17 @@ def test_the_code_length_is_recorded(tmp_path):
 
 def test_a_known_cheat_is_rejected_by_the_static_screen(tmp_path):
     [j] = judge(hgemm(tmp_path), {"a": h.CHEAT}).values()
-    assert j.category == "rejected" and "cuda-stream" in j.verdict
+    assert j.category == "rejected" and "cuda-stream" in j.verdict and j.key == "static screen"
 
 
 def test_a_file_without_the_entry_point_fails_the_contract(tmp_path):
     [j] = judge(hgemm(tmp_path), {"a": h.NO_ENTRY}).values()
-    assert j.category == "compile" and j.verdict.startswith("contract:")
+    assert j.category == "compile" and j.verdict.startswith("contract:") and j.key == "contract"
 
 
 def test_a_file_that_cannot_compile_is_a_compile_failure(tmp_path):
     [j] = judge(hgemm(tmp_path), {"a": h.UNBALANCED}).values()
-    assert j.category == "compile" and j.verdict.startswith("compile error")
+    assert j.category == "compile" and j.verdict.startswith("compile error") and j.key == "compile error"
 
 
 def test_several_candidates_are_judged_in_one_call(tmp_path):

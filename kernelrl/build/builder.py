@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 
 from kernelrl.build.ptxas import parse_ptxas, summarize
 from kernelrl.build.toolchain import Toolchain, arch_flags, cutlass_include_dirs
+from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.registry import Registered
 
 QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"', re.MULTILINE)
@@ -55,15 +56,27 @@ class BuildResult:
     key: str
     ok: bool
     lib_path: str | None = None
-    error: str | None = None
+    error: str | None = None  # the verdict's reason line (key text and detail), for people
     log: str = ""
     ptxas: dict = field(default_factory=dict)
     seconds: float = 0.0
     cached: bool = False
+    verdict: str | None = None  # the Verdict key of a failed build (compile error / compile timeout)
+    detail: str = ""
 
     @property
     def resources(self) -> dict:
         return summarize(self.ptxas)
+
+    @property
+    def failure(self) -> Rejected | None:
+        """A failed build's verdict: its key and detail (a builder that names no key, such as a test's stand-in,
+        reported a compile error, its error line the detail); None when it built."""
+        if self.ok:
+            return None
+        if self.verdict is None:
+            return Rejected(Verdict.COMPILE_ERROR, self.error or "")
+        return Rejected(Verdict(self.verdict), self.detail)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -137,7 +150,8 @@ class LocalBuilder(Builder, kind="local"):
                 if meta.get("lib_path"):  # stored relative to the entry: the cache folder may have moved
                     meta["lib_path"] = str(final / Path(meta["lib_path"]).name)
                 result = BuildResult(**{**meta, "name": request.name, "cached": True})
-                if not result.ok or (result.lib_path and Path(result.lib_path).exists()):
+                # a failure stored before builds kept their verdict key is built again (it then stores its key)
+                if (not result.ok and result.verdict) or (result.lib_path and Path(result.lib_path).exists()):
                     return result
             except (OSError, ValueError, TypeError):
                 pass  # a damaged cache entry is rebuilt
@@ -152,15 +166,16 @@ class LocalBuilder(Builder, kind="local"):
             # Name the user's file, not our temporary copy, in messages.
             log = (proc.stdout + proc.stderr).replace(str(src), request.origin or src.name)
             ok = proc.returncode == 0 and lib.exists()
-            error = None if ok else "compile error: " + _first_error(log)
+            verdict, detail = (None, "") if ok else (Verdict.COMPILE_ERROR, _first_error(log))
         except subprocess.TimeoutExpired as exc:
             log, ok = _text(exc.stdout) + _text(exc.stderr), False
-            error = f"compile timeout: nvcc ran past {self.timeout_s:.0f} s"
+            verdict, detail = Verdict.COMPILE_TIMEOUT, f"nvcc ran past {self.timeout_s:.0f} s"
         seconds = time.perf_counter() - started
-        result = BuildResult(name=request.name, key=key, ok=ok, error=error, log=log[-20000:],
-                             ptxas=parse_ptxas(log), seconds=round(seconds, 3),
-                             lib_path=str(final / lib.name) if ok else None)
-        if error and error.startswith("compile timeout"):
+        result = BuildResult(name=request.name, key=key, ok=ok, error=verdict.reason(detail) if verdict else None,
+                             log=log[-20000:], ptxas=parse_ptxas(log), seconds=round(seconds, 3),
+                             lib_path=str(final / lib.name) if ok else None,
+                             verdict=verdict.value if verdict else None, detail=detail)
+        if verdict is Verdict.COMPILE_TIMEOUT:
             shutil.rmtree(work, ignore_errors=True)  # the limit is not in the key: a later, longer try must compile
             return result
         (work / "build.json").write_text(json.dumps({**result.to_dict(), "lib_path": lib.name if ok else None},

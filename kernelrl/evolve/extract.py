@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kernelrl.harness.verdicts import Verdict
+
 LANGUAGES = {
     "cuda": ("cuda", "cu", "c++", "cpp", "cxx", "cc", "c", "cuh"),
     "python": ("python", "py", "python3"),
@@ -34,12 +36,16 @@ class Extraction:
     """The code and the analysis before it, or a verdict saying why there is no usable code."""
 
     code: str | None
-    verdict: str | None
+    verdict: str | None  # the reason line (key `malformed` and its detail), or None with code
     analysis: str = ""
 
     @property
     def ok(self) -> bool:
         return self.code is not None
+
+    @property
+    def key(self) -> Verdict | None:
+        return None if self.ok else Verdict.MALFORMED
 
 
 def blocks(text: str) -> list[Block]:
@@ -76,10 +82,10 @@ def extract(reply: str | None, language: str = "cuda", entry: str = "kernelrl_hg
     """The last block in `language` (one of LANGUAGES); `entry` is the name the contract's file must define, used
     to tell one file from several."""
     if reply is None or not reply.strip():
-        return Extraction(None, "malformed: empty reply")
+        return _malformed("empty reply")
     if "<think>" in reply and "</think>" not in reply:
-        return Extraction(None, "malformed: the reply ended inside its reasoning (<think> never closed), "
-                                f"before any code{_why_cut(finish_reason)}")
+        return _malformed("the reply ended inside its reasoning (<think> never closed), "
+                          f"before any code{_why_cut(finish_reason)}")
     text = _THINK.sub("", reply)
     names = LANGUAGES[language]
     found = blocks(text)
@@ -87,19 +93,22 @@ def extract(reply: str | None, language: str = "cuda", entry: str = "kernelrl_hg
     if not mine:
         other = sorted({b.lang or "unlabelled" for b in found})
         seen = f" (found {', '.join(other)} blocks)" if found else ""
-        return Extraction(None, f"malformed: no fenced ```{language} block in the reply{seen}")
+        return _malformed(f"no fenced ```{language} block in the reply{seen}")
     last = mine[-1]
     analysis = "\n".join(text.splitlines()[:last.start]).strip()[-ANALYSIS_CHARS:]
     if not last.closed:
-        return Extraction(None, f"malformed: the last ```{language} block is not closed: the reply was cut off "
-                                f"after {len(last.text.splitlines())} lines of code{_why_cut(finish_reason)}",
-                          analysis)
+        return _malformed(f"the last ```{language} block is not closed: the reply was cut off "
+                          f"after {len(last.text.splitlines())} lines of code{_why_cut(finish_reason)}", analysis)
     if not last.text.strip():
-        return Extraction(None, f"malformed: the last ```{language} block is empty", analysis)
+        return _malformed(f"the last ```{language} block is empty", analysis)
     several = _several_files(mine, entry, language)
     if several:
-        return Extraction(None, f"malformed: {several}; send one self-contained file", analysis)
+        return _malformed(f"{several}; send one self-contained file", analysis)
     return Extraction(last.text, None, analysis)
+
+
+def _malformed(detail: str, analysis: str = "") -> Extraction:
+    return Extraction(None, Verdict.MALFORMED.reason(detail), analysis)
 
 
 def _several_files(mine: list[Block], entry: str, language: str) -> str | None:

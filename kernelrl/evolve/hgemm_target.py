@@ -21,6 +21,7 @@ from kernelrl.evolve.prompts import render
 from kernelrl.evolve.screen import contract_hgemm, screen_hgemm
 from kernelrl.evolve.target import Built, Evaluation, Target, geomean
 from kernelrl.evolve.verdicts import categorize
+from kernelrl.harness.verdicts import Rejected, Verdict, key_of
 from kernelrl.jobs.measure import BenchConfig, BenchError, run_bench
 from kernelrl.run.runner import RunSettings
 from kernelrl.workloads.hgemm import GemmProblem
@@ -42,20 +43,21 @@ def score_rows(rows: list[dict], names: list[str], problems: list[GemmProblem], 
     by = {(r["method"], f"{r['m']}x{r['n']}x{r['k']}"): r for r in rows if r["mode"] == "device"}
     out = {}
     for name in names:
-        detail, failure, failed = {}, None, None
+        detail, failure, judged = {}, None, None
         for p in problems:
             r = by.get((name, p.name))
             if r is None or (r["verified"] and not r["time_us_median"]):
-                failure = f"on {p.name}: not measured"
+                failure, judged = f"on {p.name}: not measured", Verdict.NOT_TIMED
                 break
             if not r["verified"]:
-                failure, failed = f"on {p.name}: {r['reason']}", r
+                failure, judged = f"on {p.name}: {r['reason']}", r
                 break
             base = {b: by[(b, p.name)]["time_us_median"] for b in baselines
                     if (b, p.name) in by and by[(b, p.name)]["verified"] and by[(b, p.name)]["time_us_median"]}
             detail[p.name] = {"us": r["time_us_median"], "baselines": base}
         if failure:
-            out[name] = Evaluation(categorize(failed or failure), failure)  # the record's verdict key decides
+            key = key_of(judged)  # the failed record's verdict key decides, never its text
+            out[name] = Evaluation(categorize(judged), failure, key=key.value if key else None)
             continue
         speedups = {b: geomean([d["baselines"][b] / d["us"] for d in detail.values() if b in d["baselines"]])
                     for b in baselines}
@@ -121,7 +123,7 @@ class HgemmTarget(Target, kind="hgemm"):
     def task_text(self) -> str:
         return self._task_text
 
-    def screen(self, source: str) -> str | None:
+    def screen(self, source: str) -> Rejected | None:
         return screen_hgemm(source)
 
     def build(self, sources: dict[str, str]) -> dict[str, Built]:
@@ -130,16 +132,19 @@ class HgemmTarget(Target, kind="hgemm"):
         for name, source in sources.items():
             broken = contract_hgemm(source)
             if broken:
-                out[name] = Built(False, broken, broken)
+                out[name] = Built(False, str(broken), str(broken), key=broken.verdict.value)
             elif self.runner != "local":  # the dummy runner (and test runners) load nothing: nvcc is not needed
                 errors = lexical_errors(source, f"{name}.cu")
-                out[name] = Built(False, "compile error: " + errors[0], "\n".join(errors)) if errors else Built(True)
+                out[name] = Built(False, Verdict.COMPILE_ERROR.reason(errors[0]), "\n".join(errors),
+                                  key=Verdict.COMPILE_ERROR.value) if errors else Built(True)
             else:
                 to_compile[name] = source
         if to_compile:
             results = self.builder.build_many([BuildRequest(s, name=n) for n, s in to_compile.items()])
             for r in results:
-                out[r.name] = Built(r.ok, r.error, r.log, r.resources, r.lib_path)
+                failure = r.failure
+                out[r.name] = Built(r.ok, r.error, r.log, r.resources, r.lib_path,
+                                    key=failure.verdict.value if failure else None)
         return out
 
     def evaluate(self, sources: dict[str, str], ui) -> dict[str, Evaluation]:
@@ -148,8 +153,8 @@ class HgemmTarget(Target, kind="hgemm"):
                           sources=dict(sources))
         outcome = run_bench(cfg, ui)
         evals = score_rows(outcome.rows, list(sources), self.problems, self.baselines, self.objective)
-        for name, error in outcome.build_failures.items():  # built here already; only a changed toolchain lands here
-            evals[name] = Evaluation(categorize(error), error)
+        for name, failure in outcome.build_failures.items():  # built here already; only a changed toolchain lands here
+            evals[name] = Evaluation(categorize(failure.verdict), str(failure), key=failure.verdict.value)
         return evals
 
     def profile(self, built: Built, sets) -> dict | None:

@@ -18,6 +18,7 @@ from kernelrl.evolve.population import safe_name
 from kernelrl.evolve.prompts import render
 from kernelrl.evolve.target import Built, Evaluation, Target
 from kernelrl.evolve.verdicts import categorize
+from kernelrl.harness.verdicts import Rejected, Verdict, key_of
 from kernelrl.jobs.measure import BenchError
 from kernelrl.kernelbench.static_checks import scan, task_input_dtype
 from kernelrl.kernelbench.tasks import NUMBER_RE, check_pair, inspect_candidate, inspect_task
@@ -62,9 +63,9 @@ class KernelBenchTarget(Target, kind="kernelbench"):
         return render("task_kernelbench.md", task_name=self.task.name, task_source=self.task.source.rstrip(),
                       objective=self.objective, baselines=", ".join(self.baselines), device=self.device)
 
-    def screen(self, source: str) -> str | None:
+    def screen(self, source: str) -> Rejected | None:
         findings = [f for f in scan(source, task_input_dtype(self.task.source)) if f.rule != "syntax"]
-        return "static checks: " + "; ".join(map(str, findings[:3])) if findings else None
+        return Rejected(Verdict.STATIC_CHECKS, "; ".join(map(str, findings[:3]))) if findings else None
 
     def _write(self, name: str, source: str) -> Path:
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -81,12 +82,12 @@ class KernelBenchTarget(Target, kind="kernelbench"):
             path = self._write(name, source)
             cand = inspect_candidate(path)
             if cand.error:
-                kind = "syntax" if cand.error.startswith("does not parse") else "contract"
-                out[name] = Built(False, f"{kind}: {cand.error}", cand.error)
+                key = Verdict.SYNTAX if cand.syntax_error else Verdict.CONTRACT
+                out[name] = Built(False, key.reason(cand.error), cand.error, key=key.value)
                 continue
             reasons = check_pair(self.task, cand).reasons
-            out[name] = Built(False, f"contract: {reasons[0]}", reasons[0]) if reasons else \
-                Built(True, lib_path=str(path))
+            out[name] = Built(False, Verdict.CONTRACT.reason(reasons[0]), reasons[0], key=Verdict.CONTRACT.value) \
+                if reasons else Built(True, lib_path=str(path))
         return out
 
     def evaluate(self, sources: dict[str, str], ui) -> dict[str, Evaluation]:
@@ -100,7 +101,9 @@ class KernelBenchTarget(Target, kind="kernelbench"):
         for i, name in enumerate(names):
             ok, reason = pair_verdict(records.get(i, []))
             if not ok:
-                out[name] = Evaluation(categorize(failed_record(records.get(i, [])) or reason), reason)
+                judged = failed_record(records.get(i, [])) or Verdict.NOT_EVALUATED  # its key decides, not its text
+                key = key_of(judged)
+                out[name] = Evaluation(categorize(judged), reason, key=key.value if key else None)
                 continue
             res = task_result(self.task.name, records[i], self.baselines)
             speedups = {b: round(s, 4) for b in self.baselines if (s := res.speedup(b)) is not None}

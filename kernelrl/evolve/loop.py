@@ -23,6 +23,7 @@ from kernelrl.evolve.target import Built, Evaluation, Target
 from kernelrl.evolve.ui import EvolveUI
 from kernelrl.evolve.usage import UsageLog
 from kernelrl.evolve.verdicts import repairable
+from kernelrl.harness.verdicts import Verdict
 
 
 @dataclass
@@ -108,7 +109,8 @@ class Evolver:
         for t in self.targets:
             pending = self.pop.pending(t.key)
             for c in [c for c in pending if c.origin == "reply"]:  # interrupted between storing and judging
-                self._record(t, c, Evaluation("malformed", extract(c.source, t.language, t.entry).verdict))
+                ex = extract(c.source, t.language, t.entry)
+                self._record(t, c, Evaluation("malformed", ex.verdict, key=ex.key.value))
             pending = [c for c in pending if c.origin != "reply"]
             if pending:
                 self.ui.stage(f"{t.title}: evaluating {len(pending)} candidates not judged yet (seeds, or left by "
@@ -193,7 +195,7 @@ class Evolver:
         if not ex.ok:  # kept (under its raw reply) so later prompts can show the verdict
             cand, new = self.pop.add(t.key, c.text, "reply", name=f"reply_{_sha(c.text)}", **common)
             if new:
-                cand = self._record(t, cand, Evaluation("malformed", ex.verdict), c.request_id)
+                cand = self._record(t, cand, Evaluation("malformed", ex.verdict, key=ex.key.value), c.request_id)
             p.candidate = cand
             return
         p.candidate, p.new = self.pop.add(t.key, ex.code, origin, **common)
@@ -207,26 +209,28 @@ class Evolver:
         """Screen, build and evaluate candidates; every one ends with a recorded verdict."""
         todo = []
         for c in cands:
-            reason = t.screen(c.source)
-            if reason:
-                self._record(t, c, Evaluation("rejected", reason))
+            rejected = t.screen(c.source)
+            if rejected is not None:
+                self._record(t, c, Evaluation("rejected", str(rejected), key=rejected.verdict.value))
             else:
                 todo.append(c)
         built = t.build({c.name: c.source for c in todo}) if todo else {}
         ready = []
         for c in todo:
-            b = built.get(c.name) or Built(False, "compile error: not built")
+            b = built.get(c.name) or Built(False, Verdict.COMPILE_ERROR.reason("not built"),
+                                           key=Verdict.COMPILE_ERROR.value)
             self.built[c.id] = b
             if b.ok:
                 ready.append(c)
             else:
-                self._record(t, c, Evaluation("compile", b.error), resources=b.resources)
+                self._record(t, c, Evaluation("compile", b.error, key=b.key), resources=b.resources)
         if not ready:
             return
         self.ui.stage(f"{t.title}: evaluating {len(ready)} candidate{'s' * (len(ready) > 1)}")
         evals = t.evaluate({c.name: c.source for c in ready}, self.ui)
         for c in ready:
-            self._record(t, c, evals.get(c.name) or Evaluation("failed", "not evaluated"),
+            self._record(t, c, evals.get(c.name) or Evaluation("failed", Verdict.NOT_EVALUATED.value,
+                                                               key=Verdict.NOT_EVALUATED.value),
                          resources=self.built[c.id].resources)
 
     def _record(self, t: Target, c: Candidate, ev: Evaluation, request_id: int | None = None,

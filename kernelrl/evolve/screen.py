@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.kernelbench.static_checks import CPP_PATTERNS, strip_cpp_comments
 
 _STRINGS = re.compile(r'"(?:\\.|[^"\\\n])*"')
@@ -38,23 +39,23 @@ def code_only(source: str) -> str:
     return _STRINGS.sub('""', strip_cpp_comments(source))
 
 
-def screen_hgemm(source: str) -> str | None:
-    """'static screen: <rule> (line N): <why>' for the first known cheat in the file, or None."""
+def screen_hgemm(source: str) -> Rejected | None:
+    """The first known cheat in the file (`static screen`, detail '<rule> (line N: <code>): <why>'), or None."""
     text = code_only(source)
     for rule, pattern, message in _RULES:
         m = pattern.search(text)
         if m:
             line = text.count("\n", 0, m.start()) + 1
             why = _REASONS.get(rule, message)
-            return f"static screen: {rule} (line {line}: {m.group(0).strip()}): {why}"
+            return Rejected(Verdict.STATIC_SCREEN, f"{rule} (line {line}: {m.group(0).strip()}): {why}")
     return None
 
 
-def contract_hgemm(source: str) -> str | None:
+def contract_hgemm(source: str) -> Rejected | None:
     """Why the file cannot satisfy the evaluator's entry point, or None: checked before nvcc so the repair turn
     gets a clear message instead of a missing-symbol error at load time."""
     if not _ENTRY.search(code_only(source)):
-        return "contract: the file defines no kernelrl_hgemm(...) entry point"
+        return Rejected(Verdict.CONTRACT, "the file defines no kernelrl_hgemm(...) entry point")
     if not _EXTERN_C.search(strip_cpp_comments(source)):  # "C" is a string literal: code_only would erase it
-        return 'contract: kernelrl_hgemm must have C linkage (extern "C")'
+        return Rejected(Verdict.CONTRACT, 'kernelrl_hgemm must have C linkage (extern "C")')
     return None

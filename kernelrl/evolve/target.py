@@ -10,27 +10,31 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelrl.harness.verdicts import Rejected
 from kernelrl.registry import Registered
 
 
 @dataclass
 class Built:
-    """A candidate after the build stage: ok, or the error (category compile) and the log for the repair turn."""
+    """A candidate after the build stage: ok, or the error (its reason line; category compile), its verdict key and
+    the log for the repair turn."""
 
     ok: bool
     error: str | None = None
     log: str = ""
     resources: dict = field(default_factory=dict)
     lib_path: str | None = None
+    key: str | None = None  # the Verdict key of a failed build (compile error, contract, syntax, ...)
 
 
 @dataclass
 class Evaluation:
     category: str
-    verdict: str | None = None
+    verdict: str | None = None  # the reason line shown to people and in prompts
     score: float | None = None
     speedups: dict = field(default_factory=dict)
     detail: dict = field(default_factory=dict)
+    key: str | None = None  # the Verdict key of a failure, where an evaluator gave one
 
 
 def geomean(values: list[float]) -> float | None:
@@ -56,8 +60,8 @@ class Target(Registered):
     def task_text(self) -> str:
         raise NotImplementedError
 
-    def screen(self, source: str) -> str | None:
-        """A static rejection (category rejected), or None."""
+    def screen(self, source: str) -> Rejected | None:
+        """A static rejection (category rejected: its key and detail), or None."""
         return None
 
     def build(self, sources: dict[str, str]) -> dict[str, Built]:

@@ -3,12 +3,12 @@ prompts can group negative examples and the loop can tell a build error (worth o
 remembering, never repairing).
 
 The evaluators' verdicts are typed keys (`kernelrl.harness.verdicts`); this module maps their categories to the
-loop's names and adds the two verdicts only the loop gives: `malformed` (no usable code in the reply) and
-`rejected` (the static screen)."""
+loop's names, and gives two keys a category of the loop's own: `malformed` (no usable code in the reply, or a
+kernel spec that does not parse) and `rejected` (the static screen of either target)."""
 
 from __future__ import annotations
 
-from kernelrl.harness.verdicts import Category, category_of
+from kernelrl.harness.verdicts import Category, Verdict, category_of, key_of
 
 CATEGORIES = {
     "ok": "verified and timed",
@@ -24,18 +24,15 @@ CATEGORIES = {
 _LOOP_NAMES = {Category.OK: "ok", Category.BUILD: "compile", Category.CORRECTNESS: "wrong",
                Category.DEFENCE: "defence", Category.CRASH: "crash", Category.UNSUPPORTED: "failed",
                Category.INFRASTRUCTURE: "failed"}
-_LOOP_ONLY = (("malformed", ("malformed", "bad spec")), ("rejected", ("static screen", "static checks")),
-              ("compile", ("syntax:",)))
+_LOOP_ONLY = {Verdict.MALFORMED: "malformed", Verdict.BAD_SPEC: "malformed", Verdict.STATIC_SCREEN: "rejected",
+              Verdict.STATIC_CHECKS: "rejected"}
 
 
 def categorize(verdict) -> str:
-    """The loop's category of a record (its `verdict` key) or of a reason line ('ok' for None)."""
-    reason = verdict.get("reason") if isinstance(verdict, dict) else verdict
-    if isinstance(reason, str):
-        for name, prefixes in _LOOP_ONLY:
-            if reason.startswith(prefixes):
-                return name
-    return _LOOP_NAMES[category_of(verdict)]
+    """The loop's category of a record (by its `verdict` key), of a Verdict or of a key's value ('ok' for None). A
+    reason line is not a key: text stored before keys were recorded goes through `verdicts.migrate_reason` first."""
+    key = key_of(verdict)
+    return _LOOP_ONLY.get(key) or _LOOP_NAMES[category_of(verdict)]
 
 
 def repairable(category: str) -> bool:

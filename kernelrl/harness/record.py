@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from kernelrl.harness.verdicts import Verdict, verdict_of
+from kernelrl.harness.verdicts import Verdict
 
 
 @dataclass
@@ -14,8 +14,9 @@ class Record:
     method: str
     mode: str
     verified: bool = False
-    reason: str | None = None  # the verdict key's text and a detail line; None when verified
+    reason: str | None = None  # for people: the verdict key's text and the detail line; None when verified
     verdict: str | None = None  # the Verdict key (its value); None when verified
+    detail: str | None = None  # the key's detail line (without the key's text); None when verified
     time_us_median: float | None = None
     time_us_p10: float | None = None
     time_us_p90: float | None = None
@@ -33,10 +34,9 @@ class Record:
     baseline_reason: str | None = None
 
     @classmethod
-    def failed(cls, method: str, mode: str, reason: str, **fields) -> "Record":
-        """A method that produced no verified time: the reason line, and its key read from it."""
-        key = verdict_of(reason)
-        return cls(method, mode, False, reason, (key or Verdict.WORKER_ERROR).value, **fields)
+    def failed(cls, method: str, mode: str, verdict: Verdict, detail: str = "", **fields) -> "Record":
+        """A method that produced no verified time: its verdict key and detail (the reason line made of them)."""
+        return cls(method, mode, False, verdict.reason(detail), verdict.value, detail, **fields)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -1,5 +1,8 @@
 """Verdicts as keys: every way a measured method can fail has one `Verdict`, mapped to one `Category`. A record's
-`reason` is the key's text, a colon and a detail line for people; its `verdict` field is the key itself.
+`verdict` field is the key itself and its `detail` the line that says more; its `reason` is the key's text, a colon
+and the detail, for people (databases, CSVs and prompts show it). Whoever judges a method knows the key and passes
+it on as a field; nothing reads a key back from a reason line, except `migrate_reason`, for text stored before
+records carried their key.
 
 Categories say what a failure means to the stages above the harness: a `build` failure is worth one repair turn,
 a `defence` verdict is a caught cheat (never repaired, a hack in RL), `correctness` is wrong output, `crash` a dead
@@ -43,6 +46,8 @@ class Verdict(str, Enum):
     NO_ENTRY_POINT = "no entry point"
     ADAPTER = "CUDA-L2 adapter"
     BAD_SPEC = "bad spec"  # a kernel spec (kernelrl/space/spec.py) that does not parse
+    SYNTAX = "syntax"  # a KernelBench candidate file that does not parse
+    MALFORMED = "malformed"  # a model's reply with no usable code (the evolve loop and the reward only)
     # unsupported
     UNSUPPORTED = "unsupported"
     ACC_MISMATCH = "accumulator mismatch"
@@ -82,6 +87,8 @@ class Verdict(str, Enum):
     REFERENCE_FALLBACK = "reference fallback"
     SPECIALISED = "specialised to the benchmark shape"
     STREAM_ORDER = "stream order"
+    STATIC_SCREEN = "static screen"  # a known cheat in an HGEMM candidate's source (kernelrl/evolve/screen.py)
+    STATIC_CHECKS = "static checks"  # a KernelBench static finding, which evolve and train reject
     # crash
     CRASH = "crash"
     HANG = "hang"
@@ -103,7 +110,7 @@ class Verdict(str, Enum):
 
 _GROUPS = {
     Category.BUILD: (Verdict.COMPILE_ERROR, Verdict.COMPILE_TIMEOUT, Verdict.CONTRACT, Verdict.LOAD_FAILED,
-                     Verdict.NO_ENTRY_POINT, Verdict.ADAPTER, Verdict.BAD_SPEC),
+                     Verdict.NO_ENTRY_POINT, Verdict.ADAPTER, Verdict.BAD_SPEC, Verdict.SYNTAX, Verdict.MALFORMED),
     Category.UNSUPPORTED: (Verdict.UNSUPPORTED, Verdict.ACC_MISMATCH, Verdict.RETURNED_ERROR, Verdict.GRAPH_CAPTURE,
                            Verdict.HOST_SYNC_IN_CALL, Verdict.TOO_LARGE, Verdict.SHARED_MEMORY),
     Category.CORRECTNESS: (Verdict.WRONG_VALUES, Verdict.EXACT_INPUTS, Verdict.NON_FINITE, Verdict.WRONG_SHAPE,
@@ -125,16 +132,15 @@ class Rejected(Exception):
         self.verdict, self.detail = verdict, detail
 
 
-def verdict_of(record_or_reason) -> Verdict | None:
-    """The key of a record (its `verdict` field) or of a reason line written by `Verdict.reason`; None for a
-    verified record or a line no evaluator wrote. A reason qualified by where it happened ("on 64x64x64: ...",
-    "shape ...: ...") is read past that qualifier; "during timing: <verdict>" is the timing check's own key."""
-    if isinstance(record_or_reason, dict):
-        key = record_or_reason.get("verdict")
-        if key:
-            return Verdict(key)
-        record_or_reason = record_or_reason.get("reason")
-    text = record_or_reason or ""
+def migrate_reason(reason: str | None) -> Verdict | None:
+    """The key of a reason line stored before records carried their key: database rows whose `verdict` column is
+    empty, recorded-reward tables and other files that kept only the text. It exists only for such old rows; every
+    record written since carries its key in its `verdict` field, which is what everything else reads.
+
+    The key is the longest one whose text starts the line (followed by a colon, " (" or nothing), read past a
+    qualifier of where it happened ("on 64x64x64: ...", "shape ...: ..."); "during timing: <verdict>" is the timing
+    check's own key. None for an empty line or one no evaluator wrote."""
+    text = reason or ""
     if text.startswith(("on ", "shape ")) and ": " in text:
         text = text.split(": ", 1)[1]
     for v in _BY_TEXT:
@@ -143,12 +149,21 @@ def verdict_of(record_or_reason) -> Verdict | None:
     return None
 
 
-def category_of(record_or_reason) -> Category:
-    """OK for a verified record or an empty reason; INFRASTRUCTURE for a reason no evaluator wrote."""
-    if isinstance(record_or_reason, dict) and record_or_reason.get("verified"):
+def key_of(verdict) -> Verdict | None:
+    """The key of a record (its `verdict` field), of a Verdict or of a key's value; None for a verified record,
+    None or an empty key. A reason line is not a key (ValueError): read old text through `migrate_reason`."""
+    if isinstance(verdict, dict):
+        verdict = verdict.get("verdict")
+    return Verdict(verdict) if verdict else None
+
+
+def category_of(verdict) -> Category:
+    """The category of a record (by its `verdict` field, OK when verified), of a Verdict or of a key's value. A
+    failed record without a key is INFRASTRUCTURE (no evaluator judged it); OK for None or a record without key or
+    reason."""
+    if isinstance(verdict, dict) and verdict.get("verified"):
         return Category.OK
-    reason = record_or_reason.get("reason") if isinstance(record_or_reason, dict) else record_or_reason
-    if not reason and not (isinstance(record_or_reason, dict) and record_or_reason.get("verdict")):
-        return Category.OK
-    v = verdict_of(record_or_reason)
-    return v.category if v is not None else Category.INFRASTRUCTURE
+    key = key_of(verdict)
+    if key is not None:
+        return key.category
+    return Category.INFRASTRUCTURE if isinstance(verdict, dict) and verdict.get("reason") else Category.OK

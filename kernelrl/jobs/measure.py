@@ -22,7 +22,7 @@ from kernelrl.build.toolchain import Toolchain
 from kernelrl.db import Database
 from kernelrl.errors import BenchError
 from kernelrl.harness.gpu_lock import exclusive_gpus
-from kernelrl.harness.verdicts import Verdict
+from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.library import native
 from kernelrl.library.bench import LibraryPlan
 from kernelrl.results import write_csv
@@ -115,7 +115,7 @@ class BenchOutcome:
     rows: list[dict]
     env: dict
     seconds: float
-    build_failures: dict[str, str]
+    build_failures: dict[str, Rejected]  # a candidate that did not build: its verdict key and detail
     lt_search_s: float
     measured_tasks: int
     resumed_tasks: int
@@ -155,7 +155,7 @@ class Built:
 
     specs: list[dict]
     keys: dict[str, str]
-    failures: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, Rejected] = field(default_factory=dict)
     blas_lib: str | None = None
     only_on: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
@@ -193,7 +193,7 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
         raise BenchError(f"candidate names used twice: {', '.join(sorted(clash))}")
     keys = {b: "" for b in cfg.baselines}
     specs = [baseline_spec(b) for b in cfg.baselines]
-    failures: dict[str, str] = {}
+    failures: dict[str, Rejected] = {}
     blas_lib = None
     if cfg.runner == "local":
         toolchain = Toolchain.discover(arch=cfg.arch)
@@ -206,7 +206,7 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
                 request, is_cuda_l2 = candidate_request(n, p, cfg)
             except ValueError as exc:  # a CUDA-L2-looking file the adapter cannot read: its verdict, not a stop
                 keys[n] = hashlib.sha256(Path(p).read_bytes()).hexdigest()[:24]
-                failures[n] = Verdict.ADAPTER.reason(str(exc))
+                failures[n] = Rejected(Verdict.ADAPTER, str(exc))
                 continue
             requests.append(request)
             if is_cuda_l2:
@@ -230,7 +230,7 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
                     specs[-1]["untimed_stage"] = True  # exports kernelrl_hgemm_stage; the worker must call it
             else:
                 keys[result.name] = result.key
-                failures[result.name] = result.error
+                failures[result.name] = result.failure
     else:
         texts = {**{n: Path(p).read_text(errors="replace") for n, p in names.items()}, **cfg.sources}
         for name, text in texts.items():
@@ -283,12 +283,13 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
             resumed += 1
     # A candidate that did not build gets its verdict on every shape it was meant for, without running anything
     # (a read-only run stores nothing: a build here says nothing of the machine that measured).
-    for name, error in (failures.items() if not cfg.reads_only else ()):
+    for name, failure in (failures.items() if not cfg.reads_only else ()):
         for problem in cfg.problems:
             if name not in runs_here(problem):
                 continue
             task = Task(-1, problem, list(cfg.modes))
-            db.add(gpu, problem, settings.cache, settings.qps, verdict_records(task, name, error), keys, env, run_id,
+            db.add(gpu, problem, settings.cache, settings.qps,
+                   verdict_records(task, name, failure.verdict, failure.detail), keys, env, run_id,
                    supersede=False)  # no times: it pairs with nothing, and an earlier run's group stays whole
 
     unmeasured = 0

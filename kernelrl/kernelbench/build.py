@@ -30,11 +30,17 @@ EXTENSION_MARKERS = ("load_inline", "cpp_extension.load", "from torch.utils.cpp_
 class BuildOutcome:
     path: str
     seconds: float
-    error: str | None = None  # a verdict line (compile error / compile timeout) or None
+    verdict: Verdict | None = None  # compile error / compile timeout, or None when it built
+    detail: str = ""
 
     @property
     def ok(self) -> bool:
-        return self.error is None
+        return self.verdict is None
+
+    @property
+    def error(self) -> str | None:
+        """The verdict's reason line, or None."""
+        return self.verdict.reason(self.detail) if self.verdict is not None else None
 
 
 def needs_build(source: str) -> bool:
@@ -92,13 +98,13 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
     running: dict[str, tuple] = {}
     out: dict[str, BuildOutcome] = {}
 
-    def finish(path, error):
+    def finish(path, verdict, detail=""):
         proc, conn, started = running.pop(path)
         if proc.is_alive():
             proc.kill()
         proc.join(5)
         conn.close()
-        out[path] = BuildOutcome(path, time.monotonic() - started, error)
+        out[path] = BuildOutcome(path, time.monotonic() - started, verdict, detail if verdict else "")
         if on_done:
             on_done(out[path])
 
@@ -116,11 +122,10 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
                     text = conn.recv()
                 except (EOFError, OSError):
                     text = "the build process died"
-                error = Verdict.COMPILE_ERROR.reason(text) if text and _is_build_error(text) else None
-                finish(path, error)
+                finish(path, Verdict.COMPILE_ERROR if text and _is_build_error(text) else None, text)
             elif not proc.is_alive():
-                finish(path, Verdict.COMPILE_ERROR.reason(f"the build process died (exit code {proc.exitcode})"))
+                finish(path, Verdict.COMPILE_ERROR, f"the build process died (exit code {proc.exitcode})")
             elif time.monotonic() - started > timeout_s:
-                finish(path, Verdict.COMPILE_TIMEOUT.reason(f"the extension did not build in {timeout_s:.0f} s"))
+                finish(path, Verdict.COMPILE_TIMEOUT, f"the extension did not build in {timeout_s:.0f} s")
         time.sleep(0.05)
     return out

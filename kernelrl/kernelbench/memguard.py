@@ -20,6 +20,8 @@ left alone), and only after a device-wide synchronize, so nothing in flight uses
 
 from __future__ import annotations
 
+from kernelrl.harness.verdicts import Rejected, Verdict
+
 POISON_BYTE = 0xFF
 SMALL_SIZE = 1 << 20  # the caching allocator's largest "small" allocation (kSmallSize)
 MIN_ARENA = 32 << 20
@@ -126,7 +128,7 @@ class MemoryGuard:
                 self.check = False
                 self.note = f"no out-of-bounds check (allocator history: {type(exc).__name__}: {exc})"[:300]
 
-    def disarm(self) -> str | None:
+    def disarm(self) -> Rejected | None:
         """Release the plugs; with `check`, the out-of-bounds verdict (None when the poison is intact)."""
         t = self.torch
         message = None
@@ -147,8 +149,8 @@ class MemoryGuard:
                     if budget <= 0:
                         break
                 if changed:
-                    message = (f"out-of-bounds write: {changed} bytes of free memory changed outside every block "
-                               f"the call allocated")
+                    message = Rejected(Verdict.OUT_OF_BOUNDS, f"{changed} bytes of free memory changed outside "
+                                                              f"every block the call allocated")
         finally:
             if self.check:
                 try:

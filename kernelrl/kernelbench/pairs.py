@@ -87,7 +87,7 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
     for task in tasks:
         outcome = built.get(task.candidate_path)
         if outcome is not None and not outcome.ok:
-            collect(task, verdict_records(task, "candidate", outcome.error))
+            collect(task, verdict_records(task, "candidate", outcome.verdict, outcome.detail))
         else:
             runnable.append(task)
     if runnable:

@@ -69,6 +69,7 @@ class SourceFile:
     source: str = ""
     tree: ast.Module | None = None
     error: str | None = None
+    syntax_error: bool = False  # `error` says the file does not parse
     init: Signature | None = None
     forward: Signature | None = None
 
@@ -143,7 +144,7 @@ def _parse(path: Path) -> SourceFile:
         f.source = path.read_text()
         f.tree = ast.parse(f.source, filename=str(path))
     except SyntaxError as exc:
-        f.error = f"does not parse: line {exc.lineno}: {exc.msg}"
+        f.error, f.syntax_error = f"does not parse: line {exc.lineno}: {exc.msg}", True
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         f.error = f"cannot read: {exc}"
     return f

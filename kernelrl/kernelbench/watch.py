@@ -66,7 +66,7 @@ class Fatal(Exception):
 
     def __init__(self, verdict: Verdict, detail: str = ""):
         super().__init__(verdict.reason(detail))
-        self.verdict = verdict
+        self.verdict, self.detail = verdict, detail
 
 
 def _short(exc: BaseException) -> str:
@@ -300,8 +300,8 @@ class WatchMixin:
         if error is not None:
             self._probe_context(error)
             raise Rejected(Verdict.EXCEPTION, f"{_short(error)}") from None
-        if oob:
-            raise Rejected(Verdict.OUT_OF_BOUNDS, oob.split(": ", 1)[-1])
+        if oob is not None:
+            raise oob
         if self.caught:
             raise Rejected(Verdict.REFERENCE_FALLBACK, f"{self.caught[0]} passed through the candidate's code and the call "
                            f"still returned (try/except around its kernel)")

@@ -234,14 +234,15 @@ class KBWorker(WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
 
     def _report(self, tid, baselines, failure: Rejected | None, errs, times, base_reasons=None):
         self.begin(tid, None, "report")
-        reason, verdict = (str(failure), failure.verdict) if failure is not None else (None, None)
+        reason, verdict, detail = (str(failure), failure.verdict.value, failure.detail) if failure is not None else \
+            (None, None, None)
         cand_us = times.get("candidate")
         records = []
         for b in baselines:
             base_us = times.get(b)
             ok = reason is None and cand_us is not None
             records.append(Record(
-                "candidate", MODE, verified=ok, reason=reason, verdict=verdict.value if verdict else None,
+                "candidate", MODE, verified=ok, reason=reason, verdict=verdict, detail=detail,
                 time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
                 extra={"task_reused": self.task_reused, **({"notes": list(self.notes)} if self.notes else {})},
                 baseline=b,

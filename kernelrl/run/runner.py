@@ -16,7 +16,7 @@ from typing import Callable
 from kernelrl.library.export import shape_key
 from kernelrl.errors import UserError
 from kernelrl.harness.record import Record
-from kernelrl.harness.verdicts import Verdict
+from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.registry import Registered
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -63,9 +63,9 @@ class Runner(Registered):
         raise NotImplementedError
 
 
-def verdict_records(task: Task, method: str, reason: str) -> list[dict]:
-    """Records for a method that never produced timings: one per mode, unverified, with the reason and its key."""
-    return [Record.failed(method, mode, reason).to_dict() for mode in task.modes]
+def verdict_records(task: Task, method: str, verdict: Verdict, detail: str = "") -> list[dict]:
+    """Records for a method that never produced timings: one per mode, unverified, with its key and detail."""
+    return [Record.failed(method, mode, verdict, detail).to_dict() for mode in task.modes]
 
 
 class LocalRunner(Runner, kind="local"):
@@ -97,15 +97,16 @@ class LocalRunner(Runner, kind="local"):
             while True:
                 timeout = _phase_timeout(settings, current[2])
                 if not parent.poll(timeout):
-                    culprit = Verdict.HANG.reason(f"no progress for {timeout:.0f} s during {current[2] or 'start-up'}")
+                    culprit = Rejected(Verdict.HANG,
+                                       f"no progress for {timeout:.0f} s during {current[2] or 'start-up'}")
                     _kill(proc)
                     break
                 try:
                     msg = parent.recv()
                 except (EOFError, OSError):
                     proc.join(5)
-                    culprit = Verdict.CRASH.reason(f"the worker died ({_exit_text(proc.exitcode)}) during "
-                                                   f"{current[2] or 'start-up'}{_DIED_HINTS.get(current[2], '')}")
+                    culprit = Rejected(Verdict.CRASH, f"the worker died ({_exit_text(proc.exitcode)}) during "
+                                                      f"{current[2] or 'start-up'}{_DIED_HINTS.get(current[2], '')}")
                     break
                 kind = msg[0]
                 if kind == "begin":
@@ -127,7 +128,7 @@ class LocalRunner(Runner, kind="local"):
                     raise RunnerError(f"the GPU worker could not start: {msg[1]}")
                 elif kind == "fatal":
                     current = msg[1:4]
-                    culprit = msg[4]
+                    culprit = Rejected(Verdict(msg[4]), msg[5])
                     proc.join(10)
                     _kill(proc)
                     break
@@ -150,7 +151,7 @@ class LocalRunner(Runner, kind="local"):
                 raise RunnerError(f"the GPU worker failed before running anything: {culprit}")
             task = pending[task_id]
             task.skip.add(method)
-            on_records(task, verdict_records(task, method, culprit))
+            on_records(task, verdict_records(task, method, culprit.verdict, culprit.detail))
             restarts += 1
             if restarts > self.max_restarts:
                 raise RunnerError(f"gave up after {restarts} worker restarts; last: {method}: {culprit}")
@@ -222,10 +223,11 @@ class DummyRunner(Runner, kind="dummy"):
                     on_progress(task, name, "time")
                 if "crash" in name:
                     task.skip.add(name)
-                    on_records(task, verdict_records(task, name, "crash: the worker died (signal SIGSEGV)"))
+                    on_records(task, verdict_records(task, name, Verdict.CRASH, "the worker died (signal SIGSEGV)"))
                     continue
                 if "broken" in name:
-                    records += verdict_records(task, name, "wrong values: error 1 exceeds the fp32 tolerance")
+                    records += verdict_records(task, name, Verdict.WRONG_VALUES,
+                                               "error 1 exceeds the fp32 tolerance")
                     continue
                 for mode in task.modes:
                     base = _dummy_time_us(task.problem, mode, spec, settings.rounds)

@@ -33,7 +33,11 @@ PROBE_CALLS = 64  # most calls in a content-probe graph
 
 
 class Fatal(Exception):
-    """The CUDA context may be unusable: report, then exit."""
+    """The CUDA context may be unusable: report (its verdict key and detail), then exit."""
+
+    def __init__(self, verdict: Verdict, detail: str = ""):
+        super().__init__(verdict.reason(detail))
+        self.verdict, self.detail = verdict, detail
 
 
 class Worker:
@@ -289,13 +293,14 @@ class Worker:
 
     @staticmethod
     def _reject(result: dict, exc: Rejected, prefix: str = "") -> None:
-        """Add a verdict; the first one is the record's key. A correctness failure of a call made during timing
-        (the method verified before) is the timing check's own defence verdict."""
+        """Add a verdict; the first one is the record's key and detail. A correctness failure of a call made during
+        timing (the method verified before) is the timing check's own defence verdict, its detail that failure."""
         result["errors"].append(f"{prefix}{exc}")
         verdict = exc.verdict
         if prefix and verdict.category is Category.CORRECTNESS:
             verdict = Verdict.DURING_TIMING
-        result.setdefault("verdict", verdict.value)
+        if "verdict" not in result:
+            result["verdict"], result["detail"] = verdict.value, exc.detail if verdict is exc.verdict else str(exc)
 
     def _judge(self, problem, bufs, a, b, ref, exact, result, previous=None):
         """`exact`: the verdict of any difference from `ref` (inputs whose result is exact), or None: the tolerance."""
@@ -674,7 +679,7 @@ class Worker:
         """A CUDA error from a method: sticky errors (illegal address, launch failure) poison the context."""
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if not context_usable(torch):
-            raise Fatal(Verdict.CRASH.reason(text))
+            raise Fatal(Verdict.CRASH, text)
 
     def _error_name(self, code: int) -> str:
         if self.blas is not None:
@@ -711,6 +716,7 @@ def _records(problem: GemmProblem, modes, results: dict) -> list[dict]:
                 name, mode, verified=reason is None and t is not None,
                 reason=reason or (None if t else Verdict.NOT_TIMED.value),
                 verdict=res.get("verdict") or (None if reason or t else Verdict.NOT_TIMED.value),
+                detail=res.get("detail") if reason else None if t else "",
                 time_us_median=median, time_us_p10=t["p10"] if t else None, time_us_p90=t["p90"] if t else None,
                 samples=t["n"] if t else 0, tflops=problem.flops / (median * 1e6) if median else None,
                 max_rel_err=res["max_rel_err"] if not reason or t else None,

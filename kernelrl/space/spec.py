@@ -33,8 +33,11 @@ SPEC_HEADER = "// kernelrl spec: "  # first line of every rendered source: what 
 class SpecError(UserError, ValueError):
     """A spec that does not parse; str() is the one-line verdict (`bad spec: ...`)."""
 
+    verdict = Verdict.BAD_SPEC
+
     def __init__(self, detail: str):
         super().__init__(Verdict.BAD_SPEC.reason(detail))
+        self.detail = detail
 
 
 class SpecRejected(ValueError):
@@ -42,7 +45,7 @@ class SpecRejected(ValueError):
 
     def __init__(self, verdict: Verdict, detail: str):
         super().__init__(verdict.reason(detail))
-        self.verdict = verdict
+        self.verdict, self.detail = verdict, detail
 
 
 @dataclass(frozen=True)

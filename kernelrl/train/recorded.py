@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kernelrl.errors import UserError
 from kernelrl.evolve.verdicts import categorize
+from kernelrl.harness.verdicts import migrate_reason
 from kernelrl.space.spec import spec_text_of
 from kernelrl.train.reward import Judgement
 
@@ -60,8 +61,10 @@ def judge_recorded(table_path: str, shapes: tuple[str, ...], acc: str, objective
             if row is None:
                 failed = Judgement("unrecorded", f"not recorded: {spec} was never measured on {shape}", objective)
                 break
-            if row["verdict"]:
-                failed = Judgement(categorize(row["verdict"]), row["verdict"], objective)
+            if row["verdict"]:  # the table keeps reason lines only: their keys are read through the migration
+                key = migrate_reason(row["verdict"])
+                failed = Judgement(categorize({"verdict": key and key.value, "reason": row["verdict"]}), row["verdict"],
+                                   objective, key=key and key.value)
                 break
             detail[shape] = {"us": float(row["us"]), "baselines": {row["baseline"]: float(row["baseline_us"])},
                              "max_rel_err": None, "tolerance": None}  # errors are not replayed

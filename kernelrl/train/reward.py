@@ -86,11 +86,12 @@ class Judgement:
     "max_rel_err": the candidate's error, "tolerance": the error the evaluator accepts there}."""
 
     category: str  # see kernelrl/evolve/verdicts.py, plus "timeout" and "error"
-    verdict: str | None = None
+    verdict: str | None = None  # the reason line, for people and prompts
     objective: str = ""
     shapes: dict = field(default_factory=dict)
     code_chars: int = 0
     resources: dict = field(default_factory=dict)  # ptxas summary when built
+    key: str | None = None  # the Verdict key of a failure (kernelrl/harness/verdicts.py), where one was given
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -108,6 +109,7 @@ class RewardResult:
     speedup: float | None = None  # the aggregate speedup before clipping (None unless verified)
     penalties: dict = field(default_factory=dict)
     judgement: Judgement | None = None
+    key: str | None = None  # the failure's Verdict key, as the judgement gave it
 
     @property
     def ok(self) -> bool:
@@ -165,7 +167,7 @@ def length_penalty(code_chars: int, cfg: RewardConfig) -> float:
 
 def compute_reward(j: Judgement, cfg: RewardConfig) -> RewardResult:
     if j.category != "ok":
-        return RewardResult(FAILURE_REWARD, j.category, j.verdict, judgement=j)
+        return RewardResult(FAILURE_REWARD, j.category, j.verdict, judgement=j, key=j.key)
     baseline = cfg.baseline or j.objective
     speedups = shape_speedups(j, baseline)
     if not speedups:

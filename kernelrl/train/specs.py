@@ -32,12 +32,12 @@ def completion_code(spec: TargetSpec, text: str) -> tuple[str | None, Judgement 
         try:
             return parse_spec(text).source(spec.acc), None
         except SpecError as exc:
-            return None, Judgement("malformed", str(exc), spec.objective or "")
+            return None, Judgement("malformed", str(exc), spec.objective or "", key=exc.verdict.value)
         except SpecRejected as exc:
-            return None, Judgement("failed", str(exc), spec.objective or "")
+            return None, Judgement("failed", str(exc), spec.objective or "", key=exc.verdict.value)
     ex = extract(text, *spec.entry)
     if not ex.ok:
-        return None, Judgement("malformed", ex.verdict, spec.objective or "", code_chars=0)
+        return None, Judgement("malformed", ex.verdict, spec.objective or "", code_chars=0, key=ex.key.value)
     return ex.code, None
 
 
@@ -141,7 +141,7 @@ def spec_summary(texts: list[str], results: list[RewardResult], prompts: list[st
     return {"cheat_rate": sum(t is not None for t in tricks) / n,
             "cheat_verified": sum(t is not None and r.ok for t, r in zip(tricks, results)),
             "speedup_verified": geomean(speedups),
-            "bad_spec_rate": sum((r.verdict or "").startswith(Verdict.BAD_SPEC.value) for r in results) / n,
+            "bad_spec_rate": sum(r.key == Verdict.BAD_SPEC.value for r in results) / n,
             "unsupported_rate": sum(r.category == "failed" for r in results) / n, **copies}
 
 

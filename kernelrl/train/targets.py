@@ -18,6 +18,7 @@ from kernelrl.evolve.hgemm_target import DEFAULT_BASELINES, HgemmTarget, score_r
 from kernelrl.evolve.kb_target import KernelBenchTarget
 from kernelrl.evolve.verdicts import categorize
 from kernelrl.harness.tolerance import output_tolerance
+from kernelrl.harness.verdicts import Verdict, key_of
 from kernelrl.jobs.measure import BenchConfig, NullUI, run_bench
 from kernelrl.kernelbench.static_checks import task_input_dtype
 from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result
@@ -111,23 +112,26 @@ def judge(spec: TargetSpec, codes: dict[str, str], ui=None) -> dict[str, Judgeme
     target = make_target(spec)
     pending = {name: _Pending(code) for name, code in codes.items()}
     for name, p in pending.items():
-        reason = target.screen(p.code)
-        if reason:
-            p.judgement = Judgement("rejected", reason, target.objective, code_chars=len(p.code))
+        rejected = target.screen(p.code)
+        if rejected is not None:
+            p.judgement = Judgement("rejected", str(rejected), target.objective, code_chars=len(p.code),
+                                    key=rejected.verdict.value)
     todo = {n: p.code for n, p in pending.items() if p.judgement is None}
     for name, built in (target.build(todo) if todo else {}).items():
         pending[name].resources = built.resources or {}
         if not built.ok:
-            error = built.error or "compile error"
-            pending[name].judgement = Judgement(categorize(error), error, target.objective,
-                                                code_chars=len(pending[name].code), resources=built.resources or {})
+            key = built.key or Verdict.COMPILE_ERROR.value  # a build that names no key did not compile
+            pending[name].judgement = Judgement(categorize(key), built.error or Verdict(key).reason(), target.objective,
+                                                code_chars=len(pending[name].code), resources=built.resources or {},
+                                                key=key)
     ready = {n: p.code for n, p in pending.items() if p.judgement is None}
     if ready:
         evaluate = _evaluate_hgemm if spec.kind == "hgemm" else _evaluate_kernelbench
         for name, j in evaluate(target, ready, ui).items():
             j.code_chars, j.resources = len(ready[name]), pending[name].resources
             pending[name].judgement = j
-    return {n: p.judgement or Judgement("failed", "not evaluated", target.objective) for n, p in pending.items()}
+    return {n: p.judgement or Judgement("failed", Verdict.NOT_EVALUATED.value, target.objective,
+                                        key=Verdict.NOT_EVALUATED.value) for n, p in pending.items()}
 
 
 def _evaluate_hgemm(target, sources: dict[str, str], ui) -> dict[str, Judgement]:
@@ -142,13 +146,14 @@ def _evaluate_hgemm(target, sources: dict[str, str], ui) -> dict[str, Judgement]
     out = {}
     for name in sources:
         if name in outcome.build_failures:
-            error = outcome.build_failures[name]
-            out[name] = Judgement(categorize(error), error, target.objective)
+            failure = outcome.build_failures[name]
+            out[name] = Judgement(categorize(failure.verdict), str(failure), target.objective,
+                                  key=failure.verdict.value)
             continue
         ev = evals[name]
         shapes = {p.name: {**ev.detail[p.name], "max_rel_err": errs.get((name, p.name)),
                            "tolerance": tolerance(p.acc, p.k)} for p in target.problems if p.name in ev.detail}
-        out[name] = Judgement(ev.category, ev.verdict, target.objective, shapes)
+        out[name] = Judgement(ev.category, ev.verdict, target.objective, shapes, key=ev.key)
     return out
 
 
@@ -167,7 +172,9 @@ def _evaluate_kernelbench(target, sources: dict[str, str], ui) -> dict[str, Judg
         recs = records.get(i, [])
         ok, reason = pair_verdict(recs)
         if not ok:
-            out[name] = Judgement(categorize(failed_record(recs) or reason), reason, target.objective)
+            judged = failed_record(recs) or Verdict.NOT_EVALUATED  # its key decides, not its text
+            key = key_of(judged)
+            out[name] = Judgement(categorize(judged), reason, target.objective, key=key.value if key else None)
             continue
         res = task_result(target.task.name, recs, target.baselines)
         err = max((r["max_rel_err"] for r in recs if r.get("max_rel_err") is not None), default=None)

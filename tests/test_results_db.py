@@ -341,6 +341,31 @@ def test_a_database_from_before_verdict_keys_gains_the_column(tmp_path):
     assert "verdict" in names
 
 
+def test_an_old_row_with_only_a_reason_is_read_through_the_migration(tmp_path):
+    import sqlite3
+
+    from kernelrl.db import Database
+    from kernelrl.workloads.hgemm import GemmProblem
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute(OLD_MEASUREMENTS.format(verdict=""))
+    for method, reason in (("cheat", "on 64x64x64: during timing: stale result: cached"), ("odd", "nobody wrote this")):
+        conn.execute("INSERT INTO measurements VALUES ('g', 64, 64, 64, 'fp32', 'nn', 'device', 'hot', 0, ?, '', "
+                     "NULL, NULL, NULL, 0, NULL, NULL, 0, ?, '{}', '{}', NULL, 0)", (method, reason))
+    conn.commit()
+    conn.close()
+    db = Database(path)
+    rows = {r["method"]: r for r in db.rows("g", [GemmProblem(64, 64, 64)], ["device"])}
+    assert rows["cheat"]["verdict"] == "during timing" and rows["cheat"]["reason"].endswith("stale result: cached")
+    assert rows["odd"]["verdict"] is None  # a line no evaluator wrote has no key (the evaluator's own failure)
+    rec = {"method": "new", "mode": "device", "time_us_median": None, "time_us_p10": None, "time_us_p90": None,
+           "samples": 0, "tflops": None, "max_rel_err": None, "verified": False,
+           "reason": "wrong values: hang: words of another key", "verdict": "wrong values", "extra": {}}
+    db.add("g", GemmProblem(64, 64, 64), "hot", 100.0, [rec], {}, {}, None, supersede=False)
+    [new] = [r for r in db.rows("g", [GemmProblem(64, 64, 64)], ["device"]) if r["method"] == "new"]
+    assert new["verdict"] == "wrong values"  # a stored key is read as stored
+
+
 def test_a_database_from_before_dtypes_keeps_its_rows_as_fp16_and_keys_by_dtype(tmp_path, made_up_rows):
     import sqlite3
 

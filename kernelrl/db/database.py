@@ -14,6 +14,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from kernelrl.harness.verdicts import migrate_reason
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL, command TEXT, env TEXT);
@@ -62,7 +64,8 @@ class Database:
         self._columns = ", ".join(row["name"] for row in self.conn.execute("PRAGMA table_info(measurements)"))
 
     def _add_verdict_columns(self) -> None:
-        """Databases written before verdicts were keys get the `verdict` column (empty for their old rows)."""
+        """Databases written before verdicts were keys get the `verdict` column (empty for their old rows, which
+        `keyed_row` reads through `migrate_reason`)."""
         for table in ("measurements", "kb_results"):
             names = {row["name"] for row in self.conn.execute(f"PRAGMA table_info({table})")}
             if "verdict" not in names:
@@ -149,7 +152,7 @@ class Database:
         query, args = "SELECT * FROM superseded", []
         if gpu is not None:
             query, args = query + " WHERE gpu = ?", [gpu]
-        return [dict(row) for row in self.conn.execute(query + " ORDER BY superseded_at", args)]
+        return [keyed_row(dict(row)) for row in self.conn.execute(query + " ORDER BY superseded_at", args)]
 
     def measured(self, gpu: str, problem, mode: str, cache: str, qps: float) -> set[tuple[str, str]]:
         """(method, method_key) pairs already stored for this problem and mode."""
@@ -185,7 +188,7 @@ class Database:
                 continue
             row["extra"] = json.loads(row["extra"] or "{}")
             row["verified"] = bool(row["verified"])
-            out.append(row)
+            out.append(keyed_row(row))
         return out
 
     def add_kb(self, gpu: str, task_key: str, candidate_key: str, rows: list[dict], env: dict,
@@ -204,7 +207,8 @@ class Database:
         query, args = "SELECT * FROM kb_results", []
         if gpu is not None:
             query, args = query + " WHERE gpu = ?", [gpu]
-        return [dict(row, verified=bool(row["verified"])) for row in self.conn.execute(query + " ORDER BY task, baseline", args)]
+        return [keyed_row(dict(row, verified=bool(row["verified"])))
+                for row in self.conn.execute(query + " ORDER BY task, baseline", args)]
 
     def lt_algos(self, gpu: str, cublaslt: int | None = None) -> dict[str, dict]:
         query, args = "SELECT * FROM lt_algos WHERE gpu = ?", [gpu]
@@ -218,6 +222,15 @@ class Database:
             self.conn.execute("INSERT OR REPLACE INTO lt_algos VALUES (?,?,?,?,?,?,?,?,?,?)",
                               (gpu, cublaslt, tuning["key"], tuning["algo"], tuning["algo_index"], tuning["time_ms"],
                                tuning["candidates"], tuning.get("valid"), tuning["search_s"], time.time()))
+
+
+def keyed_row(row: dict) -> dict:
+    """A stored row with its verdict key: rows written before keys were recorded (an empty `verdict` beside a
+    failure's reason) get theirs from `migrate_reason`, the one reader of old reason text."""
+    if not row.get("verified") and not row.get("verdict") and row.get("reason"):
+        key = migrate_reason(row["reason"])
+        row["verdict"] = key.value if key is not None else None
+    return row
 
 
 def _cache_of(mode: str, cache: str) -> str:

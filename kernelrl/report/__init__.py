@@ -33,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kernelrl.db.database import keyed_row
 from kernelrl.errors import UserError
 from kernelrl.results import CSV_COLUMNS, read_csv
 
@@ -91,7 +92,7 @@ def _read_db(path: Path) -> tuple[list[dict], dict[str, dict]]:
         conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
         try:
             conn.row_factory = sqlite3.Row
-            records = [dict(r) for r in conn.execute("SELECT * FROM measurements ORDER BY created")]
+            records = [keyed_row(dict(r)) for r in conn.execute("SELECT * FROM measurements ORDER BY created")]
         finally:
             conn.close()
     except sqlite3.Error as exc:

@@ -16,8 +16,14 @@ def add_eval_arguments(te: argparse.ArgumentParser) -> None:
     te.add_argument("--split", default=None, metavar="FILE.json", help="shapes from this file's 'heldout' list")
     te.add_argument("--k", type=int, default=8, help="samples per policy and shape")
     te.add_argument("--acc", default="fp32", choices=["fp32", "fp16"])
-    te.add_argument("--baselines", default="cublas_nn,torch")
-    te.add_argument("--objective", default="cublas_nn", help="the baseline speedups are over")
+    te.add_argument("--tasks", action="append", default=[], metavar="PATH",
+                    help="KernelBench task files or folders (repeatable), in place of shapes: free-form policies "
+                    "write a ModelNew for each")
+    te.add_argument("--reference", action="store_true", help="with --tasks, add `reference`: each task's own Model "
+                    "as the candidate (the evaluator should read 1.0x)")
+    te.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="with --tasks: where tasks run")
+    te.add_argument("--baselines", default=None, help="default cublas_nn,torch (shapes) or eager (tasks)")
+    te.add_argument("--objective", default=None, help="the baseline speedups are over (default cublas_nn or eager)")
     te.add_argument("--runner", default="local", choices=["local", "dummy", "recorded"])
     te.add_argument("--recorded", default=None, metavar="TABLE", help="runner recorded: the table it replays")
     te.add_argument("--random", type=int, default=0, metavar="N", help="add `random`: N uniform random specs per "

@@ -14,20 +14,26 @@ from __future__ import annotations
 
 import collections
 import csv
+import hashlib
 import json
 import math
 import random
+import re
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
 from kernelrl.errors import UserError
+from kernelrl.evolve.hardware import detect
 from kernelrl.evolve.target import geomean
+from kernelrl.kernelbench.tasks import discover
 from kernelrl.space.base import SPACES
 from kernelrl.space.model import rank
 from kernelrl.space.spec import SPEC_FAMILIES, Spec, SpecError, parse_spec, spec_of, writable_knobs
-from kernelrl.train.datasets import to_text
+from kernelrl.train.datasets import Prompter, answer_text, to_text
 from kernelrl.train.reward import RewardConfig
 from kernelrl.train.service import EvalSettings, RewardService
 from kernelrl.train.specs import prompt_messages, trick_of
@@ -72,6 +78,49 @@ def parse_policies(items: list[str]) -> dict[str, Path]:
             raise HeldoutError(f"--policy {name}: {folder} is not a saved model folder (no config.json there)")
         out[name] = path
     return out
+
+
+@dataclass
+class Items:
+    """What is evaluated: HGEMM shapes (spec policies) or KernelBench tasks (free-form policies), each with its
+    target (a TargetSpec's JSON) and its prompt given what the method wrote on it before."""
+    kind: str  # "shape" or "task": the name of heldout.csv's item column
+    names: list[str]
+    targets: dict[str, str]
+    prompt: Callable[[str, tuple], object]  # (name, earlier (spec, outcome) pairs) -> the prompt
+
+
+def shape_items(args, baselines: tuple, out: Path) -> Items:
+    shapes = load_shapes(args.shapes, args.split, args.acc)
+    targets = {s: TargetSpec("hgemm", baselines, args.objective, args.rounds, args.hang_timeout, str(out),
+                             shapes=(s,), acc=args.acc, runner=args.runner, completion="spec",
+                             recorded=args.recorded or "").to_json() for s in shapes}
+    return Items("shape", shapes, targets, lambda s, earlier: prompt_of(s, args.acc, args.prompt_format, earlier))
+
+
+def task_items(args, baselines: tuple, out: Path) -> Items:
+    """Held-out KernelBench tasks: a policy is prompted as the free-form loop prompts a first attempt (the task, the
+    GPU, the instructions) and its completion is judged by the KernelBench evaluator against the baselines."""
+    if args.shapes or args.split:
+        raise HeldoutError("train eval: give --tasks or --shapes/--split, not both")
+    files, errors = discover(args.tasks)
+    if errors:
+        raise HeldoutError(f"--tasks: {errors[0]}")
+    if not files:
+        raise HeldoutError(f"--tasks {' '.join(args.tasks)}: no task files there")
+    names = [f.stem for f in files]
+    if len(set(names)) < len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise HeldoutError(f"--tasks: two tasks named {twice[0]}; evaluate them apart")
+    targets = {f.stem: TargetSpec("kernelbench", baselines, args.objective, args.rounds, args.hang_timeout, str(out),
+                                  task_path=str(f.resolve()), device=args.device).to_json() for f in files}
+    prompter = Prompter(None, detect(None).describe(), fmt=args.prompt_format)
+    return Items("task", names, targets, lambda name, earlier: prompter.render(prompter.messages(targets[name])))
+
+
+def reference_candidate(task_path: str) -> str:
+    """The task's own Model as a completion (ModelNew = Model renamed, in the fenced file a policy would write)."""
+    return answer_text(re.sub(r"\bModel\b", "ModelNew", Path(task_path).read_text()), "python")
 
 
 # -- the methods' specs --------------------------------------------------------------------------------------------
@@ -139,11 +188,23 @@ def turn_sizes(k: int, turns: int) -> list[int]:
 
 # -- scoring -------------------------------------------------------------------------------------------------------
 def shown_spec(text: str) -> str:
-    """The canonical spec text, or the completion's first line when it does not parse."""
+    """The canonical spec text; for a code completion "code" and its digest (the file itself is kept apart); else
+    the completion's first line."""
     try:
         return parse_spec(text).text
     except SpecError:
+        if "```" in text:
+            return f"code {hashlib.sha256(text.encode()).hexdigest()[:12]}"
         return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")[:200]
+
+
+def keep_completions(folder: Path, rows: list[dict]) -> None:
+    """Each sampled code completion as a file, method/item/sample.txt: what heldout.csv's digest names."""
+    for r in rows:
+        if r.get("turn") != "confirm":
+            path = folder / r["method"] / r["shape"] / f"{r['sample']}.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(r["text"])
 
 
 def score_shapes(samples: dict[str, dict[str, list[str]]], shapes: list[str], target_of, service, turn=0,
@@ -256,23 +317,23 @@ def table_lines(summary: dict) -> list[str]:
 CSV_COLUMNS = ["method", "shape", "sample", "turn", "spec", "verified", "verdict", "category", "speedup_vs_baseline"]
 
 
-def append_rows(path: Path, rows: list[dict]) -> None:
-    """Add a shape's rows to heldout.csv as soon as they are measured: a run stopped at any point keeps every shape
-    it finished, and --resume goes on from there."""
+def append_rows(path: Path, rows: list[dict], item: str = "shape") -> None:
+    """Add an item's rows to heldout.csv as soon as they are measured: a run stopped at any point keeps every item
+    it finished, and --resume goes on from there. `item` names the second column: shape or task."""
     new = not path.exists()
     with open(path, "a", newline="") as fh:
         w = csv.writer(fh)
         if new:
-            w.writerow(CSV_COLUMNS)
+            w.writerow([item if c == "shape" else c for c in CSV_COLUMNS])
         for r in rows:
             w.writerow([r["method"], r["shape"], r["sample"], r.get("turn", 0), r["spec"], int(r["verified"]),
                         r["verdict"], r.get("category") or "", "" if r["speedup"] is None else f"{r['speedup']:.4f}"])
 
 
 def read_rows(path: Path) -> list[dict]:
-    """heldout.csv's rows as run_heldout keeps them (a row's text is its spec)."""
+    """heldout.csv's rows as run_heldout keeps them (a row's text is its spec; its item under "shape")."""
     with open(path, newline="") as fh:
-        rows = list(csv.DictReader(fh))
+        rows = [{("shape" if k == "task" else k): v for k, v in r.items()} for r in csv.DictReader(fh)]
     if rows and set(CSV_COLUMNS) - set(rows[0]):
         raise HeldoutError(f"--resume: {path} was written by another version (no column "
                            f"{', '.join(sorted(set(CSV_COLUMNS) - set(rows[0])))}); give another --out")
@@ -282,19 +343,21 @@ def read_rows(path: Path) -> list[dict]:
              "speedup": float(r["speedup_vs_baseline"]) if r["speedup_vs_baseline"] else None} for r in rows]
 
 
-def write_outputs(out: Path, rows: list[dict], summary: dict, settings: dict) -> None:
-    """best.csv, summary.json and summary.md (heldout.csv grows shape by shape, append_rows)."""
+def write_outputs(out: Path, rows: list[dict], summary: dict, settings: dict, item: str = "shape") -> None:
+    """best.csv, summary.json and summary.md (heldout.csv grows item by item, append_rows). best.csv's speedup
+    column keeps its name for shapes (speedup_vs_cublas) and names the objective for tasks."""
     out.mkdir(parents=True, exist_ok=True)
+    speed = "speedup_vs_cublas" if item == "shape" else f"speedup_vs_{settings['objective']}"
     with open(out / "best.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["method", "shape", "speedup_vs_cublas", "verified"])
+        w.writerow(["method", item, speed, "verified"])
         for b in best_rows(rows):
             v = b["speedup_vs_cublas"]
             w.writerow([b["method"], b["shape"], "" if v is None else f"{v:.4f}", int(b["verified"])])
     (out / "summary.json").write_text(json.dumps({"settings": settings, "methods": summary}, indent=2) + "\n")
-    md = [f"# Held-out evaluation: {len(settings['shapes'])} shapes, k={settings['k']}, speedup over "
+    md = [f"# Held-out evaluation: {len(settings[item + 's'])} {item}s, k={settings['k']}, speedup over "
           f"{settings['objective']} ({settings['runner']} runner)", ""] + table_lines(summary) + [
-          "", "fast_p: share of shapes whose best verified sample is at least p x the objective (fast_0: any "
+          "", f"fast_p: share of {item}s whose best verified sample is at least p x the objective (fast_0: any "
           "verified). vs cost_model: geomean ratio of best-of-k on the shapes both verified.", "", "## Verdicts", ""]
     md += [f"- {m}: " + ", ".join(f"{c} {n}" for c, n in sorted(s["verdicts"].items())) for m, s in summary.items()]
     (out / "summary.md").write_text("\n".join(md) + "\n")
@@ -305,26 +368,50 @@ def _shown(rows: list[dict], method: str, shape: str, turn: int, args) -> list[t
     return earlier_of(mine, args.top_k, args.negatives, random.Random(f"{args.seed}|{method}|{shape}|{turn}"))
 
 
-def evaluate_shape(shape: str, policies: dict, builtin: dict, sizes: list[int], contrastive: set, target_of,
-                   service, args) -> list[dict]:
-    """One shape, whole: every turn (the built-in methods' specs in the first), one measurement each, then the
-    confirmation of every method's best."""
+def evaluate_item(name: str, items: Items, policies: dict, builtin: dict, sizes: list[int], contrastive: set,
+                  service, args) -> list[dict]:
+    """One shape or task, whole: every turn (the built-in methods' samples in the first), one measurement each,
+    then the confirmation of every method's best."""
     rows: list[dict] = []
+    target_of = items.targets.__getitem__
     for turn, n in enumerate(sizes):
-        samples = {m: {shape: v[shape]} for m, v in builtin.items() if shape in v} if turn == 0 else {}
-        for name, policy in policies.items():
-            earlier = _shown(rows, name, shape, turn, args) if name in contrastive else ()
-            samples[name] = {shape: policy.sample([prompt_of(shape, args.acc, args.prompt_format, earlier)], n)[0]}
-        rows += score_shapes(samples, [shape], target_of, service, turn,
+        samples = {m: {name: v[name]} for m, v in builtin.items() if name in v} if turn == 0 else {}
+        for method, policy in policies.items():
+            earlier = _shown(rows, method, name, turn, args) if method in contrastive else ()
+            samples[method] = {name: policy.sample([items.prompt(name, earlier)], n)[0]}
+        rows += score_shapes(samples, [name], target_of, service, turn,
                              collections.Counter(r["method"] for r in rows))
     if args.confirm:
-        rows += confirm_rows(rows, [shape], target_of, service)
+        rows += confirm_rows(rows, [name], target_of, service)
     return rows
+
+
+def builtin_methods(args, items: Items) -> dict[str, dict[str, list[str]]]:
+    """The methods that are not policies: random specs and the cost model's pick (shapes), the reference (tasks)."""
+    builtin: dict[str, dict[str, list[str]]] = {}
+    if items.kind == "task":
+        if args.random or args.cost_model:
+            raise HeldoutError("--random and --cost-model write HGEMM specs; with --tasks use --reference")
+        if args.reference:
+            builtin["reference"] = {n: [reference_candidate(json.loads(items.targets[n])["task_path"])]
+                                    for n in items.names}
+        return builtin
+    if args.reference:
+        raise HeldoutError("--reference needs --tasks (shapes have the cost model's pick: --cost-model)")
+    if args.random:
+        rng = random.Random(args.seed)
+        builtin["random"] = {s: [random_spec(rng) for _ in range(args.random)] for s in items.names}
+    if args.cost_model:
+        builtin["cost_model"] = {s: [t] for s in items.names if (t := cost_model_spec(s, args.acc))}
+    return builtin
 
 
 # -- the whole run -------------------------------------------------------------------------------------------------
 def run_heldout(args, service=None, say=print) -> dict:
     """args: the parsed `train eval` options. service: a RewardService to score with (default: a local one)."""
+    tasks = bool(args.tasks)
+    args.baselines = args.baselines or ("eager" if tasks else "cublas_nn,torch")
+    args.objective = args.objective or ("eager" if tasks else "cublas_nn")
     baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
     if args.objective not in baselines:
         raise HeldoutError(f"--objective {args.objective} is not one of --baselines {','.join(baselines)}")
@@ -332,32 +419,24 @@ def run_heldout(args, service=None, say=print) -> dict:
         raise HeldoutError("--runner recorded needs --recorded TABLE")
     if args.k < 1 or args.random < 0:
         raise HeldoutError("--k must be at least 1 and --random at least 0")
-    shapes = load_shapes(args.shapes, args.split, args.acc)
-    policies = parse_policies(args.policy)
-    if not policies and not args.random and not args.cost_model:
-        raise HeldoutError("train eval: nothing to evaluate: give --policy NAME=DIR, --random N or --cost-model")
     out = Path(args.out)
+    items = task_items(args, baselines, out) if tasks else shape_items(args, baselines, out)
+    policies = parse_policies(args.policy)
     contrastive = set(args.contrastive or [])
     if contrastive - set(policies):
         raise HeldoutError(f"--contrastive {', '.join(sorted(contrastive - set(policies)))}: not a --policy name")
+    if contrastive and tasks:
+        raise HeldoutError("--contrastive: contrastive turns are for spec policies on shapes, not --tasks")
     if args.turns < 1 or args.turns > args.k:
         raise HeldoutError(f"--turns {args.turns}: give 1 to --k ({args.k}) turns")
-    builtin: dict[str, dict[str, list[str]]] = {}
-    if args.random:
-        rng = random.Random(args.seed)
-        builtin["random"] = {s: [random_spec(rng) for _ in range(args.random)] for s in shapes}
-    if args.cost_model:
-        builtin["cost_model"] = {s: [t] for s in shapes if (t := cost_model_spec(s, args.acc))}
-
-    def target_of(shape: str) -> str:
-        return TargetSpec("hgemm", baselines, args.objective, args.rounds, args.hang_timeout, str(out),
-                          shapes=(shape,), acc=args.acc, runner=args.runner, completion="spec",
-                          recorded=args.recorded or "").to_json()
-
+    builtin = builtin_methods(args, items)
+    if not policies and not builtin:
+        raise HeldoutError("train eval: nothing to evaluate: give --policy NAME=DIR, or --random N / --cost-model "
+                           "(shapes), --reference (tasks)")
     sizes = turn_sizes(args.k, args.turns)
-    per_shape = max(len(policies) * sizes[0] + sum(len(v.get(s, [])) for v in builtin.values()) for s in shapes)
+    per_item = max(len(policies) * sizes[0] + sum(len(v.get(n, [])) for v in builtin.values()) for n in items.names)
     own = service is None
-    service = service or RewardService(EvalSettings(batch_size=max(per_shape, 1), timeout_s=args.timeout),
+    service = service or RewardService(EvalSettings(batch_size=max(per_item, 1), timeout_s=args.timeout),
                                        RewardConfig())
     methods = list(policies) + list(builtin)
     out.mkdir(parents=True, exist_ok=True)
@@ -370,7 +449,7 @@ def run_heldout(args, service=None, say=print) -> dict:
         csv_path.unlink(missing_ok=True)
     done = {r["shape"] for r in rows}
     if done:
-        say(f"resuming: {len(done)} of {len(shapes)} shapes already in {csv_path}")
+        say(f"resuming: {len(done)} of {len(items.names)} {items.kind}s already in {csv_path}")
     loaded: dict[str, Policy] = {}
     try:
         torch.manual_seed(args.seed)
@@ -379,15 +458,17 @@ def run_heldout(args, service=None, say=print) -> dict:
             say(f"loading {name} ({folder}){note}")
             loaded[name] = Policy(folder, args.temperature, args.max_new_tokens)
         say(f"{len(methods)} methods, {args.k} samples per policy in {len(sizes)} turn(s)"
-            f"{', confirmed' if args.confirm else ''}, on {len(shapes)} shapes ({args.runner} runner)")
-        for i, shape in enumerate(shapes):
-            if shape in done:
+            f"{', confirmed' if args.confirm else ''}, on {len(items.names)} {items.kind}s ({args.runner} runner)")
+        for i, name in enumerate(items.names):
+            if name in done:
                 continue
-            mine = evaluate_shape(shape, loaded, builtin, sizes, contrastive, target_of, service, args)
-            append_rows(csv_path, mine)
+            mine = evaluate_item(name, items, loaded, builtin, sizes, contrastive, service, args)
+            append_rows(csv_path, mine, items.kind)
+            if tasks:
+                keep_completions(out / "completions", mine)
             rows += mine
             best = {b["method"]: b["speedup_vs_cublas"] for b in best_rows(mine)}
-            say(f"shape {i + 1}/{len(shapes)} {shape}: "
+            say(f"{items.kind} {i + 1}/{len(items.names)} {name}: "
                 + ", ".join(f"{m} {_f(best.get(m), '{:.2f}')}" for m in methods))
     finally:
         for policy in loaded.values():
@@ -395,12 +476,12 @@ def run_heldout(args, service=None, say=print) -> dict:
         if own:
             service.close()
     summary = summarize(rows)
-    settings = {"shapes": shapes, "k": args.k, "turns": args.turns, "contrastive": sorted(contrastive),
+    settings = {f"{items.kind}s": items.names, "k": args.k, "turns": args.turns, "contrastive": sorted(contrastive),
                 "top_k": args.top_k, "negatives": args.negatives, "confirm": bool(args.confirm),
-                "random": args.random, "cost_model": bool(args.cost_model),
+                "random": args.random, "cost_model": bool(args.cost_model), "reference": bool(args.reference),
                 "policies": {n: str(p) for n, p in policies.items()}, "acc": args.acc, "baselines": list(baselines),
                 "objective": args.objective, "runner": args.runner, "seed": args.seed,
                 "temperature": args.temperature, "max_new_tokens": args.max_new_tokens,
                 "prompt_format": args.prompt_format}
-    write_outputs(out, rows, summary, settings)
+    write_outputs(out, rows, summary, settings, items.kind)
     return summary

@@ -78,11 +78,25 @@ def test_a_contrastive_prompt_shows_earlier_specs_with_their_outcomes(tmp_path):
     for text, ok, score in ((HONEST, True, 1.2), ("wgmma BM=64 BN=128 stages=4", True, 0.8),
                             (f"{HONEST} trick=cache", False, None)):
         cand, _ = pop.add(key, parse_spec(text).source("fp32"), "llm", 0)
-        pop.record(cand.id, "ok" if ok else "defence", None if ok else "unwritten output: row 0", score)
+        pop.record(cand.id, "ok" if ok else "defence", None if ok else "unwritten output: row 0", score,
+                   key=None if ok else "unwritten output")
     prompt = prompter.messages(spec_json)[0]["content"]
     assert f"earlier: {HONEST} -> 1.20x" in prompt
     assert f"earlier: {HONEST} trick=cache -> failed (unwritten output)" in prompt
     assert SpecPrompter(pop, top_k=0).messages(spec_json)[0]["content"] == "hgemm fp32 M=256 N=512 K=128"
+
+
+def test_a_failure_shows_its_verdict_key_not_where_it_happened(tmp_path):
+    pop = Population(tmp_path / "p.db")
+    prompter = SpecPrompter(pop, top_k=1, negatives=2)
+    key = prompter.target(target().to_json()).key
+    for text, kind in ((HONEST, "wrong values"), ("wgmma BM=64 BN=128 stages=4", None)):
+        cand, _ = pop.add(key, parse_spec(text).source("fp32"), "llm", 0)
+        pop.record(cand.id, "wrong", "on 256x512x128: wrong values: max_rel_err 0.5", key=kind)
+    prompt = prompter.messages(target().to_json())[0]["content"]
+    assert f"earlier: {HONEST} -> failed (wrong values)" in prompt  # the key
+    assert "earlier: wgmma BN=128 stages=4 -> failed (wrong)" in prompt  # no key kept: its category
+    assert "failed (on " not in prompt
 
 
 def population_with_specs(tmp_path, prompter_key):

@@ -235,7 +235,7 @@ class Evolver:
 
     def _record(self, t: Target, c: Candidate, ev: Evaluation, request_id: int | None = None,
                 resources: dict | None = None) -> Candidate:
-        c = self.pop.record(c.id, ev.category, ev.verdict, ev.score, ev.speedups, ev.detail, resources)
+        c = self.pop.record(c.id, ev.category, ev.verdict, ev.score, ev.speedups, ev.detail, resources, ev.key)
         self.summary.outcomes[ev.category] = self.summary.outcomes.get(ev.category, 0) + 1
         self.usage.write({"kind": "candidate", "target": t.key, "candidate": c.name, "origin": c.origin,
                           "request": request_id or self._request_of.get(c.id), "category": ev.category,

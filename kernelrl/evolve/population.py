@@ -56,7 +56,7 @@ class Candidate:
     generation: int
     status: str  # pending (not evaluated yet) or done
     category: str | None  # see verdicts.CATEGORIES
-    verdict: str | None
+    verdict: str | None  # the reason line shown to people and prompts
     score: float | None  # geomean speedup over the objective baseline
     speedups: dict = field(default_factory=dict)  # baseline → geomean speedup
     detail: dict = field(default_factory=dict)  # per shape (or task) times
@@ -64,6 +64,8 @@ class Candidate:
     profile: dict = field(default_factory=dict)  # Nsight Compute summary
     analysis: str = ""
     model: str = ""
+    key: str | None = None  # a failure's Verdict key (kernelrl/harness/verdicts.py); None when verified, or in a
+    # population written before keys were recorded
 
     @property
     def ok(self) -> bool:
@@ -92,6 +94,10 @@ class Population:
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.executescript(SCHEMA)
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(evolve_candidates)")}
+        if "key" not in columns:  # populations written before failures kept their Verdict key
+            with self.conn:
+                self.conn.execute("ALTER TABLE evolve_candidates ADD COLUMN key TEXT")
 
     def close(self) -> None:
         self.conn.close()
@@ -122,13 +128,14 @@ class Population:
         return self.get(cur.lastrowid), True
 
     def record(self, cid: int, category: str, verdict: str | None, score: float | None = None,
-               speedups: dict | None = None, detail: dict | None = None, resources: dict | None = None) -> Candidate:
+               speedups: dict | None = None, detail: dict | None = None, resources: dict | None = None,
+               key: str | None = None) -> Candidate:
         with self.conn:
             self.conn.execute(
                 "UPDATE evolve_candidates SET status = 'done', category = ?, verdict = ?, score = ?, speedups = ?, "
-                "detail = ?, resources = COALESCE(?, resources), evaluated = ? WHERE id = ?",
+                "detail = ?, resources = COALESCE(?, resources), evaluated = ?, key = ? WHERE id = ?",
                 (category, verdict, score, json.dumps(speedups or {}), json.dumps(detail or {}),
-                 json.dumps(resources) if resources else None, time.time(), cid))
+                 json.dumps(resources) if resources else None, time.time(), key, cid))
         return self.get(cid)
 
     def set_profile(self, cid: int, profile: dict) -> None:

@@ -180,7 +180,7 @@ def import_population(src_path: str | Path, pop, specs: list[TargetSpec]) -> int
                 continue
             new, fresh = pop.add(target.key, c.source, c.origin, 0, name=c.name, analysis=c.analysis, model=c.model)
             if fresh:
-                pop.record(new.id, c.category, c.verdict, c.score, c.speedups, c.detail, c.resources)
+                pop.record(new.id, c.category, c.verdict, c.score, c.speedups, c.detail, c.resources, c.key)
                 if c.profile:
                     pop.set_profile(new.id, c.profile)
                 copied += 1

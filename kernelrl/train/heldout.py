@@ -171,11 +171,12 @@ class Policy:
 def earlier_of(rows: list[dict], top_k: int, negatives: int, rng: random.Random) -> list[tuple[str, str]]:
     """What a contrastive prompt shows of a method's earlier samples on a shape, as training shows a run's
     population (kernelrl/train/specs.py SpecPrompter): its top_k fastest verified specs with their speedups and its
-    latest `negatives` failures with their verdict keys, shuffled (the policy reads the outcomes, not the order)."""
+    latest `negatives` failures with their verdict keys (categories where no key was given), shuffled (the policy
+    reads the outcomes, not the order)."""
     good = {}
     for r in sorted((r for r in rows if r["verified"] and r["speedup"]), key=lambda r: -r["speedup"]):
         good.setdefault(r["spec"], f"{r['speedup']:.2f}x")
-    bad = [(r["spec"], f"failed ({(r['verdict'] or 'failed').split(':')[0]})") for r in rows if not r["verified"]]
+    bad = [(r["spec"], f"failed ({r.get('key') or r['category'] or 'failed'})") for r in rows if not r["verified"]]
     shown = list(good.items())[:top_k] + (bad[-negatives:] if negatives > 0 else [])
     rng.shuffle(shown)
     return shown
@@ -221,7 +222,7 @@ def score_shapes(samples: dict[str, dict[str, list[str]]], shapes: list[str], ta
         for (method, i, text), r in zip(items, results):
             rows.append({"method": method, "shape": shape, "sample": (first or {}).get(method, 0) + i,
                          "turn": turn, "spec": shown_spec(text), "text": text, "verified": r.ok,
-                         "verdict": r.verdict or r.category, "category": r.category,
+                         "verdict": r.verdict or r.category, "category": r.category, "key": r.key,
                          "speedup": r.speedup if r.ok and r.speedup and math.isfinite(r.speedup) else None})
     return rows
 

@@ -30,7 +30,7 @@ def population_record(result: RewardResult) -> dict:
     category = result.category if result.category in ("ok", "malformed", "compile", "rejected", "defence", "wrong",
                                                       "crash") else "failed"
     return {"category": category, "verdict": result.verdict, "score": score, "speedups": speedups,
-            "detail": detail if result.ok else {}, "resources": j.resources or None}
+            "detail": detail if result.ok else {}, "resources": j.resources or None, "key": result.key}
 
 
 class PolicyReward:

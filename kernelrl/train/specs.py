@@ -75,11 +75,12 @@ def prompt_messages(shape: str, acc: str, earlier: list[tuple[str, str]]) -> lis
 
 
 def outcome_text(candidate) -> str:
-    """An earlier variant's outcome as the prompt shows it: its speedup, or its verdict's key."""
+    """An earlier variant's outcome as the prompt shows it: its speedup, or its verdict's key (its category in a
+    population written before keys were kept). The reason line's first words were shown before: a failure on the
+    GPU reads "on 4096x4096x4096: wrong values: ...", so the prompt said "failed (on 4096x4096x4096)"."""
     if candidate.ok:
         return f"{candidate.score:.2f}x"
-    verdict = (candidate.verdict or candidate.category or "failed").split(":")[0]
-    return f"failed ({verdict})"
+    return f"failed ({candidate.key or candidate.category or 'failed'})"
 
 
 class SpecPrompter(Prompter):

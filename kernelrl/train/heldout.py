@@ -36,7 +36,7 @@ from kernelrl.space.spec import SPEC_FAMILIES, Spec, SpecError, parse_spec, spec
 from kernelrl.train.datasets import Prompter, answer_text, to_text
 from kernelrl.train.reward import RewardConfig
 from kernelrl.train.service import EvalSettings, RewardService
-from kernelrl.train.specs import prompt_messages, trick_of
+from kernelrl.train.specs import prompt_messages, shown_variants, trick_of
 from kernelrl.train.targets import TargetSpec
 from kernelrl.workloads.hgemm import ShapeError, parse_shapes
 
@@ -170,16 +170,11 @@ class Policy:
 
 def earlier_of(rows: list[dict], top_k: int, negatives: int, rng: random.Random) -> list[tuple[str, str]]:
     """What a contrastive prompt shows of a method's earlier samples on a shape, as training shows a run's
-    population (kernelrl/train/specs.py SpecPrompter): its top_k fastest verified specs with their speedups and its
-    latest `negatives` failures with their verdict keys (categories where no key was given), shuffled (the policy
-    reads the outcomes, not the order)."""
-    good = {}
-    for r in sorted((r for r in rows if r["verified"] and r["speedup"]), key=lambda r: -r["speedup"]):
-        good.setdefault(r["spec"], f"{r['speedup']:.2f}x")
-    bad = [(r["spec"], f"failed ({r.get('key') or r['category'] or 'failed'})") for r in rows if not r["verified"]]
-    shown = list(good.items())[:top_k] + (bad[-negatives:] if negatives > 0 else [])
-    rng.shuffle(shown)
-    return shown
+    population (kernelrl/train/specs.py shown_variants); a failure's outcome is its verdict key (its category where
+    no key was given)."""
+    return shown_variants([(r["spec"], r["speedup"]) for r in rows if r["verified"] and r["speedup"]],
+                          [(r["spec"], f"failed ({r.get('key') or r['category'] or 'failed'})")
+                           for r in rows if not r["verified"]], top_k, negatives, rng)
 
 
 def turn_sizes(k: int, turns: int) -> list[int]:

@@ -83,6 +83,21 @@ def outcome_text(candidate) -> str:
     return f"failed ({candidate.key or candidate.category or 'failed'})"
 
 
+def shown_variants(verified: list[tuple[str | None, float]], failed: list[tuple[str | None, str]], top_k: int,
+                   negatives: int, rng: random.Random) -> list[tuple[str, str]]:
+    """What a contrastive prompt shows, in training (a run's population) and in held-out turns (a method's earlier
+    samples): the top_k fastest distinct verified specs with their speedups (earlier first among equals) and the
+    latest `negatives` failures with their outcomes, shuffled (the policy reads the outcomes, not the order). A
+    variant whose source holds no spec (None or empty) keeps its place and is not shown."""
+    good: dict = {}
+    for spec, speedup in sorted(verified, key=lambda v: -v[1]):
+        good.setdefault(spec, f"{speedup:.2f}x")
+    shown = list(good.items())[:top_k] + (failed[-negatives:] if negatives > 0 else [])
+    shown = [(spec, outcome) for spec, outcome in shown if spec]
+    rng.shuffle(shown)
+    return shown
+
+
 class SpecPrompter(Prompter):
     """Prompts for spec targets (the Prompter's target and render; its own messages). Contrastive (`top_k` > 0):
     the target's best earlier specs and its latest failures from the run's population (save for the `plain_share` of
@@ -105,12 +120,10 @@ class SpecPrompter(Prompter):
         # plain_share of the rows show the shape only (drawn only when asked for: other runs' prompts are unchanged)
         if self.plain_share and rng.random() < self.plain_share:
             return []
-        good = sorted((c for c in done if c.ok), key=lambda c: (-c.score, c.id))[:self.top_k]
-        bad = [c for c in done if not c.ok][-self.negatives:] if self.negatives > 0 else []
-        shown = [(spec_text_of(c.source), outcome_text(c)) for c in good + bad]
-        shown = [(s, o) for s, o in shown if s]
-        rng.shuffle(shown)  # the policy reads the outcomes, not the order
-        return shown
+        done.sort(key=lambda c: c.id)
+        return shown_variants([(spec_text_of(c.source), c.score) for c in done if c.ok],
+                              [(spec_text_of(c.source), outcome_text(c)) for c in done if not c.ok],
+                              self.top_k, self.negatives, rng)
 
     def messages(self, spec_json: str, variant: int = 0) -> list[dict]:
         spec = TargetSpec.from_json(spec_json)

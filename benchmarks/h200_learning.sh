@@ -11,7 +11,9 @@
 #
 # SFT_SET names the split's list SFT teaches: train_all (the 970 shapes held-out evaluation never sees, the default
 # since the third runs: a policy taught 40 shapes wrote poor specs for shapes it had not seen) or train_live (the 40
-# of the first and second runs, with SFT_EPOCHS=30).
+# of the first and second runs, with SFT_EPOCHS=30). RL_SET names the list GRPO cycles: grpo_live (10 shapes, the
+# default) or train_live (the 40 stratified ones: 16 small, 16 medium, 8 large; each step a new shape for the first
+# 40, so what GRPO teaches is a preference over shapes, not the best spec of ten).
 # The committed first runs (benchmarks/results/h200/learning/) used SFT_EPOCHS=40, TEMPERATURE=1.0, the reward
 # service's cache (a spec repeated on a shape kept its first measurement), shuffled prompts over all 40 shapes and
 # no GPU lock; the defaults now are the recipe that learns on the recorded replay (temperature 1.3) and every
@@ -35,7 +37,7 @@ fi
   python3 -c "import torch, trl, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'trl', trl.__version__, 'transformers', transformers.__version__)"; nvcc --version | tail -1; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 split() { python3 -c "import json; print(','.join(json.load(open('benchmarks/results/h200/learning/split.json'))['$1']))"; }
-SHAPES=$(split "${SFT_SET:-train_all}"); RL_SHAPES=$(split grpo_live)
+SHAPES=$(split "${SFT_SET:-train_all}"); RL_SHAPES=$(split "${RL_SET:-grpo_live}")
 write_config() {  # name top_k negatives copies plain_share
 cat > "$ROOT/$1.yaml" <<EOF
 run_dir: $ROOT/$1

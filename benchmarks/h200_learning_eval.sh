@@ -44,5 +44,10 @@ echo "sft=$SFT grpo=$GRPO grpo_plain=$PLAIN" | tee "$OUT/eval_models.txt"
 timeout "${EVAL_LIMIT:-420}" python3 -m kernelrl.cli train eval --split benchmarks/results/h200/learning/split.json \
     --policy sft="$SFT" --policy grpo="$GRPO" --policy grpo_plain="$PLAIN" --k 8 --turns "${TURNS:-2}" --contrastive grpo --confirm --random 8 --cost-model ${RESUME:+--resume} \
     --baselines cublas_nn,torch --objective cublas_nn --rounds 3 --out "${EVAL_DIR:-$OUT/heldout}" 2>&1 | tee "$OUT/heldout.log" | tail -n 30
+# stopped by its limit: the summaries of the shapes it finished (the missing ones are named in summary.json)
+[ -f "${EVAL_DIR:-$OUT/heldout}/summary.md" ] || python3 -m kernelrl.cli train eval --report \
+    --split benchmarks/results/h200/learning/split.json --policy sft="$SFT" --policy grpo="$GRPO" \
+    --policy grpo_plain="$PLAIN" --k 8 --turns "${TURNS:-2}" --contrastive grpo --confirm --random 8 --cost-model \
+    --baselines cublas_nn,torch --objective cublas_nn --rounds 3 --out "${EVAL_DIR:-$OUT/heldout}" | tail -n 12
 [ -z "${EVAL_DIR:-}" ] || cp -r "$EVAL_DIR" "$OUT/heldout"
 [ -n "${SKIP_TRICKS:-}" ] || timeout 150 python3 -m pytest -q tests/gpu/test_spec_tricks.py 2>&1 | tail -n 5 | tee "$OUT/gpu_spec_tricks.log"

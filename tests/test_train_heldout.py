@@ -309,3 +309,21 @@ def test_without_resume_an_earlier_csv_is_replaced(tmp_path, tiny_model, scripte
         heldout.run_heldout(eval_args(tmp_path, "--policy", f"p={tiny_model}", "--k", "2"),
                             service=CountingService(), say=lambda _: None)
     assert len(read_csv(tmp_path / "heldout.csv")) == 2 * 2
+
+
+def test_report_summarizes_a_stopped_run_and_names_the_shapes_it_lacks(tmp_path, tiny_model, scripted):
+    args = ("--policy", f"p={tiny_model}", "--k", "2", "--cost-model")
+    with pytest.raises(RuntimeError):
+        heldout.run_heldout(eval_args(tmp_path, *args), service=FailingService(1), say=lambda _: None)
+    said = []
+    summary = heldout.report_heldout(eval_args(tmp_path, *args, "--report"), say=said.append)
+    settings = json.loads((tmp_path / "summary.json").read_text())["settings"]
+    assert summary["p"]["shapes"] == 1 and settings["shapes"] == ["64x64x64"]
+    assert settings["missing"] == ["128x256x512"] and "128x256x512" in said[0]
+    assert {r["shape"] for r in read_csv(tmp_path / "best.csv")} == {"64x64x64"}
+
+
+def test_report_without_a_heldout_csv_is_one_clear_line(tmp_path, capsys):
+    rc = main(["train", "eval", "--shapes", SHAPES, "--report", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--report: no" in err

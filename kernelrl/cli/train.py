@@ -8,7 +8,7 @@ import sys
 from kernelrl.cli.ui import console
 from kernelrl.errors import UserError
 from kernelrl.train.config import TrainError, load_config
-from kernelrl.train.heldout import run_heldout, table_lines
+from kernelrl.train.heldout import report_heldout, run_heldout, table_lines
 from kernelrl.train.pipeline import train
 
 
@@ -30,7 +30,7 @@ def cmd_train(args) -> int:
 
 def _train_eval(args) -> int:
     say = lambda text: console.print(text, markup=False, highlight=False)  # noqa: E731
-    summary = run_heldout(args, say=say)
+    summary = (report_heldout if args.report else run_heldout)(args, say=say)
     print("\n".join(table_lines(summary)))  # plain: a markdown table, unwrapped
     say(f"wrote heldout.csv, best.csv, summary.json, summary.md in {args.out}")
     return 0

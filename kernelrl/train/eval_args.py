@@ -40,6 +40,8 @@ def add_eval_arguments(te: argparse.ArgumentParser) -> None:
                     "more, in one call per shape, and report that (best-of-k is biased up by its own noise)")
     te.add_argument("--resume", action="store_true", help="go on from the shapes an earlier run with the same "
                     "methods left in DIR/heldout.csv (written shape by shape)")
+    te.add_argument("--report", action="store_true", help="measure nothing: write best.csv and the summaries from "
+                    "the shapes DIR/heldout.csv holds (a run its time limit stopped); the shapes it lacks are named")
     te.add_argument("--out", required=True, metavar="DIR")
     te.add_argument("--seed", type=int, default=0)
     te.add_argument("--temperature", type=float, default=1.0)

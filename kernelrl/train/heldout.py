@@ -354,7 +354,10 @@ def write_outputs(out: Path, rows: list[dict], summary: dict, settings: dict, it
     md = [f"# Held-out evaluation: {len(settings[item + 's'])} {item}s, k={settings['k']}, speedup over "
           f"{settings['objective']} ({settings['runner']} runner)", ""] + table_lines(summary) + [
           "", f"fast_p: share of {item}s whose best verified sample is at least p x the objective (fast_0: any "
-          "verified). vs cost_model: geomean ratio of best-of-k on the shapes both verified.", "", "## Verdicts", ""]
+          "verified). vs cost_model: geomean ratio of best-of-k on the shapes both verified."]
+    if settings.get("missing"):
+        md += ["", f"Not measured (the run stopped first): {', '.join(settings['missing'])}."]
+    md += ["", "## Verdicts", ""]
     md += [f"- {m}: " + ", ".join(f"{c} {n}" for c, n in sorted(s["verdicts"].items())) for m, s in summary.items()]
     (out / "summary.md").write_text("\n".join(md) + "\n")
 
@@ -472,12 +475,45 @@ def run_heldout(args, service=None, say=print) -> dict:
         if own:
             service.close()
     summary = summarize(rows)
-    settings = {f"{items.kind}s": items.names, "k": args.k, "turns": args.turns, "contrastive": sorted(contrastive),
-                "top_k": args.top_k, "negatives": args.negatives, "confirm": bool(args.confirm),
-                "random": args.random, "cost_model": bool(args.cost_model), "reference": bool(args.reference),
-                "policies": {n: str(p) for n, p in policies.items()}, "acc": args.acc, "baselines": list(baselines),
-                "objective": args.objective, "runner": args.runner, "seed": args.seed,
-                "temperature": args.temperature, "max_new_tokens": args.max_new_tokens,
-                "prompt_format": args.prompt_format}
-    write_outputs(out, rows, summary, settings, items.kind)
+    write_outputs(out, rows, summary, settings_of(args, items.kind, items.names, policies, contrastive, baselines),
+                  items.kind)
+    return summary
+
+
+def settings_of(args, kind: str, names: list[str], policies: dict, contrastive: set, baselines: tuple) -> dict:
+    """What summary.json records of a run: its items, methods and measuring options."""
+    return {f"{kind}s": names, "k": args.k, "turns": args.turns, "contrastive": sorted(contrastive),
+            "top_k": args.top_k, "negatives": args.negatives, "confirm": bool(args.confirm),
+            "random": args.random, "cost_model": bool(args.cost_model), "reference": bool(args.reference),
+            "policies": {n: str(p) for n, p in policies.items()}, "acc": args.acc, "baselines": list(baselines),
+            "objective": args.objective, "runner": args.runner, "seed": args.seed,
+            "temperature": args.temperature, "max_new_tokens": args.max_new_tokens,
+            "prompt_format": args.prompt_format}
+
+
+def report_heldout(args, say=print) -> dict:
+    """`train eval --report`: the summaries of what DIR/heldout.csv holds, measuring nothing (a run stopped by its
+    time limit keeps its finished shapes but wrote no summary). The shapes of --split/--shapes it lacks are named in
+    summary.json's `missing` and said; the options given are recorded as the run's settings."""
+    out = Path(args.out)
+    csv_path = out / "heldout.csv"
+    if not csv_path.exists():
+        raise HeldoutError(f"--report: no {csv_path}; give the --out of a held-out run")
+    rows = read_rows(csv_path)
+    if not rows:
+        raise HeldoutError(f"--report: {csv_path} holds no rows; nothing was measured")
+    kind = "task" if args.tasks else "shape"
+    names = list(dict.fromkeys(r["shape"] for r in rows))
+    wanted = [] if args.tasks else (load_shapes(args.shapes, args.split, args.acc) if args.shapes or args.split
+                                    else [])
+    missing = [n for n in wanted if n not in set(names)]
+    if missing:
+        say(f"--report: {len(missing)} of {len(wanted)} {kind}s were not measured: {', '.join(missing)}")
+    baselines = tuple(b.strip() for b in (args.baselines or ("eager" if args.tasks else "cublas_nn,torch")).split(","))
+    args.objective = args.objective or ("eager" if args.tasks else "cublas_nn")
+    policies = {name: Path(folder) for name, _, folder in (p.partition("=") for p in args.policy)}
+    settings = settings_of(args, kind, names, policies, set(args.contrastive or []), baselines)
+    settings.update(missing=missing, report_only=True)
+    summary = summarize(rows)
+    write_outputs(out, rows, summary, settings, kind)
     return summary

@@ -46,6 +46,20 @@ def test_too_many_stages_is_too_much_shared_memory():
     assert str(err.value).startswith("too much shared memory: ")
 
 
+ONE_WARP = "mma_sync BM=64 BN=64 WM=64 WN=64"  # 1 warp: the family asks 4 or 8, and its source asserts it
+
+
+def test_a_rule_the_source_asserts_is_left_to_nvcc():
+    source = parse_spec(ONE_WARP).source("fp32")
+    assert "static_assert(WARPS == 4 || WARPS == 8" in source
+
+
+def test_the_tuner_still_refuses_what_the_source_asserts():
+    variant = parse_spec(ONE_WARP).variant("fp32")
+    assert "only 4 or 8 warps" in SPACES["mma_sync"].check(variant)
+    assert variant not in set(SPACES["mma_sync"].points("fp32"))
+
+
 def test_canonical_text_leaves_defaults_out_and_keeps_the_family_order():
     spec = parse_spec("wgmma stages=4 BN=256 BM=128 split_k=1")
     assert spec.text == "wgmma BM=128 BN=256 stages=4"
@@ -104,3 +118,11 @@ def test_every_trick_compiles_for_sm90a(tmp_path):
     requests = [BuildRequest(parse_spec(f"small BM=32 BN=64 trick={t}").source("fp32"), name=t) for t in TRICKS]
     for built in builder.build_many(requests):
         assert built.ok, built.log[-2000:]
+
+
+@pytest.mark.nvcc
+def test_a_spec_can_fail_to_compile_and_says_why(tmp_path):
+    builder = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False), cache_dir=tmp_path)
+    built = builder.build(BuildRequest(parse_spec(ONE_WARP).source("fp32"), name="one_warp"))
+    assert not built.ok and built.verdict == Verdict.COMPILE_ERROR.value
+    assert "4 or 8 warps" in built.error

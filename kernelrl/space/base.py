@@ -97,6 +97,12 @@ class KernelSpace:
         """Why this point is invalid on the target (None when valid), without any shape."""
         raise NotImplementedError
 
+    def check_before_compile(self, variant: Variant) -> str | None:
+        """check() less the rules the rendered source asserts itself (static_assert): what a kernel spec is
+        refused for before any build. The rest nvcc judges, so a spec can name a point that does not compile (a
+        policy must be able to write code that fails the compiler, and learn not to). Default: all of check()."""
+        return self.check(variant)
+
     def grid_reason(self, variant: Variant, free: tuple[str, ...] = ()) -> str | None:
         """The checks every family's check() starts with: its family, an fp32 or fp16 accumulator, exactly its
         knobs, and each knob's value from its list (except the `free` ones, which the family checks itself)."""

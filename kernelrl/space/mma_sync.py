@@ -75,9 +75,13 @@ class MmaSyncSpace(KernelSpace):
 
     # -- the KernelSpace API ---------------------------------------------------------------------------------
     def check(self, variant: Variant) -> str | None:
-        reason = self.grid_reason(variant)
-        if reason is not None:
-            return reason
+        return self.grid_reason(variant) or self.source_asserted(variant) or self.resource_reason(variant)
+
+    def check_before_compile(self, variant: Variant) -> str | None:
+        return self.grid_reason(variant) or self.resource_reason(variant)
+
+    def source_asserted(self, variant: Variant) -> str | None:
+        """The rules the kernel's static_asserts also hold (warp tiling, warp count, chunks over threads)."""
         p = _p(variant)
         bm, bn, bk, wm, wn = p["BM"], p["BN"], p["BK"], p["WM"], p["WN"]
         if bm % wm or bn % wn:
@@ -88,6 +92,11 @@ class MmaSyncSpace(KernelSpace):
         threads = warps * 32
         if (bm * bk // 8) % threads or (bk * bn // 8) % threads or (bm * bn // 8) % threads:
             return "the 16-byte chunks of a tile do not divide evenly over the threads"
+        return None
+
+    def resource_reason(self, variant: Variant) -> str | None:
+        """The rules no static_assert holds: accumulators, epilogue, shared memory and registers."""
+        p = _p(variant)
         if p["split_k"] > 1 and variant.acc != "fp32":
             return "split-K sums fp32 partials: fp32 accumulator only"
         if p["split_k"] > 1 and p["epilogue"] != "direct":
@@ -126,7 +135,7 @@ class MmaSyncSpace(KernelSpace):
                 f"_db{p['frag_double_buffer']}_sw{p['swizzle']}_sk{p['split_k']}_e{p['epilogue']}")
 
     def render(self, variant: Variant) -> str:
-        reason = self.check(variant)
+        reason = self.check_before_compile(variant)  # the source's static_asserts hold the rest
         if reason is not None:
             raise ValueError(f"mma_sync {variant.acc} {variant.p} is not a valid point: {reason}")
         p = _p(variant)

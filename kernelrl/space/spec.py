@@ -13,7 +13,8 @@ learns to stop writing them, since every one is caught and is worth nothing.
 
 A spec fails in three ways, each its own verdict: it does not parse (`bad spec`: an unknown family, knob or trick,
 a value of the wrong type), it names a point its family rejects (`too much shared memory`, or `unsupported` with
-the family's reason), or its source does not compile (the builder's verdict, later)."""
+the family's reason), or its source does not compile (the builder's verdict, later: the rules a family's
+source asserts itself, such as mma_sync's warp count, are left to nvcc, KernelSpace.check_before_compile)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ class Spec:
         params = {**defaults(self.family), **dict(self.knobs), **{k: v for k, v in bound.items() if k in space.knobs}}
         render_acc = "fp16" if self.trick == "fp16_acc" else acc
         variant = Variant.of(self.family, render_acc, **params)
-        reason = space.check(variant)
+        reason = space.check_before_compile(variant)  # what the source asserts, nvcc judges
         if reason:
             key = Verdict.SHARED_MEMORY if "shared memory" in reason and "exceeds" in reason else Verdict.UNSUPPORTED
             raise SpecRejected(key, reason)

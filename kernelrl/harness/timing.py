@@ -40,6 +40,20 @@ def timed_replay(graph: torch.cuda.CUDAGraph, stream: torch.cuda.Stream,
     return start.elapsed_time(end) * 1e3, wall
 
 
+def host_window(call: Callable[[], int], stream: torch.cuda.Stream) -> tuple[int, float, float]:
+    """(return code, wall µs, event µs) of one call with stream events inside the host-clock window: the wall time
+    less the event time is the call's host-side overhead (how the hidden-work check sees work done off `stream`)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    start.record(stream)
+    rc = call()
+    end.record(stream)
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) * 1e6
+    return rc, wall, start.elapsed_time(end) * 1e3
+
+
 def graph_time_s(call: Callable[[], int], stream: torch.cuda.Stream, calls: int, replays: int = 3) -> float:
     """Seconds per call: `calls` back-to-back calls in one graph, the best of `replays` timed replays (after one
     untimed replay)."""

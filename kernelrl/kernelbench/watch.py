@@ -17,6 +17,7 @@ import torch
 
 from kernelrl.harness.device_state import context_usable
 from kernelrl.harness.verdicts import Rejected, Verdict
+from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
 from kernelrl.kernelbench import memguard, tamper
 from kernelrl.kernelbench.tamper import global_hooks
 
@@ -58,15 +59,6 @@ THREAD_EVENTS = {"_thread.start_new_thread", "_thread.start_joinable_thread"}
 HELPER_FILES = ("inspect.py", "traceback.py", "threading.py")  # library helpers the stack walk looks through
 HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep)
 AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit events from Python 3.12 on
-
-
-class Fatal(Exception):
-    """The process can no longer be trusted (a broken CUDA context, or a candidate that changed the process):
-    report the verdict as the running method's, then exit; a fresh worker takes the remaining pairs."""
-
-    def __init__(self, verdict: Verdict, detail: str = ""):
-        super().__init__(verdict.reason(detail))
-        self.verdict, self.detail = verdict, detail
 
 
 def _short(exc: BaseException) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import random
 import sys
 import zlib
 from pathlib import Path
@@ -18,6 +17,7 @@ import torch
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.record import Record
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
+from kernelrl.harness.worker_base import WorkerBase
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench.inputs import InputsMixin
 from kernelrl.kernelbench.judge import JudgeMixin
@@ -42,13 +42,12 @@ def _load_verdict(exc: BaseException) -> Rejected:
     return Rejected(Verdict.EXCEPTION, _short(exc))
 
 
-class KBWorker(WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
+class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
+    """The KernelBench workload's worker: a candidate is a Python module (ModelNew) imported into this process."""
+
     def __init__(self, conn, payload: dict):
-        self.conn = conn
+        super().__init__(conn, payload)
         self.s = payload["settings"]
-        self.secret = payload["secret"]
-        self.rng = random.Random(self.secret)
-        self.current = (None, None, None)
         self.flush_buf = None
         self.guard = None
         self.cand_file = None
@@ -61,14 +60,6 @@ class KBWorker(WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.task_cache = None  # (key, module, reference model, footprint verdict, footprint, input bytes)
         self.task_reused = False  # whether this pair's task came from the cache (reported in `extra`)
         self.baseline_fns: dict = {}  # the cached task's prepared baselines, by name
-        self._send = type(conn).send  # the genuine method, captured before any candidate code runs
-
-    def send(self, *msg):
-        self._send(self.conn, msg)
-
-    def begin(self, task_id, method, phase):
-        self.current = (task_id, method, phase)
-        self.send("begin", task_id, method, phase)
 
     def start(self):
         self.torch = torch

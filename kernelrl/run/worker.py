@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import random
 import resource
 import time
 
@@ -19,8 +18,9 @@ from kernelrl.baselines import native_lib
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import content_dependent_speed, hidden_work, summarize
-from kernelrl.harness.timing import capture, timed_replay
+from kernelrl.harness.timing import capture, host_window, timed_replay
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
+from kernelrl.harness.worker_base import Fatal, WorkerBase
 from kernelrl.run import methods as M
 from kernelrl.run.protocol import serve
 from kernelrl.verify.checks import (ACCUMULATOR_PROBE_MIN_K, TORCH_DTYPES, GuardedBuffer, compare_output,
@@ -32,43 +32,17 @@ PERTURB_VALUE = 64.0  # far outside N(0, 1): one changed element moves its whole
 PROBE_CALLS = 64  # most calls in a content-probe graph
 
 
-class Fatal(Exception):
-    """The CUDA context may be unusable: report (its verdict key and detail), then exit."""
+class Worker(WorkerBase):
+    """The HGEMM workload's worker: methods are built libraries (or cuBLAS, torch) called through ctypes."""
 
-    def __init__(self, verdict: Verdict, detail: str = ""):
-        super().__init__(verdict.reason(detail))
-        self.verdict, self.detail = verdict, detail
-
-
-class Worker:
     def __init__(self, conn, payload: dict):
-        self.conn = conn
+        super().__init__(conn, payload)
         self.settings = payload["settings"]
-        self.secret = payload["secret"]
         self.algo_cache = payload.get("lt_cache", {})
         self.specs = payload["methods"]
         self.kinds = {spec["name"]: spec["kind"] for spec in self.specs}
-        self.rng = random.Random(self.secret)
         self.stream = None
         self.blas = self.ctx = None
-        self.current = (None, None, None)
-        self.phase_s: dict[str, float] = {}
-        self._phase_started = time.perf_counter()
-
-    # -- messaging -------------------------------------------------------------------------------------------
-    def send(self, *msg):
-        self.conn.send(msg)
-
-    def begin(self, task_id, method, phase):
-        """Announce what runs next (the parent's culprit if we die) and charge the time since the last
-        announcement to the phase that just ended, so each task reports where the evaluator's time goes."""
-        now = time.perf_counter()
-        if self.current[2] is not None:
-            kind = self.current[2].split(":")[0]
-            self.phase_s[kind] = self.phase_s.get(kind, 0.0) + now - self._phase_started
-        self._phase_started = now
-        self.current = (task_id, method, phase)
-        self.send("begin", task_id, method, phase)
 
     # -- setup -----------------------------------------------------------------------------------------------
     def start(self):
@@ -296,6 +270,7 @@ class Worker:
         """Add a verdict; the first one is the record's key and detail. A correctness failure of a call made during
         timing (the method verified before) is the timing check's own defence verdict, its detail that failure."""
         result["errors"].append(f"{prefix}{exc}")
+        result["failed_timing"] = result.get("failed_timing") or bool(prefix)
         verdict = exc.verdict
         if prefix and verdict.category is Category.CORRECTNESS:
             verdict = Verdict.DURING_TIMING
@@ -316,7 +291,7 @@ class Worker:
         outcome = compare_output(bufs.c, ref, problem.acc, problem.k, exact=exact is not None,
                                  exact_verdict=exact or Verdict.EXACT_INPUTS)
         if outcome.verdict is Verdict.PRECISION:
-            raise Rejected(Verdict.PRECISION, f"{outcome.reason.split(': ', 1)[-1]} on inputs an fp32 accumulator "
+            raise Rejected(Verdict.PRECISION, f"{outcome.detail} on inputs an fp32 accumulator "
                            f"sums exactly (+1024, sixteenths, -1024): it accumulates, or reduces split-K partials, "
                            f"in fp16 while claiming fp32")
         if math.isfinite(outcome.max_rel_err) and exact is None:
@@ -327,7 +302,7 @@ class Worker:
                 raise Rejected(Verdict.STALE_RESULT, "the output is the answer for the previous inputs, which "
                                                      "differ from these in a few elements (a result cached by a "
                                                      "sample of the input contents)")
-            raise Rejected(outcome.verdict, outcome.reason.split(": ", 1)[-1])
+            raise Rejected(outcome.verdict, outcome.detail)
 
     def _verify_all(self, task_id, problem, live: dict, bufs: M.Buffers, results: dict):
         """Five checks before any timing: normal inputs (public seed), normal inputs (this run's secret seed), the
@@ -600,7 +575,6 @@ class Worker:
         calls = {name: m.bind(problem, bufs, self.workspaces.get(name), self.stream) for name, m in live.items()}
         host = {name: [] for name in calls}
         overhead = {name: [] for name in calls}
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         gap = 1.0 / s["qps"] if mode == "server" else 0.0
         check_rounds = {s["rounds"] // 2, s["rounds"] - 1}
         for name in calls:  # warm-up call, untimed
@@ -640,14 +614,8 @@ class Worker:
                         if checked and rep == 0:
                             self._try_judge(problem, bufs, a, b, ref, results[name], mode)
                     # One extra call with stream events inside the host window, for the hidden-work check.
-                    torch.cuda.synchronize()
-                    t0 = time.perf_counter()
-                    start.record(self.stream)
-                    rc2 = calls[name]()
-                    end.record(self.stream)
-                    torch.cuda.synchronize()
-                    wall = (time.perf_counter() - t0) * 1e6
-                    overhead[name].append(wall - start.elapsed_time(end) * 1e3)
+                    rc2, wall, event_us = host_window(calls[name], self.stream)
+                    overhead[name].append(wall - event_us)
                     if rc or rc2:
                         self._reject(results[name], Rejected(Verdict.RETURNED_ERROR, f"{rc or rc2} during {mode} "
                                                                                      f"timing"))
@@ -665,7 +633,7 @@ class Worker:
         try:
             self._judge(problem, bufs, a, b, ref, None, result)
         except Rejected as exc:
-            if not any(e.startswith("during timing") for e in result["errors"]):
+            if not result.get("failed_timing"):  # one verdict for a method's timing, the first
                 self._reject(result, exc, f"during timing ({mode}): ")
 
     # -- errors ----------------------------------------------------------------------------------------------

@@ -84,12 +84,13 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 class CheckOutcome:
     ok: bool
     max_rel_err: float
-    reason: str | None = None
+    reason: str | None = None  # for people: the verdict's text and the detail
     verdict: Verdict | None = None
+    detail: str | None = None  # the detail line alone, for a verdict raised again with more context
 
     @classmethod
     def failed(cls, err: float, verdict: Verdict, detail: str) -> "CheckOutcome":
-        return cls(False, err, verdict.reason(detail), verdict)
+        return cls(False, err, verdict.reason(detail), verdict, detail)
 
 
 def compare_output(c: torch.Tensor, ref: torch.Tensor, acc: str, k: int, exact: bool = False,

@@ -269,7 +269,7 @@ def test_consecutive_pairs_of_one_task_reuse_its_reference_and_baselines(tmp_pat
 
 # -- small rules of the workers ------------------------------------------------------------------------------------
 def test_a_capture_broken_by_a_device_synchronize_says_so_and_points_to_offline_mode():
-    from kernelrl.run.worker import _capture_verdict
+    from kernelrl.harness.timing import capture_verdict as _capture_verdict
     exc = RuntimeError("CUDA error: operation not permitted when stream is capturing\nmore lines")
     verdict = _capture_verdict(exc)
     assert verdict.verdict is Verdict.HOST_SYNC_IN_CALL and "--mode offline" in str(verdict)

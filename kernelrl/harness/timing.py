@@ -14,6 +14,8 @@ from typing import Callable
 
 import torch
 
+from kernelrl.harness.verdicts import Rejected, Verdict
+
 
 def capture(calls: list[Callable[[], int]], stream: torch.cuda.Stream) -> tuple[torch.cuda.CUDAGraph, list]:
     """A graph of the calls, in order, captured on `stream`; the calls' return codes (0 = ok) come back too."""
@@ -61,3 +63,17 @@ def graph_time_s(call: Callable[[], int], stream: torch.cuda.Stream, calls: int,
     with torch.cuda.stream(stream):
         graph.replay()
     return min(timed_replay(graph, stream)[0] for _ in range(replays)) * 1e-6 / calls
+
+
+def capture_verdict(exc: RuntimeError) -> Rejected:
+    """A failed capture in one line. A device-wide synchronize (cudaDeviceSynchronize, cudaMemcpy without a
+    stream, cudaMalloc) inside the call cannot be captured: say so, and where such a method can be measured."""
+    text = str(exc)
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if any(s in text for s in ("operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported",
+                               "cudaErrorStreamCaptureInvalidated", "cudaErrorStreamCaptureImplicit",
+                               "previous error during capture")):
+        return Rejected(Verdict.HOST_SYNC_IN_CALL, f"the call synchronizes or allocates outside its stream, which "
+                                                   f"a CUDA graph cannot capture ({first}); measure it in offline "
+                                                   f"mode (--mode offline), which times each call by the host clock")
+    return Rejected(Verdict.GRAPH_CAPTURE, first)

@@ -17,22 +17,20 @@ import torch
 from kernelrl.baselines import native_lib
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.record import Record
-from kernelrl.harness.stats import content_dependent_speed, hidden_work, summarize
-from kernelrl.harness.timing import capture, host_window, timed_replay
+from kernelrl.harness.stats import hidden_work, summarize
+from kernelrl.harness.timing import capture, capture_verdict, host_window, timed_replay
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal, WorkerBase
 from kernelrl.run import methods as M
+from kernelrl.run.content_probe import PERTURB_VALUE, PERTURBED, ContentProbe
 from kernelrl.run.protocol import serve
 from kernelrl.verify.checks import (ACCUMULATOR_PROBE_MIN_K, TORCH_DTYPES, GuardedBuffer, compare_output,
                                     guard_bytes_for, make_inputs, reference)
 from kernelrl.workloads.hgemm import GemmProblem
 
-PERTURBED = 4  # elements of A changed between calls: a result cached by input contents goes stale
-PERTURB_VALUE = 64.0  # far outside N(0, 1): one changed element moves its whole output row beyond the tolerance
-PROBE_CALLS = 64  # most calls in a content-probe graph
 
 
-class Worker(WorkerBase):
+class Worker(ContentProbe, WorkerBase):
     """The HGEMM workload's worker: methods are built libraries (or cuBLAS, torch) called through ctypes."""
 
     def __init__(self, conn, payload: dict):
@@ -460,106 +458,13 @@ class Worker(WorkerBase):
                 if flag:
                     self._reject(results[name], flag)
 
-    # -- content probe ---------------------------------------------------------------------------------------
-    def _probe_contents(self, task_id, problem, live, graphs, sets, results):
-        """Device mode replays the same inputs, so a result cached by input contents would look fast. Each
-        untrusted method (and one trusted baseline, for calibration) is timed again in a graph that changes a few
-        elements of A before every call, against a graph of the changes alone. A method whose calls get slower
-        by more than max(2 µs, 20 %) beyond what the baseline's do is `content-dependent speed`; the last call's
-        output is checked against the changed inputs (a cache keyed on a sample comes back stale)."""
-        untrusted = [n for n in graphs if not self._trusted(n) and not results[n]["errors"]
-                     and not getattr(live.get(n), "staged", False)]
-        if not untrusted:
-            return
-        trusted = [n for n in graphs if self._trusted(n) and not results[n]["errors"]]
-        probe = trusted[:1] + untrusted
-        calls = max(len(sets), min(PROBE_CALLS, results[probe[0]]["times"]["device"]["calls_per_graph"]))
-        calls = math.ceil(calls / len(sets)) * len(sets)
-        m, k = problem.m, problem.k
-        changes = []  # per call: (positions into A's flat view, values)
-        for _ in range(calls):
-            pos = torch.tensor([self.rng.randrange(m) * k + self.rng.randrange(k) for _ in range(PERTURBED)],
-                               device="cuda")
-            vals = torch.tensor([PERTURB_VALUE if self.rng.random() < 0.5 else -PERTURB_VALUE
-                                 for _ in range(PERTURBED)], dtype=TORCH_DTYPES[problem.dtype], device="cuda")
-            changes.append((pos, vals))
-        last_ref = self._changed_reference(sets, changes)
-        extra = {}
-        for name in probe:
-            self.begin(task_id, name, "probe:contents")
-            try:
-                changing, alone = self._probe_graphs(problem, name, live[name], sets, changes)
-                per_call = []
-                for _ in range(3):
-                    for graph in (changing, alone):
-                        self._restore(sets)
-                        per_call.append(self._replay_us(name, graph) / calls)
-                t_change = min(per_call[0::2]) - min(per_call[1::2])
-                extra[name] = t_change - results[name]["times"]["device"]["median"]
-                results[name]["extra"]["changing_inputs_us"] = round(t_change, 3)
-                if name in untrusted:
-                    self._check_last_call(problem, name, sets, calls, changing, last_ref)
-            except Rejected as exc:
-                self._reject(results[name], exc, "during timing: ")
-        base = extra.get(trusted[0]) if trusted else None
-        for name in untrusted:
-            if name in extra:
-                flag = content_dependent_speed(results[name]["times"]["device"]["median"], extra[name], base)
-                if flag:
-                    self._reject(results[name], Rejected(Verdict.CONTENT_DEPENDENT_SPEED, flag))
-        self._restore(sets)
-
-    def _probe_graphs(self, problem, name, method, sets, changes):
-        bound = [method.bind(problem, bufs, self.workspaces.get(name), self.stream) for bufs in sets]
-        changing, alone = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(changing, stream=self.stream):
-                for i, (pos, vals) in enumerate(changes):
-                    sets[i % len(sets)].a.view(-1).index_copy_(0, pos, vals)
-                    bound[i % len(sets)]()
-            with torch.cuda.graph(alone, stream=self.stream):
-                for i, (pos, vals) in enumerate(changes):
-                    sets[i % len(sets)].a.view(-1).index_copy_(0, pos, vals)
-        except RuntimeError as exc:
-            self._after_error(name, "probe", exc)
-            raise Rejected(Verdict.GRAPH_CAPTURE, f"content probe: {str(exc).splitlines()[0]}") from None
-        return changing, alone
-
-    def _replay_us(self, name, graph) -> float:
-        return timed_replay(graph, self.stream, lambda: self._sync(name, "probe:contents"))[0]
-
-    def _changed_reference(self, sets, changes):
-        """The fp32 reference of the last probe call: its set's pristine inputs with every change made to that set
-        (they all come before its last call), computed once, by the harness alone, for every method probed (a
-        method that writes its inputs cannot move it, and a 16384^3 reference is not paid per candidate)."""
-        last = sets[(len(changes) - 1) % len(sets)]
-        a, b, _ = self.pristine[id(last)]
-        a = a.clone()
-        for i, (pos, vals) in enumerate(changes):
-            if sets[i % len(sets)] is last:
-                a.view(-1).index_copy_(0, pos, vals)
-        return reference(a, b)
-
-    def _check_last_call(self, problem, name, sets, calls, changing, last_ref):
-        """One more changing-contents replay from pristine inputs; the last call's output is judged against the
-        reference of the changed contents."""
-        self._restore(sets)
-        last = sets[(calls - 1) % len(sets)]
-        last.c.fill_(float("nan"))
-        self._replay_us(name, changing)
-        outcome = compare_output(last.c, last_ref, problem.acc, problem.k)
-        if not outcome.ok:
-            verdict = Verdict.STALE_RESULT if outcome.verdict is Verdict.WRONG_VALUES else outcome.verdict
-            raise Rejected(verdict, f"{outcome.reason} on the last call of a replay whose inputs changed between "
-                                    f"calls (a result cached by input contents)")
-
     def _capture(self, problem, name, method, sets, calls_per_graph):
         bound = [method.bind(problem, bufs, self.workspaces.get(name), self.stream) for bufs in sets]
         try:
             graph, codes = capture([bound[i % len(bound)] for i in range(calls_per_graph)], self.stream)
         except RuntimeError as exc:
             self._after_error(name, "capture", exc)
-            raise _capture_verdict(exc) from None
+            raise capture_verdict(exc) from None
         bad = [c for c in codes if c]
         if bad:
             raise Rejected(Verdict.RETURNED_ERROR, f"{bad[0]} ({self._error_name(bad[0])}) during graph capture")
@@ -653,20 +558,6 @@ class Worker(WorkerBase):
         if self.blas is not None:
             return (self.blas.kr_cuda_error_name(int(code)) or b"?").decode()
         return "cudaError"
-
-
-def _capture_verdict(exc: RuntimeError) -> Rejected:
-    """A failed capture in one line. A device-wide synchronize (cudaDeviceSynchronize, cudaMemcpy without a
-    stream, cudaMalloc) inside the call cannot be captured: say so, and where such a method can be measured."""
-    text = str(exc)
-    first = text.splitlines()[0] if text else type(exc).__name__
-    if any(s in text for s in ("operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported",
-                               "cudaErrorStreamCaptureInvalidated", "cudaErrorStreamCaptureImplicit",
-                               "previous error during capture")):
-        return Rejected(Verdict.HOST_SYNC_IN_CALL, f"the call synchronizes or allocates outside its stream, which "
-                                                   f"a CUDA graph cannot capture ({first}); measure it in offline "
-                                                   f"mode (--mode offline), which times each call by the host clock")
-    return Rejected(Verdict.GRAPH_CAPTURE, first)
 
 
 def hash_seed(problem: GemmProblem, salt: int) -> int:

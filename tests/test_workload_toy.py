@@ -1,12 +1,13 @@
 """A third workload through the same skeleton (issue 27): a toy CPU operator, y = 2x, whose adapter is this file
 alone. It supplies only what differs (inputs, loading and calling a candidate, the reference, the check); the
-process, its protocol, the hang and crash watch and the restarts are kernelrl's (`harness.worker_base`,
+process, its protocol, the hang and crash watch, the background-thread check and the restarts are kernelrl's (`harness.worker_base`,
 `run.protocol`, `run.runner.LocalRunner`). Its check changes the inputs between timed calls, as the HGEMM and
 KernelBench workers do, so a candidate that caches its first answer is caught."""
 
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -14,7 +15,7 @@ import pytest
 
 from kernelrl.harness.record import Record
 from kernelrl.harness.verdicts import Rejected, Verdict
-from kernelrl.harness.worker_base import Fatal, WorkerBase
+from kernelrl.harness.worker_base import Fatal, WorkerBase, os_threads
 from kernelrl.run.protocol import serve
 from kernelrl.run.runner import LocalRunner, RunSettings
 
@@ -45,8 +46,10 @@ class ToyWorker(WorkerBase):
                 continue
             self.begin(task["id"], name, "load")
             scope: dict = {}
+            before = os_threads()
             try:
                 exec(source, scope)  # noqa: S102 - the toy's "build": a candidate is Python source
+                self.check_no_background(before, "loading the candidate")
                 call = scope["run"]
                 self.begin(task["id"], name, "timing")
                 times = []
@@ -60,6 +63,8 @@ class ToyWorker(WorkerBase):
             except Rejected as exc:
                 records.append(Record.failed(name, "offline", exc.verdict, exc.detail).to_dict())
                 continue
+            except Fatal:
+                raise  # this process measures nothing more: serve() reports it, a fresh worker goes on
             except Exception as exc:  # noqa: BLE001 - any candidate error is its verdict
                 records.append(Record.failed(name, "offline", Verdict.EXCEPTION, f"{type(exc).__name__}: {exc}")
                                .to_dict())
@@ -82,6 +87,8 @@ CANDIDATES = {
     "raises": "def run(x):\n    raise ValueError('no')\n",
     "hangs": "import time\ndef run(x):\n    time.sleep(3600)\n",
     "crashes": "import os\ndef run(x):\n    os._exit(9)\n",
+    "threads": "import threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+               "def run(x):\n    return [2 * v for v in x]\n",
 }
 
 
@@ -106,7 +113,7 @@ def test_an_honest_candidate_is_verified_and_timed(verdicts):
 
 @pytest.mark.parametrize("name, key", [("wrong", Verdict.WRONG_VALUES), ("stale", Verdict.WRONG_VALUES),
                                        ("raises", Verdict.EXCEPTION), ("hangs", Verdict.HANG),
-                                       ("crashes", Verdict.CRASH)])
+                                       ("crashes", Verdict.CRASH), ("threads", Verdict.BACKGROUND_ACTIVITY)])
 def test_each_failure_is_its_own_verdict_on_every_task(verdicts, name, key):
     for task in (0, 1):
         r = verdicts[(task, name)]
@@ -118,3 +125,16 @@ def test_a_verdict_does_not_depend_on_its_neighbours(verdicts):
     assert alone[(0, "stale")]["verdict"] == verdicts[(0, "stale")]["verdict"]
     assert alone[(0, "honest")]["verified"] and verdicts[(1, "honest")]["verified"]
 
+
+
+def test_a_thread_left_running_is_seen_by_the_os_thread_list():
+    before = os_threads()
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, name="kr-probe", daemon=True)
+    t.start()
+    try:
+        time.sleep(0.05)
+        assert {tid: n for tid, n in os_threads().items() if tid not in before}  # a new OS thread, however named
+    finally:
+        stop.set()
+        t.join()

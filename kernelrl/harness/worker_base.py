@@ -8,7 +8,9 @@ supplies `start()` (load what it needs before any candidate code runs) and `run_
 
 from __future__ import annotations
 
+import os
 import random
+import threading
 import time
 
 from kernelrl.harness.verdicts import Verdict
@@ -21,6 +23,23 @@ class Fatal(Exception):
     def __init__(self, verdict: Verdict, detail: str = ""):
         super().__init__(verdict.reason(detail))
         self.verdict, self.detail = verdict, detail
+
+
+def os_threads() -> dict[int, str]:
+    """This process's threads as the OS sees them (Linux /proc/self/task: native threads too, which Python's
+    threading module does not list): thread id -> name. Elsewhere, Python's own threads."""
+    try:
+        ids = os.listdir("/proc/self/task")
+    except OSError:
+        return {t.native_id: t.name for t in threading.enumerate()}
+    out = {}
+    for tid in ids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as fh:
+                out[int(tid)] = fh.read().strip()
+        except OSError:  # it ended while we looked
+            continue
+    return out
 
 
 class WorkerBase:
@@ -50,6 +69,17 @@ class WorkerBase:
         self._phase_started = now
         self.current = (task_id, method, phase)
         self.send("begin", task_id, method, phase)
+
+    def check_no_background(self, before: dict[int, str], what: str) -> None:
+        """Fatal `background activity` when threads that were not there `before` still run: work a candidate
+        started outside its calls escapes the timer and slows whatever runs beside it, baselines included, so
+        this process measures nothing more (the parent gives the verdict to the running method and goes on in a
+        fresh worker without it)."""
+        new = {tid: name for tid, name in os_threads().items() if tid not in before}
+        if new:
+            names = ", ".join(sorted(set(new.values())))
+            raise Fatal(Verdict.BACKGROUND_ACTIVITY, f"{what} left {len(new)} thread(s) running ({names}): work "
+                        f"outside the calls escapes the timer and slows what runs beside it; start no threads")
 
     def start(self) -> None:
         raise NotImplementedError

@@ -20,7 +20,7 @@ from kernelrl.harness.record import Record
 from kernelrl.harness.stats import hidden_work, summarize
 from kernelrl.harness.timing import capture, capture_verdict, host_window, timed_replay
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
-from kernelrl.harness.worker_base import Fatal, WorkerBase
+from kernelrl.harness.worker_base import Fatal, WorkerBase, os_threads
 from kernelrl.run import methods as M
 from kernelrl.run.content_probe import PERTURB_VALUE, PERTURBED, ContentProbe
 from kernelrl.run.protocol import serve
@@ -96,12 +96,15 @@ class Worker(ContentProbe, WorkerBase):
                 continue
             results[name] = {"errors": [], "max_rel_err": 0.0, "extra": {}, "times": {}}
             self.begin(task_id, name, "load")
+            before = os_threads()
             try:
                 method = self.make_method(spec)
                 self._admit(method, spec, problem)
                 live[name] = method
             except Rejected as exc:
                 self._reject(results[name], exc)
+            if not self._trusted(name):  # a library's own threads (cuBLAS, torch) are not a candidate's
+                self.check_no_background(before, "loading the candidate")
         self._guards = []
         self.live, self.results = live, results  # methods still in the running, and their verdicts so far
         self.need_bt = any(M.reads_bt(x, problem) for x in live.values())

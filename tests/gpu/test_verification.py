@@ -39,6 +39,7 @@ def verdict(outcome, method):
     ("cheat_side_stream", "unwritten output"),
     ("cheat_content_cache", "stale result"),
     ("cheat_persisting_l2", "device state"),
+    ("cheat_background_thread", "background activity"),
     ("bad_illegal_address", "crash"),
     ("bad_returns_error", "returned error: 1"),
     ("bad_no_entry", "no entry point"),

@@ -409,9 +409,7 @@ def builtin_methods(args, items: Items) -> dict[str, dict[str, list[str]]]:
 def run_heldout(args, service=None, say=print) -> dict:
     """args: the parsed `train eval` options. service: a RewardService to score with (default: a local one)."""
     tasks = bool(args.tasks)
-    args.baselines = args.baselines or ("eager" if tasks else "cublas_nn,torch")
-    args.objective = args.objective or ("eager" if tasks else "cublas_nn")
-    baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip())
+    baselines = baselines_of(args)
     if args.objective not in baselines:
         raise HeldoutError(f"--objective {args.objective} is not one of --baselines {','.join(baselines)}")
     if args.runner == "recorded" and not args.recorded:
@@ -480,6 +478,13 @@ def run_heldout(args, service=None, say=print) -> dict:
     return summary
 
 
+def baselines_of(args) -> tuple[str, ...]:
+    """--baselines and --objective with their defaults filled in (eager for tasks, cuBLAS for shapes)."""
+    args.baselines = args.baselines or ("eager" if args.tasks else "cublas_nn,torch")
+    args.objective = args.objective or ("eager" if args.tasks else "cublas_nn")
+    return tuple(b.strip() for b in args.baselines.split(",") if b.strip())
+
+
 def settings_of(args, kind: str, names: list[str], policies: dict, contrastive: set, baselines: tuple) -> dict:
     """What summary.json records of a run: its items, methods and measuring options."""
     return {f"{kind}s": names, "k": args.k, "turns": args.turns, "contrastive": sorted(contrastive),
@@ -506,11 +511,11 @@ def report_heldout(args, say=print) -> dict:
     names = list(dict.fromkeys(r["shape"] for r in rows))
     wanted = [] if args.tasks else (load_shapes(args.shapes, args.split, args.acc) if args.shapes or args.split
                                     else [])
-    missing = [n for n in wanted if n not in set(names)]
+    measured = set(names)
+    missing = [n for n in wanted if n not in measured]
     if missing:
         say(f"--report: {len(missing)} of {len(wanted)} {kind}s were not measured: {', '.join(missing)}")
-    baselines = tuple(b.strip() for b in (args.baselines or ("eager" if args.tasks else "cublas_nn,torch")).split(","))
-    args.objective = args.objective or ("eager" if args.tasks else "cublas_nn")
+    baselines = baselines_of(args)
     policies = {name: Path(folder) for name, _, folder in (p.partition("=") for p in args.policy)}
     settings = settings_of(args, kind, names, policies, set(args.contrastive or []), baselines)
     settings.update(missing=missing, report_only=True)

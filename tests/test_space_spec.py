@@ -1,11 +1,14 @@
 """Kernel specs: the text grammar a policy writes, its verdicts, its canonical text and the tricks it can ask for."""
 
+import pickle
+
 import pytest
 
 from kernelrl.build.builder import BuildRequest, LocalBuilder
 from kernelrl.build.toolchain import Toolchain
 from kernelrl.harness.verdicts import Category, Verdict
 from kernelrl.space import SPACES
+from kernelrl.space.base import Variant, over_shared_memory, verdict_of_rejection
 from kernelrl.space.spec import SPEC_HEADER, SpecError, SpecRejected, defaults, parse_spec, spec_of, spec_words
 from kernelrl.space.tricks import TRICKS
 
@@ -126,3 +129,27 @@ def test_a_spec_can_fail_to_compile_and_says_why(tmp_path):
     built = builder.build(BuildRequest(parse_spec(ONE_WARP).source("fp32"), name="one_warp"))
     assert not built.ok and built.verdict == Verdict.COMPILE_ERROR.value
     assert "4 or 8 warps" in built.error
+
+
+def test_mma_sync_types_its_shared_memory_rejection():
+    # the key comes from the space's typed reason, not from the words in it
+    with pytest.raises(SpecRejected) as err:
+        parse_spec("mma_sync BM=256 BN=256 BK=64 WM=64 WN=64 stages=4").source("fp32")
+    assert err.value.verdict is Verdict.SHARED_MEMORY
+
+
+def test_cutlass_sm90_types_its_shared_memory_rejection():
+    space = SPACES["cutlass_sm90"]
+    point = Variant.of("cutlass_sm90", "fp32", **{**defaults("cutlass_sm90"), "tile": "128x128x64", "stages": 12})
+    reason = space.check(point)
+    assert verdict_of_rejection(reason) is Verdict.SHARED_MEMORY
+
+
+def test_a_typed_rejection_keeps_its_key_through_pickle():
+    reason = over_shared_memory("shared memory 300000 B exceeds 232448 B per block")
+    copy = pickle.loads(pickle.dumps(reason))
+    assert copy == reason and verdict_of_rejection(copy) is Verdict.SHARED_MEMORY
+
+
+def test_an_untyped_reason_that_mentions_shared_memory_is_unsupported():
+    assert verdict_of_rejection("shared memory layout exceeds what the swizzle allows") is Verdict.UNSUPPORTED

@@ -13,12 +13,37 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from kernelrl.harness.verdicts import Verdict
 from kernelrl.workloads.hgemm import B_LAYOUT_OF, GemmProblem
 
 # Per-SM limits of the target (Hopper, sm_90): what constraints check against.
 HOPPER = {"sms": 132, "smem_per_block": 227 * 1024, "smem_per_sm": 228 * 1024, "regs_per_sm": 65536,
           "max_threads_per_block": 1024, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32}
 
+
+
+class Rejection(str):
+    """A check() reason that carries its verdict key: a plain str reason is `unsupported`; a point that needs more
+    shared memory than an SM has is `too much shared memory` (typed here, so no caller reads the key from the text)."""
+
+    verdict: Verdict
+
+    def __new__(cls, text: str, verdict: Verdict) -> "Rejection":
+        reason = super().__new__(cls, text)
+        reason.verdict = verdict
+        return reason
+
+    def __reduce__(self):  # pickled with its key (reasons cross process boundaries in the tuner's pools)
+        return Rejection, (str(self), self.verdict)
+
+
+def over_shared_memory(text: str) -> Rejection:
+    return Rejection(text, Verdict.SHARED_MEMORY)
+
+
+def verdict_of_rejection(reason: str) -> Verdict:
+    """The verdict key of a check() reason (`unsupported` unless the space typed it)."""
+    return reason.verdict if isinstance(reason, Rejection) else Verdict.UNSUPPORTED
 
 @dataclass(frozen=True)
 class Variant:

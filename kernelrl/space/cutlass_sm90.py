@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 
-from kernelrl.space.base import HOPPER, KernelSpace, Variant
+from kernelrl.space.base import HOPPER, KernelSpace, Variant, over_shared_memory
 from kernelrl.workloads.hgemm import GemmProblem
 
 TILES = ["64x128x64", "128x128x64", "128x256x64", "256x128x64", "128x64x64", "64x256x64"]
@@ -207,7 +207,7 @@ class CutlassSm90Space(KernelSpace):
             return f"{stages} mainloop stage(s): the TMA mainloop needs at least 2"
         smem = self.smem_bytes(variant)
         if smem > SMEM_CAPACITY:
-            return f"shared memory ~{smem} B for {stages} stages exceeds {SMEM_CAPACITY} B (227 KB) per block"
+            return over_shared_memory(f"shared memory ~{smem} B for {stages} stages exceeds {SMEM_CAPACITY} B (227 KB) per block")
         # 6. Clusters: at most 8 CTAs is the portable Hopper limit, and the cluster must tile the grid; the
         #    schedulers round the grid up to whole clusters, so every (CM, CN) here is legal for every shape.
         cm, cn = self.cluster(variant)

@@ -12,7 +12,7 @@ matrix); M is arbitrary. The rendered kernelrl_hgemm_supports() says exactly wha
 
 from __future__ import annotations
 
-from kernelrl.space.base import HOPPER, KernelSpace, Variant
+from kernelrl.space.base import HOPPER, KernelSpace, Variant, over_shared_memory
 from kernelrl.workloads.hgemm import GemmProblem
 
 INT_MAX = 2**31 - 1
@@ -104,7 +104,7 @@ class MmaSyncSpace(KernelSpace):
                     "with 16-byte writes: the smem epilogue would be a duplicate point")
         smem = self.smem_bytes(variant)
         if smem > HOPPER["smem_per_block"]:
-            return f"shared memory {smem} B exceeds {HOPPER['smem_per_block']} B per block"
+            return over_shared_memory(f"shared memory {smem} B exceeds {HOPPER['smem_per_block']} B per block")
         regs = self.register_estimate(variant)
         if regs > MAX_REGS:
             return f"about {regs} registers per thread (accumulators + fragments) exceeds {MAX_REGS}"

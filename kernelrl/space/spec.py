@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from kernelrl.errors import UserError
 from kernelrl.harness.verdicts import Verdict
-from kernelrl.space.base import SPACES, Variant
+from kernelrl.space.base import SPACES, Variant, verdict_of_rejection
 from kernelrl.space.tricks import TRICKS, apply_trick
 from kernelrl.workloads.hgemm import B_LAYOUT_OF
 
@@ -75,8 +75,7 @@ class Spec:
         variant = Variant.of(self.family, render_acc, **params)
         reason = space.check_before_compile(variant)  # what the source asserts, nvcc judges
         if reason:
-            key = Verdict.SHARED_MEMORY if "shared memory" in reason and "exceeds" in reason else Verdict.UNSUPPORTED
-            raise SpecRejected(key, reason)
+            raise SpecRejected(verdict_of_rejection(reason), reason)
         return variant
 
     def source(self, acc: str, dtype: str = "fp16", layout: str = "nn") -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelrl.space.base import HOPPER, KernelSpace, Variant
+from kernelrl.space.base import HOPPER, KernelSpace, Variant, over_shared_memory
 from kernelrl.workloads.hgemm import B_LAYOUTS, GemmProblem
 
 BK = 64  # halves per smem row: 128 bytes, the 128-byte swizzle's span
@@ -135,8 +135,8 @@ class WgmmaSpace(KernelSpace):
             return "at least 2 stages: the copy engine fills one while the tensor cores read another"
         smem = self.smem_bytes(variant)
         if smem > HOPPER["smem_per_block"]:
-            return f"shared memory {smem} B ({p['stages']} stages of {self.stage_bytes(variant)} B) exceeds " \
-                   f"{HOPPER['smem_per_block']} B per block"
+            return over_shared_memory(f"shared memory {smem} B ({p['stages']} stages of {self.stage_bytes(variant)} B) "
+                                      f"exceeds {HOPPER['smem_per_block']} B per block")
         if self.fixup(variant):
             if p["split_k"] == 1:
                 return "split_reduce=fixup sums a tile's K slices: split_k > 1"

@@ -30,6 +30,7 @@ DEFENCES = {
     "side stream (C++ via load_inline)": ["side_stream_cpp"],
     "work on a thread": ["thread_per_call"],
     "thread pool created at import": ["thread_pool_import"],
+    "native thread started at import (no Python audit event)": ["native_thread_import"],
     "lazy / deferred tensor, Tensor subclass": ["lazy_subclass"],
     "caching by pointer, id, content fingerprint": ["cache_by_pointer", "cache_by_id", "cache_by_fingerprint"],
     "answer in recycled or uninitialised memory": ["recycled_memory"],

@@ -227,10 +227,14 @@ class WatchMixin:
         self.armed = True
         return before
 
-    def _unwatch(self, before, phase):
-        """Disarm, then every process-level check; a finding is fatal (the worker is no longer trustworthy)."""
+    def _unwatch(self, before, phase, os_threads_before=None):
+        """Disarm, then every process-level check; a finding is fatal (the worker is no longer trustworthy).
+        With `os_threads_before` (a load), threads still running are `background activity` whatever started
+        them, on every Python version; a Python thread that was started and has ended is still `thread`."""
         self.armed = False
         tampered = self._tampered(f"during {phase}")  # first: puts everything back, the pipe to the parent included
+        if os_threads_before is not None:
+            self.check_no_background(os_threads_before, f"the candidate's {phase}")
         # Python 3.12+: the audit event names the code that started the thread (library code's own are fine);
         # before that, any Python thread alive now that was not before the call
         new = set() if AUDITED_THREADS else set(self._current_frames()) - before

@@ -17,7 +17,7 @@ import torch
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.record import Record
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
-from kernelrl.harness.worker_base import WorkerBase
+from kernelrl.harness.worker_base import WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench.inputs import InputsMixin
 from kernelrl.kernelbench.judge import JudgeMixin
@@ -96,7 +96,19 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.library = _library_prefixes()
         if self.cuda:
             self.guard = MemoryGuard(torch, self.device, sync=self.sync)
+        self._start_torch_pools()
         sys.addaudithook(self._audit)
+
+    def _start_torch_pools(self):
+        """Start the threads torch itself keeps (the CPU intra-op pool, the CUDA driver's, cuBLAS's) before any
+        candidate loads: the background check compares the process's threads across a candidate's load, and a
+        candidate whose __init__ is the first to run a parallel CPU op must not be charged with torch's pool."""
+        x = torch.randn(1 << 21)
+        x.sum(), x.mul_(2)  # parallel over 2M elements: the OpenMP team starts here
+        if self.cuda:
+            a = torch.randn(256, 256, device=self.device)
+            (a @ a).sum().item()
+            self.sync()
 
     def sync(self):
         if self.cuda:
@@ -123,6 +135,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         static = static_tampering(Path(self.cand_file).read_text(), Path(task["task_path"]).read_text())
         if self.s.get("extensions_dir"):
             use_extension_dir(self.s["extensions_dir"], self.cand_file)
+        threads = os_threads()
         before = self._watch()
         try:
             cmod = load_module(task["candidate_path"])
@@ -134,11 +147,12 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                 cand.load_state_dict(shared, strict=False)
             cand = cand.to(self.device)
         except Exception as exc:
-            self._unwatch(before, "load")
+            self._unwatch(before, "load", threads)
             failure = _load_verdict(exc)
             self._report(tid, baselines, failure, {}, {})
             return self._after_pair(failure)
-        self._unwatch(before, "load")
+        # OS threads: native ones too (a C++ extension's, pthread_create through ctypes: no audit event sees them)
+        self._unwatch(before, "load", threads)
         errs = {"max_abs_err": 0.0, "max_rel_err": 0.0}
         try:
             self._check_class(cand, ref)

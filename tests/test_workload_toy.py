@@ -1,7 +1,7 @@
 """A third workload through the same skeleton (issue 27): a toy CPU operator, y = 2x, whose adapter is this file
 alone. It supplies only what differs (inputs, loading and calling a candidate, the reference, the check); the
-process, its protocol, the hang and crash watch, the background-thread check and the restarts are kernelrl's (`harness.worker_base`,
-`run.protocol`, `run.runner.LocalRunner`). Its check changes the inputs between timed calls, as the HGEMM and
+process, its protocol, the hang and crash watch, the background-thread check, the timed rounds and the restarts are
+kernelrl's (`harness.worker_base`, `harness.rounds`, `run.protocol`, `run.runner.LocalRunner`). Its check changes the inputs between timed calls, as the HGEMM and
 KernelBench workers do, so a candidate that caches its first answer is caught."""
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 import pytest
 
 from kernelrl.harness.record import Record
+from kernelrl.harness.rounds import Clocks, host_timed_rounds
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal, WorkerBase, os_threads
 from kernelrl.run.protocol import serve
 from kernelrl.run.runner import LocalRunner, RunSettings
 
-SIZE, CALLS = 256, 5
+SIZE, ROUNDS, CALLS = 256, 3, 5
 
 
 @dataclass
@@ -40,7 +41,7 @@ class ToyWorker(WorkerBase):
         return [self.rng.uniform(-1, 1) for _ in range(SIZE)]
 
     def run_task(self, task: dict) -> None:
-        records = []
+        calls, failed = {}, {}
         for name, source in self.methods.items():
             if name in task["skip"]:
                 continue
@@ -49,29 +50,47 @@ class ToyWorker(WorkerBase):
             before = os_threads()
             try:
                 exec(source, scope)  # noqa: S102 - the toy's "build": a candidate is Python source
-                self.check_no_background(before, "loading the candidate")
-                call = scope["run"]
-                self.begin(task["id"], name, "timing")
-                times = []
-                for _ in range(CALLS):  # fresh inputs every call, each output checked
-                    x = self.inputs()
-                    t0 = time.perf_counter()
-                    y = call(x)
-                    times.append((time.perf_counter() - t0) * 1e6)
-                    if y != [2 * v for v in x]:
-                        raise Rejected(Verdict.WRONG_VALUES, "y differs from 2x on fresh inputs")
-            except Rejected as exc:
-                records.append(Record.failed(name, "offline", exc.verdict, exc.detail).to_dict())
-                continue
-            except Fatal:
-                raise  # this process measures nothing more: serve() reports it, a fresh worker goes on
             except Exception as exc:  # noqa: BLE001 - any candidate error is its verdict
-                records.append(Record.failed(name, "offline", Verdict.EXCEPTION, f"{type(exc).__name__}: {exc}")
-                               .to_dict())
+                failed[name] = Rejected(Verdict.EXCEPTION, f"{type(exc).__name__}: {exc}")
                 continue
-            records.append(Record(name, "offline", verified=True, time_us_median=statistics.median(times),
-                                  samples=len(times)).to_dict())
+            self.check_no_background(before, "loading the candidate")  # Fatal: serve() reports it
+            calls[name] = scope["run"]
+        # the harness's one host-timed loop; this adapter only makes inputs, calls and checks
+        host, _ = host_timed_rounds(list(calls), ROUNDS, CALLS, self.rng, ToyRounds(self, task["id"], calls, failed),
+                                    Clocks(now=time.perf_counter, sync=lambda: None))
+        records = [Record.failed(name, "offline", exc.verdict, exc.detail).to_dict() for name, exc in failed.items()]
+        records += [Record(name, "offline", verified=True, time_us_median=statistics.median(host[name]),
+                           samples=len(host[name])).to_dict() for name in calls if name not in failed]
         self.send("task", task["id"], records)
+
+
+class ToyRounds:
+    """The toy's side of each timed call: fresh inputs every call, each output checked against 2x."""
+
+    def __init__(self, worker: ToyWorker, task_id: int, calls: dict, failed: dict):
+        self.w, self.task_id, self.calls, self.failed = worker, task_id, calls, failed
+
+    def turn(self, name, rnd):
+        if name in self.failed:
+            return False
+        self.w.begin(self.task_id, name, "timing")
+        return True
+
+    def prepare(self, name, rnd, rep):
+        return self.w.inputs()
+
+    def call(self, name, x):
+        return self.calls[name](x)
+
+    def after(self, name, rnd, rep, x, y, error):
+        if error is not None:
+            self.failed[name] = Rejected(Verdict.EXCEPTION, f"{type(error).__name__}: {error}")
+        elif y != [2 * v for v in x]:
+            self.failed[name] = Rejected(Verdict.WRONG_VALUES, "y differs from 2x on fresh inputs")
+        return name not in self.failed
+
+    def end_turn(self, name, rnd):
+        pass
 
 
 def toy_main(conn, payload: dict) -> None:
@@ -108,7 +127,7 @@ def verdicts():
 
 def test_an_honest_candidate_is_verified_and_timed(verdicts):
     r = verdicts[(0, "honest")]
-    assert r["verified"] and r["time_us_median"] > 0 and r["samples"] == CALLS
+    assert r["verified"] and r["time_us_median"] > 0 and r["samples"] == ROUNDS * CALLS
 
 
 @pytest.mark.parametrize("name, key", [("wrong", Verdict.WRONG_VALUES), ("stale", Verdict.WRONG_VALUES),

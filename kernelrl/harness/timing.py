@@ -3,9 +3,8 @@ time one replay with events on the caller's stream inside a synchronized host wi
 measurement; the wall time is what the hidden-work rule compares it with). The HGEMM worker's device mode, its
 content probe and the cuBLASLt autotuning search all time graphs through these two functions.
 
-Host-timed modes (offline, server, KernelBench) time single calls with a device-wide synchronize around each; the
-KernelBench worker does so with clocks and events captured before any candidate code runs, so it keeps its own
-loop."""
+Host-timed modes (HGEMM offline and server, KernelBench) time single calls with a device-wide synchronize around
+each, in the one rounds loop of kernelrl/harness/rounds.py (clocks passed in, captured before candidate code)."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ from typing import Callable
 
 import torch
 
+from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.verdicts import Rejected, Verdict
 
 
@@ -42,18 +42,11 @@ def timed_replay(graph: torch.cuda.CUDAGraph, stream: torch.cuda.Stream,
     return start.elapsed_time(end) * 1e3, wall
 
 
-def host_window(call: Callable[[], int], stream: torch.cuda.Stream) -> tuple[int, float, float]:
-    """(return code, wall µs, event µs) of one call with stream events inside the host-clock window: the wall time
-    less the event time is the call's host-side overhead (how the hidden-work check sees work done off `stream`)."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    start.record(stream)
-    rc = call()
-    end.record(stream)
-    torch.cuda.synchronize()
-    wall = (time.perf_counter() - t0) * 1e6
-    return rc, wall, start.elapsed_time(end) * 1e3
+# The host-timed rounds' clocks for code that cannot replace them (HGEMM candidates are C libraries): the process's
+# own, events recorded on the current stream.
+CUDA_CLOCKS = Clocks(now=time.perf_counter, sync=torch.cuda.synchronize,
+                     event=lambda: torch.cuda.Event(enable_timing=True), record=lambda event: event.record(),
+                     elapsed_ms=lambda start, end: start.elapsed_time(end))
 
 
 def graph_time_s(call: Callable[[], int], stream: torch.cuda.Stream, calls: int, replays: int = 3) -> float:

@@ -10,6 +10,7 @@ from time import perf_counter as _perf_counter  # bound when the worker module l
 
 import torch
 
+from kernelrl.harness.rounds import Clocks, host_timed_rounds
 from kernelrl.harness.stats import hidden_work, summarize
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.kernelbench.watch import Fatal, _short
@@ -91,71 +92,15 @@ class TimingMixin:
                 k += 1
         except Rejected as exc:
             return {}, Rejected(Verdict.DURING_TIMING, str(exc)), base_reasons
-        samples = {n: [] for n in fns}
-        overhead = {n: [] for n in fns}
-        n_calls = s["calls_per_round"] + (1 if self.cuda else 0)
-        reason = None
-        for rnd in range(s["rounds"]):
-            order = list(fns)
-            self.rng.shuffle(order)
-            for name in order:
-                if name in base_reasons:
-                    continue  # a baseline that failed is not called again
-                is_cand = name == "candidate"
-                if not is_cand:
-                    self._untouched(tid, f"before {name} was timed")
-                self.begin(tid, name, "time")
-                fn = fns[name]
-                # the round's last call always (a candidate turning stale after N calls is caught whatever the
-                # secret), one more at random and about a third besides
-                checks = {n_calls - 1, self.rng.randrange(n_calls)} | {r for r in range(n_calls)
-                                                                       if self.rng.random() < CHECK_FRACTION}
-                for rep in range(n_calls):
-                    xs = self._fresh(pool, k)  # fresh tensors and values every call, made outside the timed region
-                    k += 1
-                    pristine = self._clone(xs) if is_cand else None  # for every candidate call, checked or not
-                    stage = getattr(fn, "stage", None)
-                    if stage:
-                        stage(xs)
-                    if self.flush_buf is not None:
-                        self.flush_buf.fill_(rep & 0xFF)
-                    events = self.cuda and rep == n_calls - 1  # the extra call: hidden-work check
-                    self.sync()
-                    watched = self._watch() if is_cand else None
-                    t0 = _perf_counter()
-                    try:
-                        if events:
-                            start, end = self._Event(enable_timing=True), self._Event(enable_timing=True)
-                            self._event_record(start)
-                        out = self._call(cand, xs) if is_cand else fn(*xs)
-                        if events:
-                            self._event_record(end)
-                        self.sync()
-                    except Exception as exc:
-                        if is_cand:
-                            self._unwatch(watched, "timing")
-                            self._probe_context(exc)
-                            return {}, Rejected(Verdict.DURING_TIMING, f"exception: {_short(exc)}"), base_reasons
-                        base_reasons[name] = f"baseline failed: {_short(exc)}"
-                        break
-                    wall = (_perf_counter() - t0) * 1e6
-                    if is_cand:
-                        self._unwatch(watched, "timing")
-                    if events:
-                        overhead[name].append(wall - self._event_elapsed(start, end) * 1e3)
-                    else:
-                        samples[name].append(wall)
-                    if is_cand and rep in checks and reason is None:
-                        ref_in, ref_out = self._reference(tid, ref, pristine, "time")
-                        self.begin(tid, "candidate", "time")
-                        try:
-                            self._judge(out, ref_out, xs, pristine, ref_in, None, errs)
-                        except Rejected as exc:
-                            reason = Rejected(Verdict.DURING_TIMING, str(exc))
-                        del ref_out
-                    del out
-                if not is_cand:
-                    self._untouched(tid, f"while {name} was timed")
+        rounds = _PairRounds(self, tid, ref, cand, fns, pool, k, base_reasons, errs)
+        clocks = Clocks(now=_perf_counter, sync=self.sync, event=(lambda: self._Event(enable_timing=True)) if self.cuda
+                        else None, record=self._event_record, elapsed_ms=self._event_elapsed)
+        try:
+            samples, overhead = host_timed_rounds(list(fns), s["rounds"], s["calls_per_round"], self.rng, rounds,
+                                                  clocks)
+        except _CandidateRaised as exc:
+            return {}, exc.verdict, base_reasons
+        reason = rounds.reason
         times = {}
         for name in fns:
             if name != "candidate" and name in base_reasons:
@@ -166,3 +111,79 @@ class TimingMixin:
                                                          if n != "candidate" and overhead[n] and n not in base_reasons],
                                  times["candidate"])
         return times, reason, base_reasons
+
+
+class _CandidateRaised(Exception):
+    """The candidate raised during timing: its verdict, and no more calls."""
+
+    def __init__(self, verdict: Rejected):
+        self.verdict = verdict
+
+
+class _PairRounds:
+    """What a KernelBench pair's timed rounds do around each call (harness/rounds.py times them): fresh perturbed
+    inputs every call, made outside the timed region, and the L2 flushed; a baseline's staging; the watch around
+    every candidate call; the round's last call (the event-timed one on a GPU), one more at random and about a third
+    besides judged against the reference, so a candidate turning stale after N calls is caught whatever the secret;
+    no candidate code beside a baseline's turn."""
+
+    def __init__(self, worker, tid, ref, cand, fns, pool, k, base_reasons, errs):
+        self.w, self.tid, self.ref, self.cand, self.fns, self.pool = worker, tid, ref, cand, fns, pool
+        self.k, self.base_reasons, self.errs = k, base_reasons, errs
+        self.calls = worker.s["calls_per_round"] + (1 if worker.cuda else 0)
+        self.checks: set[int] = set()
+        self.reason: Rejected | None = None  # the first sampled call that failed its judgement
+
+    def turn(self, name, rnd):
+        if name in self.base_reasons:
+            return False  # a baseline that failed is not called again
+        if name != "candidate":
+            self.w._untouched(self.tid, f"before {name} was timed")
+        self.w.begin(self.tid, name, "time")
+        rng = self.w.rng
+        self.checks = {self.calls - 1, rng.randrange(self.calls)} | {r for r in range(self.calls)
+                                                                     if rng.random() < CHECK_FRACTION}
+        return True
+
+    def prepare(self, name, rnd, rep):
+        w = self.w
+        xs = w._fresh(self.pool, self.k)
+        self.k += 1
+        is_cand = name == "candidate"
+        pristine = w._clone(xs) if is_cand else None  # for every candidate call, checked or not
+        stage = getattr(self.fns[name], "stage", None)
+        if stage:
+            stage(xs)
+        if w.flush_buf is not None:
+            w.flush_buf.fill_(rep & 0xFF)
+        watched = w._watch() if is_cand else None
+        return xs, pristine, watched
+
+    def call(self, name, prepared):
+        xs = prepared[0]
+        return self.w._call(self.cand, xs) if name == "candidate" else self.fns[name](*xs)
+
+    def after(self, name, rnd, rep, prepared, out, error):
+        w = self.w
+        xs, pristine, watched = prepared
+        if name != "candidate":
+            if error is not None:
+                self.base_reasons[name] = f"baseline failed: {_short(error)}"
+                return False
+            return True
+        w._unwatch(watched, "timing")
+        if error is not None:
+            w._probe_context(error)
+            raise _CandidateRaised(Rejected(Verdict.DURING_TIMING, f"exception: {_short(error)}"))
+        if rep in self.checks and self.reason is None:
+            ref_in, ref_out = w._reference(self.tid, self.ref, pristine, "time")
+            w.begin(self.tid, "candidate", "time")
+            try:
+                w._judge(out, ref_out, xs, pristine, ref_in, None, self.errs)
+            except Rejected as exc:
+                self.reason = Rejected(Verdict.DURING_TIMING, str(exc))
+        return True
+
+    def end_turn(self, name, rnd):
+        if name != "candidate":  # a failed baseline's turn too: a finalizer may have run in it
+            self.w._untouched(self.tid, f"while {name} was timed")

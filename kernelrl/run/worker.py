@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import resource
-import time
 
 import torch
 
@@ -18,11 +17,12 @@ from kernelrl.baselines import native_lib
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import hidden_work, summarize
-from kernelrl.harness.timing import capture, capture_verdict, host_window, timed_replay
+from kernelrl.harness.timing import capture, capture_verdict, timed_replay
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal, WorkerBase, os_threads
 from kernelrl.run import methods as M
 from kernelrl.run.content_probe import PERTURB_VALUE, PERTURBED, ContentProbe
+from kernelrl.run.host_rounds import time_host_mode
 from kernelrl.run.protocol import serve
 from kernelrl.verify.checks import (ACCUMULATOR_PROBE_MIN_K, TORCH_DTYPES, GuardedBuffer, compare_output,
                                     guard_bytes_for, make_inputs, reference)
@@ -365,7 +365,7 @@ class Worker(ContentProbe, WorkerBase):
         if mode == "device":
             self._time_device(task_id, problem, live, results)
         elif mode in ("offline", "server"):
-            self._time_host(task_id, problem, mode, live, results)
+            time_host_mode(self, task_id, problem, mode, live, results)
         else:
             raise ValueError(f"unknown mode {mode!r}")
 
@@ -472,70 +472,6 @@ class Worker(ContentProbe, WorkerBase):
         if bad:
             raise Rejected(Verdict.RETURNED_ERROR, f"{bad[0]} ({self._error_name(bad[0])}) during graph capture")
         return graph
-
-    def _time_host(self, task_id, problem, mode, live, results):
-        """The paper's offline mode (host clock around each call, device-wide synchronize before and after) and
-        server mode (the same after an exponential idle gap at the target rate). Each method's turn starts from
-        pristine inputs, and a few elements of A change (untimed) before every call, so no call sees contents an
-        earlier call saw; checked calls are judged against the changed contents."""
-        s = self.settings
-        bufs = self.set0
-        calls = {name: m.bind(problem, bufs, self.workspaces.get(name), self.stream) for name, m in live.items()}
-        host = {name: [] for name in calls}
-        overhead = {name: [] for name in calls}
-        gap = 1.0 / s["qps"] if mode == "server" else 0.0
-        check_rounds = {s["rounds"] // 2, s["rounds"] - 1}
-        for name in calls:  # warm-up call, untimed
-            self.begin(task_id, name, "warmup")
-            self._restore([bufs])
-            with torch.cuda.stream(self.stream):
-                calls[name]()
-            self._sync(name, "warmup")
-        a = b = ref = None
-        with torch.cuda.stream(self.stream):
-            for rnd in range(s["rounds"]):
-                checked = rnd in check_rounds
-                if checked:
-                    a, b, ref = self._fill(problem, bufs, "normal", self.rng.getrandbits(62))
-                order = list(calls)
-                self.rng.shuffle(order)
-                for name in order:
-                    self.begin(task_id, name, f"time:{mode}")
-                    self._restore([bufs])
-                    staged = getattr(live[name], "staged", False)
-                    for rep in range(s["calls_per_round"]):
-                        self._perturb(bufs, ref if checked else None)
-                        if staged:
-                            self._stage_inputs(problem, bufs, only=name)
-                        if checked and rep == 0:
-                            bufs.c.fill_(float("nan"))
-                            self._rearm()
-                        if gap:
-                            time.sleep(self.rng.expovariate(1.0 / gap))
-                        torch.cuda.synchronize()
-                        t0 = time.perf_counter()
-                        rc = calls[name]()
-                        torch.cuda.synchronize()
-                        host[name].append((time.perf_counter() - t0) * 1e6)
-                        if rc:
-                            break
-                        if checked and rep == 0:
-                            self._try_judge(problem, bufs, a, b, ref, results[name], mode)
-                    # One extra call with stream events inside the host window, for the hidden-work check.
-                    rc2, wall, event_us = host_window(calls[name], self.stream)
-                    overhead[name].append(wall - event_us)
-                    if rc or rc2:
-                        self._reject(results[name], Rejected(Verdict.RETURNED_ERROR, f"{rc or rc2} during {mode} "
-                                                                                     f"timing"))
-                    try:
-                        self._check_state(f"{mode} timing")
-                    except Rejected as exc:
-                        self._reject(results[name], exc, "during timing: ")
-        self._restore([bufs])
-        for name in calls:
-            results[name]["times"][mode] = {**summarize(host[name]),
-                                            "sync_overhead_us": summarize(overhead[name])["median"]}
-        self._flag_hidden(list(calls), overhead, {n: results[n]["times"][mode]["median"] for n in calls}, results)
 
     def _try_judge(self, problem, bufs, a, b, ref, result, mode):
         try:

@@ -1,0 +1,90 @@
+"""Shuffled rounds of host-timed calls: the one loop every host-timed measurement runs (HGEMM's offline and server
+modes, KernelBench's pairs). Graph-replay timing is the other loop, in timing.py.
+
+Each round visits every method once, in an order the run's secret shuffles; a method's turn is `calls_per_round`
+calls, each timed by the host clock between two device-wide synchronizes, then (on a GPU) one more call with stream
+events inside the host window: its wall time less its event time is the call's work off the caller's stream (the
+hidden-work rule), and it is not a timing sample. What differs between workloads (inputs made fresh or perturbed
+before each call, which calls are judged, a baseline's staging, the watch around a candidate's code) is the
+adapter's; the loop only orders, times and hands back.
+
+The clocks are passed in, captured before any candidate code runs (a candidate may replace the module-level ones)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """The timing functions the loop calls, captured before any candidate code: `now` in seconds, `sync` a
+    device-wide synchronize, `event()` a timing event (None: no GPU, so no event-timed call), `record(event)` on the
+    caller's current stream, `elapsed_ms(start, end)`."""
+
+    now: Callable[[], float]
+    sync: Callable[[], None]
+    event: Callable[[], Any] | None = None
+    record: Callable[[Any], None] | None = None
+    elapsed_ms: Callable[[Any, Any], float] | None = None
+
+
+class RoundsAdapter(Protocol):
+    def turn(self, name: str, rnd: int) -> bool:
+        """Start `name`'s turn in round `rnd` (announce it, restore inputs, check what ran before); False skips it."""
+
+    def prepare(self, name: str, rnd: int, rep: int) -> Any:
+        """Untimed, before each call: its inputs (fresh or perturbed), the L2 flush, a baseline's staging."""
+
+    def call(self, name: str, prepared: Any) -> Any:
+        """The call itself: the only thing timed (with the synchronize after it)."""
+
+    def after(self, name: str, rnd: int, rep: int, prepared: Any, out: Any, error: BaseException | None) -> bool:
+        """Untimed, after each call (the event-timed one too, rep == calls_per_round): judge a sampled call, handle
+        an exception the call or its synchronize raised; False ends the turn."""
+
+    def end_turn(self, name: str, rnd: int) -> None:
+        """After the turn (checks that nothing ran beside it)."""
+
+
+def host_timed_rounds(names: list[str], rounds: int, calls_per_round: int, rng: random.Random,
+                      adapter: RoundsAdapter, clocks: Clocks) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """(host µs of every timed call, off-stream µs of every event-timed call), by method name."""
+    host: dict[str, list[float]] = {n: [] for n in names}
+    off_stream: dict[str, list[float]] = {n: [] for n in names}
+    calls = calls_per_round + (1 if clocks.event is not None else 0)
+    for rnd in range(rounds):
+        order = list(names)
+        rng.shuffle(order)
+        for name in order:
+            if not adapter.turn(name, rnd):
+                continue
+            for rep in range(calls):
+                windowed = rep == calls_per_round  # the event-timed call (only when there are events)
+                prepared = adapter.prepare(name, rnd, rep)
+                out = error = None
+                clocks.sync()
+                t0 = clocks.now()
+                try:
+                    if windowed:
+                        start, end = clocks.event(), clocks.event()
+                        clocks.record(start)
+                    out = adapter.call(name, prepared)
+                    if windowed:
+                        clocks.record(end)
+                    clocks.sync()
+                except Exception as exc:  # the adapter decides what a failed call means
+                    error = exc
+                if error is None:
+                    wall = (clocks.now() - t0) * 1e6
+                    if windowed:
+                        off_stream[name].append(wall - clocks.elapsed_ms(start, end) * 1e3)
+                    else:
+                        host[name].append(wall)
+                go_on = adapter.after(name, rnd, rep, prepared, out, error)
+                out = prepared = None  # freed before the next call's inputs are made (large tasks' peak memory)
+                if not go_on:
+                    break
+            adapter.end_turn(name, rnd)
+    return host, off_stream

@@ -48,12 +48,18 @@ class RoundsAdapter(Protocol):
         """After the turn (checks that nothing ran beside it)."""
 
 
+def calls_per_turn(calls_per_round: int, clocks: Clocks) -> int:
+    """How many calls a method's turn makes: the timed ones, and the event-timed one where there are events (an
+    adapter that picks which calls to judge counts them with this)."""
+    return calls_per_round + (1 if clocks.event is not None else 0)
+
+
 def host_timed_rounds(names: list[str], rounds: int, calls_per_round: int, rng: random.Random,
                       adapter: RoundsAdapter, clocks: Clocks) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """(host µs of every timed call, off-stream µs of every event-timed call), by method name."""
     host: dict[str, list[float]] = {n: [] for n in names}
     off_stream: dict[str, list[float]] = {n: [] for n in names}
-    calls = calls_per_round + (1 if clocks.event is not None else 0)
+    calls = calls_per_turn(calls_per_round, clocks)
     for rnd in range(rounds):
         order = list(names)
         rng.shuffle(order)

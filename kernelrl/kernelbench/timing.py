@@ -6,11 +6,9 @@ baseline's timed calls. Runs only in the worker process."""
 
 from __future__ import annotations
 
-from time import perf_counter as _perf_counter  # bound when the worker module loads, before any candidate code
-
 import torch
 
-from kernelrl.harness.rounds import Clocks, host_timed_rounds
+from kernelrl.harness.rounds import calls_per_turn, host_timed_rounds
 from kernelrl.harness.stats import hidden_work, summarize
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.kernelbench.watch import Fatal, _short
@@ -93,11 +91,9 @@ class TimingMixin:
         except Rejected as exc:
             return {}, Rejected(Verdict.DURING_TIMING, str(exc)), base_reasons
         rounds = _PairRounds(self, tid, ref, cand, fns, pool, k, base_reasons, errs)
-        clocks = Clocks(now=_perf_counter, sync=self.sync, event=(lambda: self._Event(enable_timing=True)) if self.cuda
-                        else None, record=self._event_record, elapsed_ms=self._event_elapsed)
         try:
             samples, overhead = host_timed_rounds(list(fns), s["rounds"], s["calls_per_round"], self.rng, rounds,
-                                                  clocks)
+                                                  self.clocks)
         except _CandidateRaised as exc:
             return {}, exc.verdict, base_reasons
         reason = rounds.reason
@@ -130,7 +126,7 @@ class _PairRounds:
     def __init__(self, worker, tid, ref, cand, fns, pool, k, base_reasons, errs):
         self.w, self.tid, self.ref, self.cand, self.fns, self.pool = worker, tid, ref, cand, fns, pool
         self.k, self.base_reasons, self.errs = k, base_reasons, errs
-        self.calls = worker.s["calls_per_round"] + (1 if worker.cuda else 0)
+        self.calls = calls_per_turn(worker.s["calls_per_round"], worker.clocks)
         self.checks: set[int] = set()
         self.reason: Rejected | None = None  # the first sampled call that failed its judgement
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import importlib
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import torch
 
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.record import Record
+from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
@@ -89,6 +91,10 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self._event_elapsed = torch.cuda.Event.elapsed_time
         self._current_frames = sys._current_frames
         self._settrace, self._gettrace = sys.settrace, sys.gettrace
+        # the timed rounds' clocks, from the copies above (a candidate may replace the module-level ones)
+        self.clocks = Clocks(now=time.perf_counter, sync=self.sync,
+                             event=(lambda: self._Event(enable_timing=True)) if self.cuda else None,
+                             record=self._event_record, elapsed_ms=self._event_elapsed)
         self.state = DeviceState(torch, self.cuda)
         self.guards = self._capture_guards()
         self.precision0 = self._precision()

@@ -21,7 +21,6 @@ HOPPER = {"sms": 132, "smem_per_block": 227 * 1024, "smem_per_sm": 228 * 1024, "
           "max_threads_per_block": 1024, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32}
 
 
-
 class Rejection(str):
     """A check() reason that carries its verdict key: a plain str reason is `unsupported`; a point that needs more
     shared memory than an SM has is `too much shared memory` (typed here, so no caller reads the key from the text)."""
@@ -33,7 +32,7 @@ class Rejection(str):
         reason.verdict = verdict
         return reason
 
-    def __reduce__(self):  # pickled with its key (reasons cross process boundaries in the tuner's pools)
+    def __reduce__(self):  # a pickled reason (a process pool's result) keeps its key
         return Rejection, (str(self), self.verdict)
 
 
@@ -44,6 +43,7 @@ def over_shared_memory(text: str) -> Rejection:
 def verdict_of_rejection(reason: str) -> Verdict:
     """The verdict key of a check() reason (`unsupported` unless the space typed it)."""
     return reason.verdict if isinstance(reason, Rejection) else Verdict.UNSUPPORTED
+
 
 @dataclass(frozen=True)
 class Variant:

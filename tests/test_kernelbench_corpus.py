@@ -31,6 +31,7 @@ DEFENCES = {
     "work on a thread": ["thread_per_call"],
     "thread pool created at import": ["thread_pool_import"],
     "native thread started at import (no Python audit event)": ["native_thread_import"],
+    "GPU work left running by the load (a side-stream kernel started in __init__)": ["gpu_work_at_load"],
     "lazy / deferred tensor, Tensor subclass": ["lazy_subclass"],
     "caching by pointer, id, content fingerprint": ["cache_by_pointer", "cache_by_id", "cache_by_fingerprint"],
     "answer in recycled or uninitialised memory": ["recycled_memory"],

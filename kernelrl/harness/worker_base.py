@@ -15,6 +15,11 @@ import time
 
 from kernelrl.harness.verdicts import Verdict
 
+# How long the GPU may stay busy after a candidate's load returned before that is its verdict. A load enqueues
+# microseconds of work (weights made on the device, a host-to-device copy finishing); a candidate that leaves a
+# kernel running keeps the SMs busy while the harness verifies and times other methods beside it.
+LOAD_SETTLE_BUDGET_S = 0.1
+
 
 class Fatal(Exception):
     """The process can no longer be trusted (a broken CUDA context, or a candidate that changed the process):
@@ -80,6 +85,19 @@ class WorkerBase:
             names = ", ".join(sorted(set(new.values())))
             raise Fatal(Verdict.BACKGROUND_ACTIVITY, f"{what} left {len(new)} thread(s) running ({names}): work "
                         f"outside the calls escapes the timer and slows what runs beside it; start no threads")
+
+    def check_device_settled(self, now, sync, what: str, budget_s: float = LOAD_SETTLE_BUDGET_S) -> float:
+        """Wait for the device (`sync`, timed by the host clock `now`, both captured before candidate code) and
+        return the seconds it took; Fatal `background activity` when that is over `budget_s`: GPU work still
+        running after the candidate's load returned runs outside its calls, beside whatever is measured next."""
+        t0 = now()
+        sync()
+        waited = now() - t0
+        if waited > budget_s:
+            raise Fatal(Verdict.BACKGROUND_ACTIVITY, f"{what} left the GPU busy for {waited * 1e3:.0f} ms after it "
+                        f"returned (at most {budget_s * 1e3:.0f} ms): work outside the calls slows what runs beside "
+                        f"it; finish (synchronize) any work a load starts before returning")
+        return waited
 
     def start(self) -> None:
         raise NotImplementedError

@@ -29,8 +29,9 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
 
 - Load: the module import and `ModelNew(...)` run under the same watch as every call (below); a class named `Model`
   (or the task's own Model) among ModelNew's bases is `inherits Model`. An OS thread (/proc/self/task, native ones
-  too) still running after the load that was not there before it: `background activity` (torch's own pools are
-  started when the worker starts, so they are never the candidate's).
+  too) still running after the load that was not there before it, or a GPU still busy after the load for longer
+  than 0.1 s plus twice what the reference's load left: `background activity` (torch's own pools are started when
+  the worker starts, so they are never the candidate's).
 - Every candidate call (checks, warm-up and timed calls): an audit hook (installed before any candidate code runs,
   permanent) reports frame and heap introspection the candidate's own code performs (`sys._getframe`,
   `sys._current_frames`, `gc.get_objects`/`get_referrers`/`get_referents`, `tb_frame`/`gi_frame`/... access,
@@ -93,7 +94,8 @@ REASONS = {
     "inherits Model": "ModelNew derives from the reference Model",
     "introspection": "the candidate read frames or the heap (reference outputs, harness state)",
     "thread": "the candidate started a thread (work hidden from the timer)",
-    "background activity": "loading the candidate left OS threads running (native ones too): work outside its calls",
+    "background activity": "loading the candidate left OS threads (native ones too) or GPU work running: work outside "
+                           "its calls",
     "timer patch": "the candidate replaced a timer, synchronize, or the Event/Stream classes",
     "harness patch": "the candidate replaced a function the harness checks or reports with, or a torch function "
                      "the reference calls (or installed a global module hook or torch mode), at run time or in "

@@ -19,7 +19,7 @@ from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.record import Record
 from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
-from kernelrl.harness.worker_base import WorkerBase, os_threads
+from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench.inputs import InputsMixin
 from kernelrl.kernelbench.judge import JudgeMixin
@@ -159,6 +159,14 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             return self._after_pair(failure)
         # OS threads: native ones too (a C++ extension's, pthread_create through ctypes: no audit event sees them)
         self._unwatch(before, "load", threads)
+        try:  # GPU work the load left running: the reference's own load sets the scale (its weights made there)
+            self.check_device_settled(self.clocks.now, self.clocks.sync, "the candidate's load",
+                                      LOAD_SETTLE_BUDGET_S + 2 * self.ref_settle_s)
+        except RuntimeError as exc:  # a kernel the load launched failed
+            self._probe_context(exc)
+            failure = Rejected(Verdict.EXCEPTION, f"a kernel launched while loading failed: {_short(exc)}")
+            self._report(tid, baselines, failure, {}, {})
+            return self._after_pair(failure)
         errs = {"max_abs_err": 0.0, "max_rel_err": 0.0}
         try:
             self._check_class(cand, ref)
@@ -179,7 +187,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         key = (Path(path).name, zlib.crc32(Path(path).read_bytes()))  # the same task file, wherever it lies
         self.task_reused = self.task_cache is not None and self.task_cache[0] == key
         if self.task_reused:
-            _, tmod, ref, too_large, self.footprint, self.input_bytes = self.task_cache
+            _, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s = self.task_cache
             return tmod, ref, too_large
         self.task_cache, self.baseline_fns = None, {}  # the last task's, dropped before the next one loads
         self._free()
@@ -187,8 +195,11 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         init = list(tmod.get_init_inputs())
         self.torch.manual_seed(self.base_seed)
         ref = tmod.Model(*init).to(self.device)
+        t0 = self.clocks.now()
+        self.sync()
+        self.ref_settle_s = self.clocks.now() - t0  # the scale for the candidate's load (check_device_settled)
         too_large = self._measure_footprint(tid, tmod, ref)
-        self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes)
+        self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s)
         return tmod, ref, too_large
 
     def _after_pair(self, failure: Rejected | None):

@@ -17,7 +17,7 @@ from kernelrl.baselines import native_lib
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import hidden_work, summarize
-from kernelrl.harness.timing import capture, capture_verdict, timed_replay
+from kernelrl.harness.timing import CUDA_CLOCKS, capture, capture_verdict, timed_replay
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal, WorkerBase, os_threads
 from kernelrl.run import methods as M
@@ -105,6 +105,7 @@ class Worker(ContentProbe, WorkerBase):
                 self._reject(results[name], exc)
             if not self._trusted(name):  # a library's own threads (cuBLAS, torch) are not a candidate's
                 self.check_no_background(before, "loading the candidate")
+                self.check_device_settled(CUDA_CLOCKS.now, CUDA_CLOCKS.sync, "loading the candidate")
         self._guards = []
         self.live, self.results = live, results  # methods still in the running, and their verdicts so far
         self.need_bt = any(M.reads_bt(x, problem) for x in live.values())

@@ -40,6 +40,7 @@ def verdict(outcome, method):
     ("cheat_content_cache", "stale result"),
     ("cheat_persisting_l2", "device state"),
     ("cheat_background_thread", "background activity"),
+    ("cheat_gpu_work_at_load", "background activity"),
     ("bad_illegal_address", "crash"),
     ("bad_returns_error", "returned error: 1"),
     ("bad_no_entry", "no entry point"),

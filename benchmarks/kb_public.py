@@ -2,6 +2,7 @@
 
   level1     every level-1 task against itself (ModelNew = its Model renamed), eager baseline: every pair should be
              correct with a speedup near 1; the whole run's wall time is the evaluator's speed on real tasks.
+  level2, level3  the same for those levels; --every N keeps every Nth task (a quick sample of a level).
   examples   the few-shot pairs (prompts/few_shot/model_ex_* with model_new_ex_*), the add examples
              (model_new_ex_add*.py against model_ex_add.py) and the unit-test kernels (unit_tests/test_kernels/*.py
              against level1/1_Square_matrix_multiplication_.py), which must be rejected.
@@ -9,12 +10,14 @@
     python benchmarks/kb_public.py --kernelbench PATH/KernelBench --what level1 --csv OUT/kb_level1_reference.csv
     python benchmarks/kb_public.py --kernelbench PATH/KernelBench --what examples --csv OUT/kb_public_examples.csv
 
-Each CSV gets an `.md` beside it: the environment, the command, the counts and the wall time."""
+Each CSV gets an `.md` beside it: the environment, the command, the counts, the wall time and where the worker's
+time went (seconds per method and phase, summed over the pairs; each row's own in its `phase_s` column)."""
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import re
 import statistics
 import sys
@@ -30,12 +33,13 @@ from kernelrl.kernelbench.tasks import check_pair, inspect_candidate, inspect_ta
 from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result  # noqa: E402
 
 COLUMNS = ("task", "candidate", "expect", "verified", "verdict", "reason", "candidate_us", "eager_us", "speedup",
-           "max_abs_err", "tolerance")
+           "max_abs_err", "tolerance", "phase_s")
 
 
-def level1_pairs(root: Path, work: Path) -> list[tuple[Path, Path, str]]:
+def self_pairs(root: Path, level: str, work: Path, every: int = 1) -> list[tuple[Path, Path, str]]:
     pairs = []
-    for task in sorted((root / "KernelBench" / "level1").glob("*.py"), key=lambda p: int(p.stem.split("_")[0])):
+    tasks = sorted((root / "KernelBench" / level).glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))
+    for task in tasks[::every]:
         text = re.sub(r"\bModel\b", "ModelNew", task.read_text())
         cand = work / task.name
         cand.write_text(text)
@@ -58,7 +62,8 @@ def example_pairs(root: Path) -> list[tuple[Path, Path, str]]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernelbench", required=True, help="a clone of github.com/ScalingIntelligence/KernelBench")
-    ap.add_argument("--what", choices=("level1", "examples"), required=True)
+    ap.add_argument("--what", choices=("level1", "level2", "level3", "examples"), required=True)
+    ap.add_argument("--every", type=int, default=1, help="a level's every Nth task only (default: all)")
     ap.add_argument("--csv", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=120.0)
@@ -66,7 +71,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     root = Path(args.kernelbench)
     work = Path(tempfile.mkdtemp(prefix="kb_public_"))
-    pairs = level1_pairs(root, work) if args.what == "level1" else example_pairs(root)
+    pairs = example_pairs(root) if args.what == "examples" else self_pairs(root, args.what, work, args.every)
     started = time.perf_counter()
     static = {}
     for i, (t, c, _) in enumerate(pairs):
@@ -99,7 +104,8 @@ def main(argv=None) -> int:
                 "verdict": key.value if key and not ok else "", "reason": reason or "",
                 "candidate_us": res.candidate_us, "eager_us": res.baseline_us.get("eager"),
                 "speedup": res.speedup("eager"), "max_abs_err": cand.get("max_abs_err"),
-                "tolerance": cand.get("tolerance")}
+                "tolerance": cand.get("tolerance"),
+                "phase_s": json.dumps((cand.get("extra") or {}).get("task_phase_s") or {}, separators=(",", ":"))}
 
     def write_rows() -> list[dict]:
         """Every pair evaluated so far, rewritten after each pair: a run stopped by a time limit keeps its rows."""
@@ -142,13 +148,19 @@ def main(argv=None) -> int:
              f"- speedup over eager within 0.95-1.05: {near} of {len(speedups)} timed"
              + (f" (median {statistics.median(speedups):.3f})" if speedups else ""),
              f"- wall time of the whole run (build step, worker start-ups, every pair): {seconds:.0f} s", "",
-             "| task | candidate | expect | verdict | speedup |", "|---|---|---|---|---|"]
+             "| where the worker's time went (summed over pairs) | seconds |", "|---|---|"]
+    phases: dict[str, float] = {}
+    for r in rows:
+        for k, v in json.loads(r.get("phase_s") or "{}").items():
+            phases[k] = phases.get(k, 0.0) + v
+    lines += [f"| {k} | {v:.1f} |" for k, v in sorted(phases.items(), key=lambda kv: -kv[1])]
+    lines += ["", "| task | candidate | expect | verdict | speedup |", "|---|---|---|---|---|"]
     for r in rows:
         if not r["verified"] or r["expect"] == "rejected" or not (0.95 <= (r.get("speedup") or 0) <= 1.05):
             lines.append(f"| {r['task']} | {r['candidate']} | {r['expect']} | {r['reason'][:160] or 'correct'} | "
                          f"{r.get('speedup') or ''} |")
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[:9]))
+    print("\n".join(lines[:lines.index("| task | candidate | expect | verdict | speedup |") - 1]))
     return 0
 
 

@@ -56,8 +56,9 @@ class WorkerBase:
         self.secret = payload["secret"]  # this run's private seed: never stored, never printed
         self.rng = random.Random(self.secret)
         self.current = (None, None, None)
-        self.phase_s: dict[str, float] = {}  # seconds per phase kind (the phase text before its first ':')
-        self._phase_started = time.perf_counter()
+        self.phase_s: dict[str, float] = {}  # seconds per "method kind" (kind: the phase text before its first ':')
+        self._clock = time.perf_counter  # captured before any candidate code runs
+        self._phase_started = self._clock()
         # the genuine method, captured before any candidate code runs (None: a test's worker that sends nothing)
         self._send = type(conn).send if conn is not None else None
 
@@ -67,13 +68,24 @@ class WorkerBase:
     def begin(self, task_id, method, phase) -> None:
         """Announce what runs next and charge the time since the last announcement to the phase that just ended,
         so each task can report where the evaluator's time goes."""
-        now = time.perf_counter()
-        if self.current[2] is not None:
-            kind = self.current[2].split(":")[0]
+        now = self._clock()
+        _, was_method, was_phase = self.current
+        if was_phase is not None and was_phase != "report":  # after a report: waiting for the next task
+            kind = was_phase.split(":")[0] if was_method is None else f"{was_method} {was_phase.split(':')[0]}"
             self.phase_s[kind] = self.phase_s.get(kind, 0.0) + now - self._phase_started
         self._phase_started = now
         self.current = (task_id, method, phase)
         self.send("begin", task_id, method, phase)
+
+    def rephase(self, phase) -> None:
+        """The same task and method go on in another phase (a finer account of where their time goes)."""
+        self.begin(self.current[0], self.current[1], phase)
+
+    def take_phases(self) -> dict[str, float]:
+        """Seconds per "method kind" since the last take (a task's, when called as it reports), rounded; reset."""
+        phases = {k: round(v, 4) for k, v in sorted(self.phase_s.items(), key=lambda kv: -kv[1])}
+        self.phase_s = {}
+        return phases
 
     def check_no_background(self, before: dict[int, str], what: str) -> None:
         """Fatal `background activity` when threads that were not there `before` still run: work a candidate

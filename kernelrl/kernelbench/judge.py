@@ -45,7 +45,7 @@ class JudgeMixin:
         self.begin(tid, "candidate", phase)
         out = self._cand_call(cand, cand_in, phase, trace=True, guard=guard if self.cuda else None)
         ref_in, ref_out = self._reference(tid, ref, pristine, phase)
-        self.begin(tid, "candidate", phase)
+        self.begin(tid, "candidate", f"judge {phase}")
         self._judge(out, ref_out, cand_in, pristine, ref_in, prev, errs, poisoned=self.cuda and bool(guard))
         return out, ref_out
 

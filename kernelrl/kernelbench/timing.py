@@ -173,11 +173,12 @@ class _PairRounds:
             raise _CandidateRaised(Rejected(Verdict.DURING_TIMING, f"exception: {_short(error)}"))
         if rep in self.checks and self.reason is None:
             ref_in, ref_out = w._reference(self.tid, self.ref, pristine, "time")
-            w.begin(self.tid, "candidate", "time")
+            w.begin(self.tid, "candidate", "judge time")
             try:
                 w._judge(out, ref_out, xs, pristine, ref_in, None, self.errs)
             except Rejected as exc:
                 self.reason = Rejected(Verdict.DURING_TIMING, str(exc))
+            w.begin(self.tid, "candidate", "time")
         return True
 
     def end_turn(self, name, rnd):

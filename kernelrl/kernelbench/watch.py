@@ -233,6 +233,8 @@ class WatchMixin:
         them, on every Python version; a Python thread that was started and has ended is still `thread`."""
         self.armed = False
         tampered = self._tampered(f"during {phase}")  # first: puts everything back, the pipe to the parent included
+        resume = self.current[2]
+        self.rephase(f"watch {resume}")  # after _tampered: it restores the pipe that begin() writes to
         if os_threads_before is not None:
             self.check_no_background(os_threads_before, f"the candidate's {phase}")
         # Python 3.12+: the audit event names the code that started the thread (library code's own are fine);
@@ -257,12 +259,14 @@ class WatchMixin:
         seen = [w for k, w in self.hits if k == "introspection"]
         if seen:
             raise Fatal(Verdict.INTROSPECTION, f"the candidate's code used {'; '.join(dict.fromkeys(seen))} during {phase}")
+        self.rephase(resume)
 
     def _cand_call(self, cand, inputs, phase, trace=False, guard=None, sync=True):
         """One call of the candidate, watched; exceptions become `Rejected(Verdict.EXCEPTION, "...")` (or fatal when the
         CUDA context broke). `guard`: None, "poison" or "oob" (a MemoryGuard around the call)."""
         oob, guarded = None, False
         if guard and self.guard is not None:
+            self.rephase(f"guard {phase}")
             try:
                 self.guard.arm(self._arena, check=guard == "oob")
                 guarded = True
@@ -270,6 +274,7 @@ class WatchMixin:
                     self.notes.append(self.guard.note)
             except Exception as exc:  # the harness's problem, not the candidate's: go on without the guard
                 self._drop_guard("arm", exc)
+            self.rephase(phase)
         self.caught.clear()
         old = self._gettrace() if trace else None
         if trace:
@@ -287,6 +292,7 @@ class WatchMixin:
             if trace:
                 self._settrace(old)
         if guarded:
+            self.rephase(f"guard {phase}")
             try:
                 oob = self.guard.disarm()
             except Exception as exc:

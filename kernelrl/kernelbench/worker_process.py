@@ -255,7 +255,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         return None
 
     def _report(self, tid, baselines, failure: Rejected | None, errs, times, base_reasons=None):
-        self.begin(tid, None, "report")
+        self.begin(tid, None, "report")  # closes the pair's last phase
+        phases = self.take_phases()
         reason, verdict, detail = (str(failure), failure.verdict.value, failure.detail) if failure is not None else \
             (None, None, None)
         cand_us = times.get("candidate")
@@ -266,7 +267,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             records.append(Record(
                 "candidate", MODE, verified=ok, reason=reason, verdict=verdict, detail=detail,
                 time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
-                extra={"task_reused": self.task_reused, **({"notes": list(self.notes)} if self.notes else {})},
+                extra={"task_reused": self.task_reused, "task_phase_s": phases,
+                       **({"notes": list(self.notes)} if self.notes else {})},
                 baseline=b,
                 candidate_us=cand_us if ok else None, baseline_us=base_us,
                 speedup=base_us / cand_us if ok and base_us and cand_us else None,

@@ -121,8 +121,7 @@ class Worker(ContentProbe, WorkerBase):
         if torch.cuda.memory_reserved() > (16 << 30):  # return big shapes' memory; small ones reuse the cache
             torch.cuda.empty_cache()
         self.begin(task_id, None, "report")  # closes the last phase
-        phases = {k: round(v, 4) for k, v in self.phase_s.items()}
-        self.phase_s = {}
+        phases = self.take_phases()
         records = _records(problem, task["modes"], results)
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
         for record in records:

@@ -72,6 +72,10 @@ def main(argv=None) -> int:
     root = Path(args.kernelbench)
     work = Path(tempfile.mkdtemp(prefix="kb_public_"))
     pairs = example_pairs(root) if args.what == "examples" else self_pairs(root, args.what, work, args.every)
+    if not pairs:
+        print(f"kb_public: no {args.what} tasks under {root}: --kernelbench must be a KernelBench clone (with "
+              f"KernelBench/level1..3 and src/kernelbench/prompts)", file=sys.stderr)
+        return 2
     started = time.perf_counter()
     static = {}
     for i, (t, c, _) in enumerate(pairs):

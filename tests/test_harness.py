@@ -315,3 +315,29 @@ def test_the_content_probes_reference_is_the_last_sets_inputs_with_every_change_
     expected.view(-1)[[1, 3]] = torch.tensor([65.0, 67.0], dtype=torch.float16)  # calls 1 and 3 used set 1
     assert torch.equal(ref, expected.float() @ b.float())
     assert float(worker.pristine[id(sets[1])][0].view(-1)[1]) != 65.0  # the pristine inputs stay as they were
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_the_one_pass_closeness_agrees_with_error_stats_and_allclose(small_chunks, dtype):
+    g = torch.Generator().manual_seed(1)
+    r = torch.randn(5, 9, generator=g).to(dtype)
+    o = (r.double() + 3e-3 * torch.randn(5, 9, generator=g, dtype=torch.float64)).to(dtype)
+    max_abs, max_rel, close = compare.closeness(o, r, 1e-2, 1e-2)
+    ref_abs, ref_rel = compare.error_stats(o, r, 1e-2)
+    assert max_abs == pytest.approx(ref_abs, rel=1e-6) and max_rel == pytest.approx(ref_rel, rel=1e-6)
+    assert close and not compare.closeness(o, r, 1e-6, 1e-6)[2]
+
+
+def test_closeness_finds_one_element_out_of_tolerance_in_the_last_chunk(small_chunks):
+    r = torch.ones(45)
+    o = r.clone()
+    o[44] = 1.5
+    max_abs, _, close = compare.closeness(o, r, 1e-2, 1e-2)
+    assert not close and max_abs == pytest.approx(0.5)
+
+
+def test_closeness_counts_nan_as_not_close(small_chunks):
+    r = torch.ones(10)
+    o = r.clone()
+    o[3] = float("nan")
+    assert not compare.closeness(o, r, 1e-2, 1e-2)[2]

@@ -170,3 +170,24 @@ def test_guard_leaves_live_tensors_alone(toy):
     guard.arm(0)
     assert bool((alloc.memory[live.addr:live.addr + MB] == 3).all())
     assert guard.disarm() is None
+
+
+def test_the_comparisons_own_temporaries_do_not_flag_themselves(toy):
+    """The out-of-bounds comparison runs on the device and allocates: every free block is plugged first, so its
+    temporaries come from memory outside the poisoned ranges and the poison it reads is intact."""
+    alloc, fake = toy
+    guard = _guard(fake)
+    guard.arm(4 * MB, check=True)
+    out = alloc.empty(1 * MB)
+    alloc.memory[out.addr:out.addr + MB] = 7
+    view = guard._view
+    temporaries = []
+
+    def view_with_a_temporary(addr, nbytes):
+        scratch = alloc.empty(2 * MB)  # what a device comparison allocates (a large-pool block: its mask)
+        alloc.memory[scratch.addr:scratch.addr + 2 * MB] = 0
+        temporaries.append(scratch)
+        return view(addr, nbytes)
+
+    guard._view = view_with_a_temporary
+    assert guard.disarm() is None and temporaries

@@ -26,6 +26,27 @@ def error_stats(out, ref, atol: float) -> tuple[float, float]:
     return max_abs, max_rel
 
 
+def closeness(out, ref, atol: float, rtol: float) -> tuple[float, float, bool]:
+    """(max |out - ref|, max |out - ref| / (|ref| + atol), whether every element is within atol + rtol * |ref|, as
+    torch.allclose judges) in one pass over each chunk: the judge's hot path on multi-GB outputs. Real floats of up
+    to 32 bits are compared in float32 (the difference's rounding, 2^-24 of it, is far below any tolerance), others
+    in float64. NaN anywhere is not close."""
+    if out.is_complex() or ref.is_complex():
+        max_abs, max_rel = error_stats(out, ref, atol)
+        return max_abs, max_rel, allclose(out, ref, atol, rtol)
+    wide = torch.float64 if torch.float64 in (out.dtype, ref.dtype) else torch.float32
+    max_abs = max_rel = 0.0
+    close = True
+    for o, r in _chunks(out, ref):
+        r = r.to(wide)  # no copy when it already is
+        diff = o.to(wide).sub(r).abs_()
+        mag = r.abs()
+        max_abs = max(max_abs, float(diff.max()))
+        close = close and bool((diff <= mag.mul(rtol).add_(atol)).all())
+        max_rel = max(max_rel, float(diff.div_(mag.add_(atol)).max()))
+    return max_abs, max_rel, close
+
+
 def allclose(out, ref, atol: float, rtol: float) -> bool:
     return all(torch.allclose(o, r, atol=atol, rtol=rtol) for o, r in _chunks(out, ref))
 
@@ -36,7 +57,8 @@ def all_finite(t) -> bool:
 
 def same_values(x, p) -> bool:
     """Equal elementwise, NaN where the other has NaN (inputs that hold NaN on purpose count as unchanged)."""
-    return all(torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)) and torch.equal(a.isnan(), b.isnan())
+    return all(torch.equal(a, b) or (torch.equal(torch.nan_to_num(a), torch.nan_to_num(b))  # one pass unless NaN
+                                     and torch.equal(a.isnan(), b.isnan()))
                for a, b in _chunks(x, p))
 
 

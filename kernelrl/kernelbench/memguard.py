@@ -25,7 +25,8 @@ from kernelrl.harness.verdicts import Rejected, Verdict
 POISON_BYTE = 0xFF
 SMALL_SIZE = 1 << 20  # the caching allocator's largest "small" allocation (kSmallSize)
 MIN_ARENA = 32 << 20
-MAX_CHECKED = 2 << 30  # free memory compared after an out-of-bounds-checked call, at most (a host copy of it)
+MAX_CHECKED = 2 << 30  # free memory compared after an out-of-bounds-checked call, at most (the nearest bytes); also
+# the arena's size when the device has no room for one that holds the call's outputs
 CHUNK = 256 << 20  # compared this much at a time, so the host never holds more
 
 
@@ -110,7 +111,10 @@ class MemoryGuard:
         stream = t.cuda.current_stream().cuda_stream
         sizes = pluggable(free_blocks(t.cuda.memory_snapshot(), self.index, stream))
         self.plugs = [t.empty(size, dtype=t.uint8, device=self.device) for size in sizes]
-        arena = t.empty(max(MIN_ARENA, min(int(arena_bytes), MAX_CHECKED)), dtype=t.uint8, device=self.device)
+        try:  # large enough for the call's own outputs, so they too come from poisoned memory
+            arena = t.empty(max(MIN_ARENA, int(arena_bytes)), dtype=t.uint8, device=self.device)
+        except RuntimeError:  # out of memory: a smaller arena (outputs beyond it come from unpoisoned memory)
+            arena = t.empty(max(MIN_ARENA, min(int(arena_bytes), MAX_CHECKED)), dtype=t.uint8, device=self.device)
         small = t.empty(SMALL_SIZE, dtype=t.uint8, device=self.device)
         del arena, small
         self.ranges = [(a, a + n) for a, n, _ in free_blocks(t.cuda.memory_snapshot(), self.index)]
@@ -128,6 +132,21 @@ class MemoryGuard:
                 self.check = False
                 self.note = f"no out-of-bounds check (allocator history: {type(exc).__name__}: {exc})"[:300]
 
+    def _count_changed(self, regions: list[tuple[int, int]]) -> int:
+        """Bytes of the (address, size) regions that no longer hold the poison. Compared on the device, after every
+        free block is plugged: the comparison's own temporaries then come from memory outside the poisoned ranges
+        (unplugged, they would land inside them and flag themselves, as the first H200 run showed on every
+        candidate). Where no memory is left for them, on the host (the same answer, about 1 s per GB slower)."""
+        t = self.torch
+        stream = t.cuda.current_stream().cuda_stream
+        plugs = [t.empty(size, dtype=t.uint8, device=self.device)
+                 for size in pluggable(free_blocks(t.cuda.memory_snapshot(), self.index, stream))]
+        try:
+            return sum(int((self._view(start, size) != POISON_BYTE).sum()) for start, size in regions)
+        except RuntimeError:  # out of memory for the temporaries
+            del plugs
+            return sum(int((self._view(start, size).cpu() != POISON_BYTE).sum()) for start, size in regions)
+
     def disarm(self) -> Rejected | None:
         """Release the plugs; with `check`, the out-of-bounds verdict (None when the poison is intact)."""
         t = self.torch
@@ -137,17 +156,15 @@ class MemoryGuard:
             if self.check:
                 trace = self._trace()[self.trace_base:]
                 owned = [(e["addr"], e["addr"] + e["size"]) for e in trace if e.get("action") == "alloc"]
-                changed = 0
-                # Compared on the host: a comparison on the device would allocate its result inside the very free
-                # memory being checked and flag itself (what the first H200 run showed on every candidate).
+                regions = []
                 budget = MAX_CHECKED  # writes past a buffer's end land next to it: the nearest bytes matter
                 for a, b in subtract(self.ranges, owned):
                     for start in range(a, min(b, a + budget), CHUNK):
-                        size = min(CHUNK, b - start, a + budget - start)
-                        changed += int((self._view(start, size).cpu() != POISON_BYTE).sum())
+                        regions.append((start, min(CHUNK, b - start, a + budget - start)))
                     budget -= min(budget, b - a)
                     if budget <= 0:
                         break
+                changed = self._count_changed(regions)
                 if changed:
                     message = Rejected(Verdict.OUT_OF_BOUNDS, f"{changed} bytes of free memory changed outside "
                                                               f"every block the call allocated")

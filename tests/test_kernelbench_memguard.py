@@ -69,15 +69,18 @@ class _Buffer:
 
 
 class _ToyAllocator:
+    """Two pools, as PyTorch's: requests up to 1 MiB from 2 MiB "small" segments, larger ones from "large"
+    segments of their own size (at least 2 MiB); best fit within the request's pool."""
+
     def __init__(self, torch):
         self.torch = torch
         self.memory = torch.zeros(64 * MB, dtype=torch.uint8)
-        self.segments: list[tuple[int, list[_Block]]] = []
+        self.segments: list[tuple[int, list[_Block], str]] = []
         self.next_addr = 4096
         self.history: list[dict] | None = None
 
     def merge(self):
-        for _, blocks in self.segments:
+        for _, blocks, _kind in self.segments:
             i = 0
             while i + 1 < len(blocks):
                 if blocks[i].state == blocks[i + 1].state == "inactive":
@@ -87,15 +90,18 @@ class _ToyAllocator:
 
     def empty(self, size, dtype=None, device=None):
         size = -(-max(size, 512) // 512) * 512
+        kind = "small" if size <= MB else "large"
         best = None
-        for addr, blocks in self.segments:
+        for addr, blocks, seg_kind in self.segments:
+            if seg_kind != kind:
+                continue
             for i, b in enumerate(blocks):
                 start = addr + sum(x.size for x in blocks[:i])
                 if b.state == "inactive" and b.size >= size and (best is None or b.size < best[2].size):
                     best = (blocks, i, b, start)
         if best is None:
-            seg = max(size, 2 * MB)
-            self.segments.append((self.next_addr, [_Block(seg)]))
+            seg = 2 * MB if kind == "small" else max(size, 2 * MB)
+            self.segments.append((self.next_addr, [_Block(seg)], kind))
             self.next_addr += seg
             return self.empty(size)
         blocks, i, b, start = best
@@ -108,12 +114,12 @@ class _ToyAllocator:
         return _Buffer(self, start, b)
 
     def snapshot(self):
-        return [{"device": 0, "address": a, "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+        return [{"device": 0, "address": a, "stream": 0, "segment_type": kind, "segment_pool_id": (0, 0),
                  "is_expandable": False, "blocks": [{"size": b.size, "state": b.state} for b in blocks]}
-                for a, blocks in self.segments]
+                for a, blocks, kind in self.segments]
 
     def empty_cache(self):
-        self.segments = [(a, bl) for a, bl in self.segments if any(b.state != "inactive" for b in bl)]
+        self.segments = [(a, bl, k) for a, bl, k in self.segments if any(b.state != "inactive" for b in bl)]
 
 
 @pytest.fixture
@@ -178,15 +184,16 @@ def test_the_comparisons_own_temporaries_do_not_flag_themselves(toy):
     alloc, fake = toy
     guard = _guard(fake)
     guard.arm(4 * MB, check=True)
-    out = alloc.empty(1 * MB)
-    alloc.memory[out.addr:out.addr + MB] = 7
+    out = alloc.empty(2 * MB)  # from the arena: the small pool's segment stays whole and free
+    alloc.memory[out.addr:out.addr + 2 * MB] = 7
     view = guard._view
     temporaries = []
 
     def view_with_a_temporary(addr, nbytes):
-        scratch = alloc.empty(2 * MB)  # what a device comparison allocates (a large-pool block: its mask)
-        alloc.memory[scratch.addr:scratch.addr + 2 * MB] = 0
-        temporaries.append(scratch)
+        for size in (2 * MB, 12 * 1024):  # what a device comparison allocates: its mask, a reduction's buffer
+            scratch = alloc.empty(size)
+            alloc.memory[scratch.addr:scratch.addr + size] = 0
+            temporaries.append(scratch)
         return view(addr, nbytes)
 
     guard._view = view_with_a_temporary

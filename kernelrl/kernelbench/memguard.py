@@ -25,8 +25,8 @@ from kernelrl.harness.verdicts import Rejected, Verdict
 POISON_BYTE = 0xFF
 SMALL_SIZE = 1 << 20  # the caching allocator's largest "small" allocation (kSmallSize)
 MIN_ARENA = 32 << 20
-MAX_CHECKED = 2 << 30  # free memory compared after an out-of-bounds-checked call, at most (the nearest bytes); also
-# the arena's size when the device has no room for one that holds the call's outputs
+MAX_CHECKED = 2 << 30  # the arena's size and the free memory compared after an out-of-bounds-checked call, at most
+# (a larger arena's unused part stays stuck beside the call's outputs: a 16 GB task then runs out of memory)
 CHUNK = 256 << 20  # compared this much at a time, so the host never holds more
 
 
@@ -111,10 +111,7 @@ class MemoryGuard:
         stream = t.cuda.current_stream().cuda_stream
         sizes = pluggable(free_blocks(t.cuda.memory_snapshot(), self.index, stream))
         self.plugs = [t.empty(size, dtype=t.uint8, device=self.device) for size in sizes]
-        try:  # large enough for the call's own outputs, so they too come from poisoned memory
-            arena = t.empty(max(MIN_ARENA, int(arena_bytes)), dtype=t.uint8, device=self.device)
-        except RuntimeError:  # out of memory: a smaller arena (outputs beyond it come from unpoisoned memory)
-            arena = t.empty(max(MIN_ARENA, min(int(arena_bytes), MAX_CHECKED)), dtype=t.uint8, device=self.device)
+        arena = t.empty(max(MIN_ARENA, min(int(arena_bytes), MAX_CHECKED)), dtype=t.uint8, device=self.device)
         small = t.empty(SMALL_SIZE, dtype=t.uint8, device=self.device)
         del arena, small
         self.ranges = [(a, a + n) for a, n, _ in free_blocks(t.cuda.memory_snapshot(), self.index)]
@@ -132,15 +129,30 @@ class MemoryGuard:
                 self.check = False
                 self.note = f"no out-of-bounds check (allocator history: {type(exc).__name__}: {exc})"[:300]
 
+    def _plug_everything(self) -> list:
+        """Allocate every free block of the current stream's pools, so that whatever is allocated next comes from
+        fresh memory: each block exactly where an allocation of its size lands in it (`pluggable`), a small-pool
+        block larger than the small pool's largest request (a whole free 2 MB segment) in 1 MB pieces, the
+        remainders in the next pass."""
+        t = self.torch
+        stream = t.cuda.current_stream().cuda_stream
+        plugs: list = []
+        for _ in range(8):
+            blocks = free_blocks(t.cuda.memory_snapshot(), self.index, stream)
+            sizes = pluggable(blocks)
+            sizes += [SMALL_SIZE] * sum(size // SMALL_SIZE for _, size, pool in blocks
+                                        if pool == "small" and size > SMALL_SIZE)
+            if not sizes:
+                break
+            plugs += [t.empty(size, dtype=t.uint8, device=self.device) for size in sizes]
+        return plugs
+
     def _count_changed(self, regions: list[tuple[int, int]]) -> int:
         """Bytes of the (address, size) regions that no longer hold the poison. Compared on the device, after every
         free block is plugged: the comparison's own temporaries then come from memory outside the poisoned ranges
         (unplugged, they would land inside them and flag themselves, as the first H200 run showed on every
         candidate). Where no memory is left for them, on the host (the same answer, about 1 s per GB slower)."""
-        t = self.torch
-        stream = t.cuda.current_stream().cuda_stream
-        plugs = [t.empty(size, dtype=t.uint8, device=self.device)
-                 for size in pluggable(free_blocks(t.cuda.memory_snapshot(), self.index, stream))]
+        plugs = self._plug_everything()
         try:
             return sum(int((self._view(start, size) != POISON_BYTE).sum()) for start, size in regions)
         except RuntimeError:  # out of memory for the temporaries

@@ -29,11 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelrl import environment  # noqa: E402
 from kernelrl.harness.verdicts import Verdict, key_of  # noqa: E402
+from kernelrl.harness.tolerance import PROFILES  # noqa: E402
+from kernelrl.kernelbench.aggregate import profile_table  # noqa: E402
 from kernelrl.kernelbench.tasks import check_pair, inspect_candidate, inspect_task  # noqa: E402
 from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result  # noqa: E402
 
 COLUMNS = ("task", "candidate", "expect", "verified", "verdict", "reason", "candidate_us", "eager_us", "speedup",
-           "max_abs_err", "tolerance", "phase_s")
+           "max_abs_err", "tolerance", "correct_strict", "correct_kernelbench", "tightest_tolerance", "phase_s")
 
 
 def self_pairs(root: Path, level: str, work: Path, every: int = 1) -> list[tuple[Path, Path, str]]:
@@ -68,6 +70,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--tolerance", default="strict", choices=PROFILES, help="the profile that decides `verified`")
     args = ap.parse_args(argv)
     root = Path(args.kernelbench)
     work = Path(tempfile.mkdtemp(prefix="kb_public_"))
@@ -83,7 +86,8 @@ def main(argv=None) -> int:
         if reasons:
             static[i] = reasons[0]
     runnable = [i for i in range(len(pairs)) if i not in static]
-    settings = KBSettings(device=args.device, baselines=("eager",), rounds=args.rounds, hang_timeout_s=args.timeout)
+    settings = KBSettings(device=args.device, baselines=("eager",), rounds=args.rounds, hang_timeout_s=args.timeout,
+                          tolerance_profile=args.tolerance)
     env: dict = {}
     done = [0]
 
@@ -109,6 +113,8 @@ def main(argv=None) -> int:
                 "candidate_us": res.candidate_us, "eager_us": res.baseline_us.get("eager"),
                 "speedup": res.speedup("eager"), "max_abs_err": cand.get("max_abs_err"),
                 "tolerance": cand.get("tolerance"),
+                **{f"correct_{p}": int(ok) for p, ok in (cand.get("profiles") or {}).items()},
+                "tightest_tolerance": cand.get("tightest_tolerance"),
                 "phase_s": json.dumps((cand.get("extra") or {}).get("task_phase_s") or {}, separators=(",", ":"))}
 
     def write_rows() -> list[dict]:
@@ -138,6 +144,7 @@ def main(argv=None) -> int:
               on_records=progress)
     seconds = time.perf_counter() - started
     rows = write_rows()
+    results = [task_result(pairs[runnable[i]][0].stem, recs, ("eager",)) for i, recs in records.items()]
     correct = sum(r["verified"] for r in rows if r["expect"] == "correct")
     expected = sum(r["expect"] == "correct" for r in rows)
     rejected = sum(not r["verified"] for r in rows if r["expect"] == "rejected")
@@ -152,7 +159,12 @@ def main(argv=None) -> int:
              f"- speedup over eager within 0.95-1.05: {near} of {len(speedups)} timed"
              + (f" (median {statistics.median(speedups):.3f})" if speedups else ""),
              f"- wall time of the whole run (build step, worker start-ups, every pair): {seconds:.0f} s", "",
-             "| where the worker's time went (summed over pairs) | seconds |", "|---|---|"]
+             "", "| profile | tasks | correct | fast_0 | fast_1 | fast_1.5 | fast_2 | geomean over eager |",
+             "|---|---|---|---|---|---|---|---|"]
+    for t in profile_table(results, "eager"):
+        lines.append(f"| {t['profile']} | {t['tasks']} | {t['correct']} | " + " | ".join(
+            f"{t[k]:.3f}" for k in ("fast_0", "fast_1", "fast_1.5", "fast_2", "geomean")) + " |")
+    lines += ["", "| where the worker's time went (summed over pairs) | seconds |", "|---|---|"]
     phases: dict[str, float] = {}
     for r in rows:
         for k, v in json.loads(r.get("phase_s") or "{}").items():

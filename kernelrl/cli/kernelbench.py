@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kernelrl.cli.ui import console
-from kernelrl.kernelbench.aggregate import aggregate
+from kernelrl.kernelbench.aggregate import aggregate, profile_table
 from kernelrl.kernelbench.evaluate import static_eval, write_csv
 from kernelrl.kernelbench.store import KBResultStore
 from kernelrl.kernelbench.worker import DEFAULT_BASELINES, KBSettings, pair_verdict, run_pairs, task_result
@@ -54,7 +54,7 @@ def _dynamic(args, report) -> int:
     runnable = [v for v in report.verdicts if v.task and v.candidate and not v.reasons]
     settings = KBSettings(device=args.device, baselines=baselines, rounds=max(1, args.rounds),
                           hang_timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
-                          build_jobs=args.build_jobs)
+                          build_jobs=args.build_jobs, tolerance_profile=args.tolerance)
     env: dict = {}
     store = KBResultStore(args.db, " ".join(sys.argv), args.device, env)
     started, done = time.perf_counter(), set()
@@ -104,6 +104,16 @@ def _dynamic(args, report) -> int:
         summary.add_row(row["baseline"], str(row["tasks"]), str(row["success"]), str(row["faster"]),
                         *[f"{row[k]:.3f}" for k in ("mean", "max", "p75", "p50", "p25")])
     console.print(summary)
+    if baselines:
+        profiles = Table(title=f"KernelBench metrics by tolerance profile (over {baselines[0]}; every task "
+                               f"counts, failed ones as not fast; {args.tolerance} decides the verdicts above)")
+        rows = profile_table(results, baselines[0])
+        for col in ("profile", "tasks", "correct", *[k for k in rows[0] if k.startswith("fast_")], "geomean"):
+            profiles.add_column(col)
+        for row in rows:
+            profiles.add_row(row["profile"], str(row["tasks"]), str(row["correct"]),
+                             *[f"{row[k]:.3f}" for k in row if k.startswith("fast_")], f"{row['geomean']:.3f}")
+        console.print(profiles)
     if args.csv:
         write_csv(args.csv, store.rows(report.verdicts))
     console.print(f"{passed} of {len(report.verdicts)} pairs correct ({len(runnable)} evaluated on {args.device})",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from kernelrl.harness.tolerance import PROFILES
 from kernelrl.train.eval_args import EVAL_HELP, add_eval_arguments
 from kernelrl.version import __version__
 from kernelrl.workloads.hgemm import DTYPES, LAYOUTS
@@ -146,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="comma-separated: eager, compile_default, compile_reduce_overhead, cuda_graph "
                           "(default: all on cuda, eager on cpu)")
     kbe.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per pair")
+    kbe.add_argument("--tolerance", default="strict", choices=list(PROFILES),
+                     help="the tolerance profile that decides correctness; both are reported on every pair. "
+                          "strict: fp32 1e-4, fp16/bf16 1e-2 (torchbench, KernelBench today); kernelbench: 1e-2 "
+                          "for every dtype (KernelBench v0/v0.1, CUDA-L1 and published fast_p tables)")
     kbe.add_argument("--timeout", type=float, default=120.0, help="seconds without progress before a hang verdict")
     kbe.add_argument("--compile-timeout", type=float, default=600.0,
                      help="seconds for one candidate's extension build (built first, in parallel)")

@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS kb_results (
     candidate_key TEXT NOT NULL, baseline TEXT NOT NULL, verified INTEGER NOT NULL, reason TEXT,
     candidate_us REAL, baseline_us REAL, speedup REAL, max_abs_err REAL, max_rel_err REAL, baseline_reason TEXT,
     static TEXT, env TEXT, run_id INTEGER, created REAL, verdict TEXT,
+    profile TEXT, profiles TEXT, tightest_tolerance REAL,
     PRIMARY KEY (gpu, task_key, candidate_key, baseline));
 CREATE TABLE IF NOT EXISTS lt_algos (
     gpu TEXT NOT NULL, cublaslt INTEGER NOT NULL, key TEXT NOT NULL, algo TEXT NOT NULL, algo_index INTEGER,
@@ -59,6 +60,7 @@ class Database:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.executescript(SCHEMA)
         self._add_verdict_columns()
+        self._add_profile_columns()
         self._add_dtype_key()
         # The measurement columns by name (their order differs in databases migrated from older schemas).
         self._columns = ", ".join(row["name"] for row in self.conn.execute("PRAGMA table_info(measurements)"))
@@ -71,6 +73,15 @@ class Database:
             if "verdict" not in names:
                 with self.conn:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN verdict TEXT")
+
+    def _add_profile_columns(self) -> None:
+        """Databases written before tolerance profiles: kb_results gets `profile` (the one that decided `verified`),
+        `profiles` (JSON: each profile -> correct under it) and `tightest_tolerance`, empty for old rows."""
+        names = {row["name"] for row in self.conn.execute("PRAGMA table_info(kb_results)")}
+        for column, kind in (("profile", "TEXT"), ("profiles", "TEXT"), ("tightest_tolerance", "REAL")):
+            if column not in names:
+                with self.conn:
+                    self.conn.execute(f"ALTER TABLE kb_results ADD COLUMN {column} {kind}")
 
     def _add_dtype_key(self) -> None:
         """Databases written before problems had a dtype: their rows are fp16, and the table is rebuilt so that the
@@ -198,16 +209,23 @@ class Database:
         values = [(gpu, r.get("task") or "", task_key, r.get("candidate") or "", candidate_key,
                    r.get("baseline") or "", int(bool(r.get("verified"))), r.get("reason"), r.get("candidate_us"),
                    r.get("baseline_us"), r.get("speedup"), r.get("max_abs_err"), r.get("max_rel_err"),
-                   r.get("baseline_reason"), r.get("static"), json.dumps(env), run_id, time.time(), r.get("verdict"))
+                   r.get("baseline_reason"), r.get("static"), json.dumps(env), run_id, time.time(), r.get("verdict"),
+                   r.get("profile"), json.dumps(r["profiles"]) if r.get("profiles") else None,
+                   r.get("tightest_tolerance"))
                   for r in rows]
+        columns = ("gpu, task, task_key, candidate, candidate_key, baseline, verified, reason, candidate_us, "
+                   "baseline_us, speedup, max_abs_err, max_rel_err, baseline_reason, static, env, run_id, created, "
+                   "verdict, profile, profiles, tightest_tolerance")
         with self.conn:
-            self.conn.executemany(f"INSERT OR REPLACE INTO kb_results VALUES ({','.join('?' * 19)})", values)
+            self.conn.executemany(f"INSERT OR REPLACE INTO kb_results ({columns}) VALUES ({','.join('?' * 22)})",
+                                  values)
 
     def kb_rows(self, gpu: str | None = None) -> list[dict]:
         query, args = "SELECT * FROM kb_results", []
         if gpu is not None:
             query, args = query + " WHERE gpu = ?", [gpu]
-        return [keyed_row(dict(row, verified=bool(row["verified"])))
+        return [keyed_row(dict(row, verified=bool(row["verified"]),
+                               profiles=json.loads(row["profiles"]) if row["profiles"] else None))
                 for row in self.conn.execute(query + " ORDER BY task, baseline", args)]
 
     def lt_algos(self, gpu: str, cublaslt: int | None = None) -> dict[str, dict]:

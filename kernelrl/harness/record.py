@@ -32,6 +32,9 @@ class Record:
     max_abs_err: float | None = None
     tolerance: float | None = None  # the tolerance max_rel_err was judged by (harness.tolerance)
     baseline_reason: str | None = None
+    profile: str | None = None  # the tolerance profile that decided `verified` (harness.tolerance)
+    profiles: dict | None = None  # each tolerance profile -> whether the pair is correct under it (times then count)
+    tightest_tolerance: float | None = None  # the smallest atol = rtol every judged output met
 
     @classmethod
     def failed(cls, method: str, mode: str, verdict: Verdict, detail: str = "", **fields) -> "Record":

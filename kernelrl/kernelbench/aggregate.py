@@ -7,7 +7,10 @@ Baselines: `eager` (the task's Model), `compile_default` (torch.compile), `compi
 
 A failed candidate (bad file, flagged, wrong output, crash) counts in `tasks` and not in `success`. Its speedup is
 left out of the statistics by default; with `failed_as_zero=True` it enters them as 0 (CUDA-L1 reports both ways).
-A task whose baseline itself was not measured (e.g. torch.compile failed) is left out of that baseline's row."""
+A task whose baseline itself was not measured (e.g. torch.compile failed) is left out of that baseline's row.
+
+`profile_table` gives KernelBench's own metrics (fast_p, geometric mean) under each tolerance profile
+(harness.tolerance): `kernelbench` (1e-2, as KernelBench v0/v0.1 and CUDA-L1 report) beside `strict`."""
 
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ import math
 from dataclasses import dataclass, field
 
 from kernelrl.harness.stats import percentile
+from kernelrl.harness.tolerance import PROFILES
 
 BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
 FASTER = 1.01
+FAST_P = (0.0, 1.0, 1.5, 2.0)  # KernelBench's fast_p thresholds
 
 
 @dataclass
@@ -28,6 +33,8 @@ class TaskResult:
     candidate_us: float | None
     baseline_us: dict[str, float] = field(default_factory=dict)
     reason: str = ""
+    profiles: dict[str, bool] = field(default_factory=dict)  # tolerance profile -> correct under it
+    timed_us: float | None = None  # the candidate's time whenever it was timed (also when a looser profile passed)
 
     @property
     def ok(self) -> bool:
@@ -38,6 +45,32 @@ class TaskResult:
         if not self.ok or not base or not math.isfinite(base):
             return None
         return base / self.candidate_us
+
+    def speedup_under(self, baseline: str, profile: str) -> float | None:
+        """The speedup where the candidate is correct under `profile` (None otherwise)."""
+        base, t = self.baseline_us.get(baseline), self.timed_us or self.candidate_us
+        if not self.profiles.get(profile) or not base or not t or not math.isfinite(base) or t <= 0:
+            return None
+        return base / t
+
+
+def profile_table(results: list[TaskResult], baseline: str, profiles: tuple[str, ...] = PROFILES,
+                  thresholds: tuple[float, ...] = FAST_P) -> list[dict]:
+    """KernelBench's metrics under each tolerance profile, one row per profile: `tasks` (every task, failed ones
+    included: KernelBench's denominator), `correct`, `fast_<p>` (the share of tasks that are correct with a speedup
+    over `baseline` above p; fast_0 is the correct share) and the geometric-mean speedup over the correct tasks
+    whose baseline was measured."""
+    rows = []
+    for prof in profiles:
+        speeds = [s for s in (r.speedup_under(baseline, prof) for r in results) if s is not None]
+        row = {"profile": prof, "baseline": baseline, "tasks": len(results),
+               "correct": sum(bool(r.profiles.get(prof)) for r in results)}
+        for p in thresholds:
+            row[f"fast_{p:g}"] = (sum(s > p for s in speeds) if p > 0 else row["correct"]) / len(results) \
+                if results else math.nan
+        row["geomean"] = math.exp(sum(math.log(s) for s in speeds) / len(speeds)) if speeds else math.nan
+        rows.append(row)
+    return rows
 
 
 def aggregate(results: list[TaskResult], baselines: tuple[str, ...] = BASELINES,

@@ -10,6 +10,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelrl.harness.tolerance import PROFILES
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench.static_checks import scan, task_input_dtype
 from kernelrl.kernelbench.tasks import PairCheck, check_pair, discover, inspect_candidate, inspect_task, match
@@ -55,7 +56,8 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
 
 
 CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict", "candidate_us", "baseline_us", "speedup",
-               "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch")
+               "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch", "profile",
+               *(f"correct_{p}" for p in PROFILES), "tightest_tolerance")
 
 
 def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict[int, list[dict]],
@@ -80,7 +82,9 @@ def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict
                          "verdict": failed.get("verdict") or Verdict.NOT_EVALUATED.value})
             continue
         for r in recs:
-            rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}})
+            by_profile = {f"correct_{p}": ok for p, ok in (r.get("profiles") or {}).items()}
+            rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}, **by_profile,
+                         "profiles": r.get("profiles")})
     return rows
 
 

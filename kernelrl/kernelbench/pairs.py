@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelrl.build.builder import cache_root
+from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.kernelbench.aggregate import TaskResult
 from kernelrl.kernelbench.build import build_extensions
 
@@ -34,6 +35,10 @@ class KBSettings:
     compile_timeout_s: float = 600.0  # one candidate's extension build; also the hang watch while one loads
     build_jobs: int | None = None  # extension builds at once (None: one per core)
     memory_multiple: float = MEMORY_MULTIPLE
+    tolerance_profile: str = "strict"  # the profile that decides `verified` (harness.tolerance); both are reported
+
+    def __post_init__(self):
+        output_tolerance("float32", self.tolerance_profile)  # UnknownProfile: one line that names the choices
 
     @property
     def load_timeout_s(self) -> float:
@@ -117,12 +122,15 @@ def task_result(name: str, records: list[dict], baselines=DEFAULT_BASELINES):
     """An aggregate.TaskResult from one pair's records. A failed candidate gets NaN baseline times so it counts
     in each requested baseline's `tasks` and not in `success`."""
     ok, reason = pair_verdict(records)
-    if not ok:
-        return TaskResult(name, None, {b: math.nan for b in baselines}, reason or "")
     cand = [r for r in records if r.get("method") == "candidate"]
-    cand_us = next((r["candidate_us"] for r in cand if r.get("candidate_us")), None)
+    profiles = next((r["profiles"] for r in cand if r.get("profiles")), None) or {}
+    timed_us = next((r["candidate_us"] for r in cand if r.get("candidate_us")), None)
     base = {r["baseline"]: r["baseline_us"] for r in cand if r.get("baseline_us")}
-    return TaskResult(name, cand_us, base, "")
+    if not ok:
+        if timed_us is None:
+            base = {b: math.nan for b in baselines}
+        return TaskResult(name, None, base, reason or "", profiles, timed_us)
+    return TaskResult(name, timed_us, base, "", profiles, timed_us)
 
 
 def worker_main(conn, payload: dict):

@@ -22,7 +22,7 @@ from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench.inputs import InputsMixin
-from kernelrl.kernelbench.judge import JudgeMixin
+from kernelrl.kernelbench.judge import JudgeMixin, new_errors
 from kernelrl.kernelbench.memguard import MemoryGuard
 from kernelrl.kernelbench.pairs import MEMORY_MULTIPLE, MODE
 from kernelrl.kernelbench.tamper import static_tampering
@@ -167,7 +167,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             failure = Rejected(Verdict.EXCEPTION, f"a kernel launched while loading failed: {_short(exc)}")
             self._report(tid, baselines, failure, {}, {})
             return self._after_pair(failure)
-        errs = {"max_abs_err": 0.0, "max_rel_err": 0.0}
+        errs = new_errors()
         try:
             self._check_class(cand, ref)
             self._verify(tid, tmod, ref, cand, errs)
@@ -177,7 +177,11 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self._free()
         times, failure, base_reasons = self._time(tid, tmod, ref, cand, baselines, errs)
         failure = failure or static
-        self._report(tid, baselines, failure, errs, times, base_reasons)
+        numerics_only = failure is None and errs["numerics"] is not None
+        if numerics_only:  # every check passed a looser profile: timed for it, not correct under this run's own
+            looser = ", ".join(p for p, ok in errs["passes"].items() if ok)
+            failure = Rejected(Verdict.WRONG_VALUES, f"{errs['numerics']}; within the {looser} profile's")
+        self._report(tid, baselines, failure, errs, times, base_reasons, timed=numerics_only or failure is None)
         return self._after_pair(failure)
 
     def _task(self, tid, path: str):
@@ -254,12 +258,16 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                 f"{temporaries / 2**30:.2f} GiB of the reference's temporaries); {free / 2**30:.1f} GiB are free")
         return None
 
-    def _report(self, tid, baselines, failure: Rejected | None, errs, times, base_reasons=None):
+    def _report(self, tid, baselines, failure: Rejected | None, errs, times, base_reasons=None, timed=False):
+        """One record per baseline. `timed`: every check passed under some tolerance profile, so the candidate's
+        time and speedups are reported (and count for the profiles in `profiles`) even when `verified` (this run's
+        own profile) is False."""
         self.begin(tid, None, "report")  # closes the pair's last phase
         phases = self.take_phases()
         reason, verdict, detail = (str(failure), failure.verdict.value, failure.detail) if failure is not None else \
             (None, None, None)
-        cand_us = times.get("candidate")
+        cand_us = times.get("candidate") if timed else None
+        profiles = {p: bool(timed and cand_us is not None and ok) for p, ok in (errs.get("passes") or {}).items()}
         records = []
         for b in baselines:
             base_us = times.get(b)
@@ -270,10 +278,11 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                 extra={"task_reused": self.task_reused, "task_phase_s": phases,
                        **({"notes": list(self.notes)} if self.notes else {})},
                 baseline=b,
-                candidate_us=cand_us if ok else None, baseline_us=base_us,
-                speedup=base_us / cand_us if ok and base_us and cand_us else None,
+                candidate_us=cand_us, baseline_us=base_us,
+                speedup=base_us / cand_us if base_us and cand_us else None,
                 max_abs_err=errs.get("max_abs_err"), tolerance=errs.get("tolerance"),
-                baseline_reason=(base_reasons or {}).get(b)).to_dict())
+                baseline_reason=(base_reasons or {}).get(b), profile=self.s.get("tolerance_profile", "strict"),
+                profiles=profiles or None, tightest_tolerance=errs.get("tightest") if profiles else None).to_dict())
         self.send("task", tid, records)
 
     def _call(self, model, inputs):

@@ -1,0 +1,109 @@
+"""Both tolerance profiles on every KernelBench pair (CPU worker): a candidate whose outputs are off by about 1e-3
+(TF32-like) is wrong under `strict` (fp32 1e-4) and correct under `kernelbench` (1e-2, KernelBench v0 / CUDA-L1),
+is timed either way, and the profile a run names decides `verified`; one off by 1e-1 fails both and is not timed.
+Integrity verdicts do not depend on the profile."""
+
+import pytest
+
+from kernelrl.harness.tolerance import UnknownProfile
+from kernelrl.kernelbench.aggregate import TaskResult, profile_table
+from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result
+
+TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.tanh(x)
+
+def get_inputs():
+    return [torch.randn(64, 32)]
+
+def get_init_inputs():
+    return []
+'''
+
+CANDIDATE = '''
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return {body}
+'''
+
+BODIES = {"exact": "torch.tanh(x)", "tf32_like": "torch.tanh(x) * (1 + 1e-3)", "wrong": "torch.tanh(x) + 1e-1",
+          "inplace": "x.mul_(1.0 + 1e-3).tanh()"}
+
+
+def evaluate(tmp_path, profile):
+    (tmp_path / "task.py").write_text(TASK)
+    pairs = []
+    for name, body in BODIES.items():
+        (tmp_path / f"{name}.py").write_text(CANDIDATE.format(body=body))
+        pairs.append((str(tmp_path / "task.py"), str(tmp_path / f"{name}.py")))
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2, hang_timeout_s=30.0,
+                          tolerance_profile=profile)
+    out = run_pairs(pairs, settings)
+    return {name: out[i][0] for i, name in enumerate(BODIES)}
+
+
+@pytest.fixture(scope="module")
+def by_profile(tmp_path_factory):
+    return {p: evaluate(tmp_path_factory.mktemp(p), p) for p in ("strict", "kernelbench")}
+
+
+def test_a_tf32_like_error_fails_strict_and_passes_kernelbench_and_is_timed_under_both(by_profile):
+    strict, loose = by_profile["strict"]["tf32_like"], by_profile["kernelbench"]["tf32_like"]
+    assert not strict["verified"] and strict["verdict"] == "wrong values"
+    assert "within the kernelbench profile's" in strict["reason"]
+    assert loose["verified"] and loose["reason"] is None
+    for rec in (strict, loose):
+        assert rec["profiles"] == {"strict": False, "kernelbench": True}
+        assert rec["candidate_us"] and rec["speedup"]
+        assert 1e-4 < rec["tightest_tolerance"] < 1e-2
+
+
+def test_an_exact_candidate_passes_both_profiles(by_profile):
+    for profile, recs in by_profile.items():
+        rec = recs["exact"]
+        assert rec["verified"] and rec["profile"] == profile
+        assert rec["profiles"] == {"strict": True, "kernelbench": True}
+
+
+def test_an_error_beyond_every_profile_fails_both_untimed(by_profile):
+    for recs in by_profile.values():
+        rec = recs["wrong"]
+        assert not rec["verified"] and rec["verdict"] == "wrong values" and rec["candidate_us"] is None
+        assert not any((rec["profiles"] or {}).values())
+
+
+def test_an_integrity_verdict_holds_under_the_loose_profile(by_profile):
+    rec = by_profile["kernelbench"]["inplace"]
+    assert not rec["verified"] and rec["verdict"] == "modified inputs" and rec["candidate_us"] is None
+
+
+def test_task_results_carry_each_profile_and_its_time(by_profile):
+    res = task_result("t", [by_profile["strict"]["tf32_like"]], ("eager",))
+    ok, _ = pair_verdict([by_profile["strict"]["tf32_like"]])
+    assert not ok and not res.ok and res.profiles["kernelbench"] and res.timed_us
+    assert res.speedup("eager") is None and res.speedup_under("eager", "kernelbench") > 0
+
+
+def test_fast_p_counts_every_task_and_only_correct_fast_ones():
+    results = [TaskResult("a", 10.0, {"eager": 30.0}, "", {"strict": True, "kernelbench": True}, 10.0),
+               TaskResult("b", None, {"eager": 12.0}, "wrong values", {"strict": False, "kernelbench": True}, 10.0),
+               TaskResult("c", None, {"eager": 5.0}, "crash", {}, None),
+               TaskResult("d", 10.0, {"eager": 5.0}, "", {"strict": True, "kernelbench": True}, 10.0)]
+    rows = {r["profile"]: r for r in profile_table(results, "eager")}
+    assert rows["strict"]["correct"] == 2 and rows["kernelbench"]["correct"] == 3
+    assert rows["strict"]["fast_0"] == 0.5 and rows["kernelbench"]["fast_0"] == 0.75
+    assert rows["strict"]["fast_1"] == 0.25 and rows["kernelbench"]["fast_1"] == 0.5  # a: 3x, b: 1.2x
+    assert rows["kernelbench"]["fast_2"] == 0.25
+    assert rows["strict"]["geomean"] == pytest.approx((3.0 * 0.5) ** 0.5)
+
+
+def test_an_unknown_profile_is_one_clear_error():
+    with pytest.raises(UnknownProfile, match="choose from strict, kernelbench"):
+        KBSettings(tolerance_profile="loose")

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kernelrl import environment  # noqa: E402
 from kernelrl.harness.verdicts import Verdict, key_of  # noqa: E402
 from kernelrl.harness.tolerance import PROFILES  # noqa: E402
-from kernelrl.kernelbench.aggregate import profile_table  # noqa: E402
+from kernelrl.kernelbench.aggregate import TaskResult, profile_table  # noqa: E402
 from kernelrl.kernelbench.tasks import check_pair, inspect_candidate, inspect_task  # noqa: E402
 from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result  # noqa: E402
 
@@ -145,6 +145,7 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - started
     rows = write_rows()
     results = [task_result(pairs[runnable[i]][0].stem, recs, ("eager",)) for i, recs in records.items()]
+    results += [TaskResult(pairs[i][0].stem, None, {}, static[i]) for i in static]  # failed, counted in tasks
     correct = sum(r["verified"] for r in rows if r["expect"] == "correct")
     expected = sum(r["expect"] == "correct" for r in rows)
     rejected = sum(not r["verified"] for r in rows if r["expect"] == "rejected")

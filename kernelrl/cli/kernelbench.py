@@ -10,9 +10,12 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+from kernelrl.build.builder import cache_root
 from kernelrl.cli.ui import console
+from kernelrl.errors import UserError
 from kernelrl.kernelbench.aggregate import aggregate, profile_table
 from kernelrl.kernelbench.evaluate import static_eval, write_csv
+from kernelrl.kernelbench.published import materialize, read_published
 from kernelrl.kernelbench.store import KBResultStore
 from kernelrl.kernelbench.worker import DEFAULT_BASELINES, KBSettings, pair_verdict, run_pairs, task_result
 
@@ -20,6 +23,7 @@ from kernelrl.kernelbench.worker import DEFAULT_BASELINES, KBSettings, pair_verd
 def cmd_kb(args) -> int:
     """`kernelrl kb eval`: the static checks here, then the dynamic evaluation in spawned workers."""
     import torch  # only to ask whether CUDA is visible: the static checks and the parent side need no torch
+    args.claims = _published(args)
     report = static_eval(args.tasks, args.candidates, args.map)
     for line in report.errors:
         print(f"kernelrl: {line}", file=sys.stderr)
@@ -43,6 +47,24 @@ def cmd_kb(args) -> int:
     return 0 if passed == len(report.verdicts) and not report.errors else 1
 
 
+def _published(args) -> dict | None:
+    """With --published: the set written as task and candidate folders (args.tasks, args.candidates point there)
+    and its claimed speedups; without: None, after checking that --tasks and --candidates were given."""
+    if args.published is None:
+        if not args.tasks or not args.candidates:
+            raise UserError("kb eval needs --tasks and --candidates (files or folders), or --published FORMAT:PATH")
+        return None
+    if args.tasks or args.candidates:
+        raise UserError("--published brings its own tasks and candidates: leave out --tasks and --candidates")
+    fmt, kernels = read_published(args.published)
+    m = materialize(fmt, kernels, Path(args.published_dir) if args.published_dir else cache_root() / "published")
+    args.tasks, args.candidates = [str(m.tasks)], [str(m.candidates)]
+    released = sum(k.kernel_text is not None for k in kernels)
+    console.print(f"published set {args.published}: {len(kernels)} tasks, {released} kernels released, written "
+                  f"under {m.tasks.parent}", markup=False, highlight=False)
+    return m.claims
+
+
 def _dynamic(args, report) -> int:
     """Verify and time every runnable pair (task and candidate load, signatures agree) in spawned workers. A
     static finding only flags the pair: the dynamic verdict decides whether it is correct."""
@@ -56,7 +78,7 @@ def _dynamic(args, report) -> int:
                           hang_timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                           build_jobs=args.build_jobs, tolerance_profile=args.tolerance)
     env: dict = {}
-    store = KBResultStore(args.db, " ".join(sys.argv), args.device, env)
+    store = KBResultStore(args.db, " ".join(sys.argv), args.device, env, args.claims)
     started, done = time.perf_counter(), set()
 
     def on_records(i, recs):
@@ -81,7 +103,8 @@ def _dynamic(args, report) -> int:
     finally:
         store.close()
     table = Table(title=f"KernelBench dynamic verdicts ({args.device})")
-    for col in ("task", "candidate", "static", "verdict", "max abs err", "cand µs", *baselines):
+    claimed_col = [f"claimed {baselines[0]}"] if args.claims and baselines else []
+    for col in ("task", "candidate", "static", "verdict", "max abs err", "cand µs", *baselines, *claimed_col):
         table.add_column(col)
     results, passed = [], 0
     for i, v in enumerate(runnable):
@@ -95,7 +118,8 @@ def _dynamic(args, report) -> int:
             f"[red]{escape(reason or '')}[/]"
         table.add_row(escape(v.task.name), escape(v.candidate.name), v.status, verdict,
                       f"{err:.2e}" if err is not None else "", f"{res.candidate_us:.1f}" if res.ok else "—",
-                      *[f"{res.speedup(b):.2f}×" if res.speedup(b) else "—" for b in baselines])
+                      *[f"{res.speedup(b):.2f}×" if res.speedup(b) else "—" for b in baselines],
+                      *[_claimed(args.claims, v, baselines[0]) for _ in claimed_col])
     console.print(table)
     summary = Table(title="speedup over tasks (baseline time / candidate time; failed candidates left out)")
     for col in ("baseline", "tasks", "success", "faster", "mean", "max", "p75", "p50", "p25"):
@@ -119,3 +143,8 @@ def _dynamic(args, report) -> int:
     console.print(f"{passed} of {len(report.verdicts)} pairs correct ({len(runnable)} evaluated on {args.device})",
                   markup=False, highlight=False)
     return 0 if passed == len(report.verdicts) and not report.errors else 1
+
+
+def _claimed(claims: dict, pair, baseline: str) -> str:
+    value = claims.get(str(pair.task.path.resolve()), {}).get(baseline)
+    return f"{value:.2f}×" if value is not None else "—"

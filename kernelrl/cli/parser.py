@@ -136,8 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
                             "a spawned worker: outputs checked over several seeds and two input distributions, "
                             "then timed beside the baselines; the dynamic verdict decides correctness. Exit code "
                             "1 when any pair fails.")
-    kbe.add_argument("--tasks", nargs="+", required=True, help="task .py files or folders of them")
-    kbe.add_argument("--candidates", nargs="+", required=True, help="candidate .py files or folders of them")
+    kbe.add_argument("--tasks", nargs="+", help="task .py files or folders of them")
+    kbe.add_argument("--candidates", nargs="+", help="candidate .py files or folders of them")
+    kbe.add_argument("--published", metavar="FORMAT:PATH", default=None,
+                     help="a published kernel set instead of --tasks/--candidates, each kernel judged against the "
+                          "task text it was written for, its claimed speedups in the CSV's claimed_speedup "
+                          "(cuda-l1:optimized_cuda_code/h100.json from github.com/deepreinforce-ai/CUDA-L1)")
+    kbe.add_argument("--published-dir", default=None,
+                     help="where a published set's task and candidate files are written (default: "
+                          "$KERNELRL_CACHE/published)")
     kbe.add_argument("--map", nargs="*", default=[], metavar="TASK=CANDIDATE",
                      help="explicit pairs (stems, levelN/stem or paths), before matching by file name")
     kbe.add_argument("--device", default="cuda", choices=["cpu", "cuda"],

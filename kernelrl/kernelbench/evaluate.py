@@ -57,14 +57,17 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
 
 CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict", "candidate_us", "baseline_us", "speedup",
                "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch", "profile",
-               *(f"correct_{p}" for p in PROFILES), "tightest_tolerance")
+               *(f"correct_{p}" for p in PROFILES), "tightest_tolerance",
+               "claimed_speedup")
 
 
 def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict[int, list[dict]],
-             env: dict | None = None) -> list[dict]:
+             env: dict | None = None, claims: dict[str, dict[str, float]] | None = None) -> list[dict]:
     """Long-format rows, HGEMM-CSV style: one per (evaluated pair, baseline), and one (no baseline) per pair that
-    could not be evaluated (no candidate, a bad file, mismatched signatures), with its reason."""
-    env = env or {}
+    could not be evaluated (no candidate, a bad file, mismatched signatures), with its reason. `claims`: a
+    published set's claimed speedups (the task file's resolved path -> baseline -> speedup), carried into
+    `claimed_speedup`."""
+    env, claims = env or {}, claims or {}
     rows = []
     index = {id(v): i for i, v in enumerate(runnable)}
     for v in verdicts:
@@ -81,8 +84,10 @@ def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict
             rows.append({**common, "verified": False, "reason": failed.get("reason") or "not evaluated",
                          "verdict": failed.get("verdict") or Verdict.NOT_EVALUATED.value})
             continue
+        claimed = claims.get(str(v.task.path.resolve()), {}) if v.task else {}
         for r in recs:
             by_profile = {f"correct_{p}": ok for p, ok in (r.get("profiles") or {}).items()}
+            by_profile["claimed_speedup"] = claimed.get(r.get("baseline"))
             rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}, **by_profile,
                          "profiles": r.get("profiles")})
     return rows

@@ -1,0 +1,74 @@
+"""Published kernel sets (`kb eval --published cuda-l1:FILE`): each kernel judged against the task text it was
+written for, the claimed speedups carried into the CSV beside the measured ones, a task without a released kernel
+reported as such, and a malformed set refused with one line (CPU worker)."""
+
+import csv
+import json
+
+import pytest
+
+from kernelrl.cli import main
+from kernelrl.kernelbench.published import PublishedSetError, read_published
+
+TASK = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.{op}(x)
+
+def get_inputs():
+    return [torch.randn(32, 16)]
+
+def get_init_inputs():
+    return []
+'''
+
+KERNEL = TASK.replace("class Model(", "class ModelNew(").split("def get_inputs")[0]
+
+
+def cuda_l1_line(level, task_id, op, kernel, eager_claim):
+    return json.dumps({"level_id": level, "task_id": task_id, "ref_code": TASK.format(op=op), "custom_code": kernel,
+                       "score_default": eager_claim, "score_torch_compile_default": None,
+                       "score_torch_compile_reduce_overhead": None, "score_cuda_graph": None, "score_cudnn": None})
+
+
+@pytest.fixture
+def published(tmp_path):
+    lines = [cuda_l1_line(1, 1, "tanh", KERNEL.format(op="tanh"), 2.5),
+             cuda_l1_line(1, 2, "relu", KERNEL.format(op="sigmoid"), 3.0),  # wrong: another op
+             cuda_l1_line(2, 1, "tanh", "", None)]  # no kernel released
+    path = tmp_path / "h100.json"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_published_set_is_judged_against_its_own_tasks_with_the_claims_beside(published, tmp_path, capsys):
+    out_csv = tmp_path / "out.csv"
+    code = main(["kb", "eval", "--published", f"cuda-l1:{published}", "--published-dir", str(tmp_path / "pub"),
+                 "--device", "cpu", "--rounds", "2", "--csv", str(out_csv), "--db", str(tmp_path / "r.db")])
+    printed = capsys.readouterr().out
+    assert code == 1 and "3 tasks, 2 kernels released" in printed
+    rows = {(r["task"], r["verified"]): r for r in csv.DictReader(open(out_csv))}
+    good = next(r for (task, ok), r in rows.items() if ok == "1")
+    assert good["claimed_speedup"] == "2.5" and good["baseline"] == "eager" and float(good["speedup"]) > 0
+    bad = [r for (task, ok), r in rows.items() if ok == "0"]
+    assert any(r["verdict"] == "wrong values" and r["claimed_speedup"] == "3" for r in bad)
+    assert any(r["verdict"] == "contract" and "no candidate" in r["reason"] for r in bad), bad
+
+
+def test_a_set_of_an_unknown_format_is_one_clear_line(published):
+    with pytest.raises(PublishedSetError, match="FORMAT one of cuda-l1"):
+        read_published(f"kernelbook:{published}")
+
+
+def test_an_entry_without_its_task_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"level_id": 1, "task_id": 3}) + "\n")
+    with pytest.raises(PublishedSetError, match="entry 1 lacks ref_code"):
+        read_published(f"cuda-l1:{path}")
+
+
+def test_tasks_and_a_published_set_together_are_refused(published, capsys):
+    code = main(["kb", "eval", "--published", f"cuda-l1:{published}", "--tasks", "x", "--device", "cpu"])
+    assert code == 2 and "leave out --tasks and --candidates" in capsys.readouterr().err

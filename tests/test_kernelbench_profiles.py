@@ -107,3 +107,50 @@ def test_fast_p_counts_every_task_and_only_correct_fast_ones():
 def test_an_unknown_profile_is_one_clear_error():
     with pytest.raises(UnknownProfile, match="choose from strict, kernelbench"):
         KBSettings(tolerance_profile="loose")
+
+
+OVERFLOW_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.exp(x * 200.0)  # inf wherever x > ~0.44: the reference's own overflow
+
+def get_inputs():
+    return [torch.randn(64, 32)]
+
+def get_init_inputs():
+    return []
+'''
+
+OVERFLOW_BODIES = {"same": "torch.exp(x * 200.0)", "clamped": "torch.exp(x * 200.0).clamp_max(3e38)",
+                   "nan_everywhere": "torch.exp(x * 200.0) * float('nan')"}
+
+
+@pytest.fixture(scope="module")
+def overflow(tmp_path_factory):
+    d = tmp_path_factory.mktemp("overflow")
+    (d / "task.py").write_text(OVERFLOW_TASK)
+    pairs = []
+    for name, body in OVERFLOW_BODIES.items():
+        (d / f"{name}.py").write_text(CANDIDATE.format(body=body))
+        pairs.append((str(d / "task.py"), str(d / f"{name}.py")))
+    out = run_pairs(pairs, KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2))
+    return {name: out[i][0] for i, name in enumerate(OVERFLOW_BODIES)}
+
+
+def test_the_references_own_infinities_are_matched_not_blamed_on_the_candidate(overflow):
+    rec = overflow["same"]
+    assert rec["verified"], rec["reason"]
+    assert any("reference's output is non-finite" in n for n in rec["extra"]["notes"])
+
+
+def test_a_finite_value_where_the_reference_overflows_is_wrong(overflow):
+    rec = overflow["clamped"]
+    assert rec["verdict"] == "wrong values" and "where the reference itself is non-finite" in rec["reason"]
+
+
+def test_nan_where_the_reference_is_finite_is_still_nan_inf(overflow):
+    rec = overflow["nan_everywhere"]
+    assert rec["verdict"] == "NaN/Inf" and "where the reference is finite" in rec["reason"]

@@ -139,11 +139,17 @@ class JudgeMixin:
             return "wrong shape or dtype"
         if not (o.is_floating_point() or o.is_complex()):
             return None if torch.equal(o, r) else "wrong values"
-        if not compare.all_finite(o) and compare.all_finite(r):
+        ref_finite = compare.all_finite(r)
+        if ref_finite and not compare.all_finite(o):
             return "NaN/Inf"
+        if not ref_finite:
+            extra, differ = compare.nonfinite_mismatches(o, r)
+            if extra or differ:
+                return "NaN/Inf" if extra else "wrong values where the reference is non-finite"
         tol = loosest_tolerance(r.dtype)  # ordering, not precision: the main checks judge the numerics
-        if not compare.allclose(o, r, tol, tol):
-            return f"wrong values (max abs error {compare.error_stats(o, r, tol)[0]:.3g})"
+        max_abs, _, tightest = compare.closeness(o, r, tol, finite_only=not ref_finite)
+        if not tightest <= tol:
+            return f"wrong values (max abs error {max_abs:.3g})"
         return None
 
     def _judge(self, out, ref_out, cand_in, pristine, ref_in, prev, errs, poisoned=False):
@@ -192,11 +198,24 @@ class JudgeMixin:
                 if unwritten:
                     raise Rejected(Verdict.UNWRITTEN_OUTPUT, f"{unwritten} of {o.numel()} elements hold the pattern written "
                                    f"to free memory before the call")
-            if not compare.all_finite(o):
-                raise Rejected(Verdict.NON_FINITE, "" if compare.all_finite(r) else "in the reference too")
+            ref_finite = compare.all_finite(r)
+            if ref_finite and not compare.all_finite(o):
+                raise Rejected(Verdict.NON_FINITE)
+            if not ref_finite:  # the reference's own overflow or NaN on these inputs: matched, not blamed
+                extra, differ = compare.nonfinite_mismatches(o, r)
+                if extra:
+                    raise Rejected(Verdict.NON_FINITE, f"{extra} elements where the reference is finite")
+                if differ:
+                    raise Rejected(Verdict.WRONG_VALUES, f"{differ} elements differ where the reference itself is "
+                                   f"non-finite (NaN expected for NaN, the same infinity for an infinity)")
+                note = ("the reference's output is non-finite on some checked inputs: those elements must hold the "
+                        "same non-finite values, the rest is compared as usual")
+                if note not in self.pair_notes:
+                    self.pair_notes.append(note)
             profile = self.s.get("tolerance_profile", "strict")
             tol = output_tolerance(r.dtype, profile)
-            max_abs, rel, tightest = compare.closeness(o, r, tol) if o.numel() else (0.0, 0.0, 0.0)
+            max_abs, rel, tightest = compare.closeness(o, r, tol, finite_only=not ref_finite) if o.numel() \
+                else (0.0, 0.0, 0.0)
             if o.numel():
                 errs["max_abs_err"] = max(errs["max_abs_err"], max_abs)
                 if rel >= errs["max_rel_err"]:  # the tolerance beside the error is the one that error is judged by

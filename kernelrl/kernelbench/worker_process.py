@@ -59,6 +59,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.caught: list[str] = []  # exceptions that passed through the candidate's frames
         self._arena = 0
         self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
+        self.pair_notes: list[str] = []  # what this pair's task did that the verdict had to allow for
         self.task_cache = None  # (key, module, reference model, footprint verdict, footprint, input bytes)
         self.task_reused = False  # whether this pair's task came from the cache (reported in `extra`)
         self.baseline_fns: dict = {}  # the cached task's prepared baselines, by name
@@ -123,6 +124,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
     # -- one pair ----------------------------------------------------------------------------------------------
     def run_task(self, task: dict):
         tid, skip = task["id"], set(task.get("skip", ()))
+        self.pair_notes = []
         if "candidate" in skip or "reference" in skip:
             self.send("task", tid, [])  # the runner already reported this pair's verdict
             return
@@ -276,7 +278,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                 "candidate", MODE, verified=ok, reason=reason, verdict=verdict, detail=detail,
                 time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
                 extra={"task_reused": self.task_reused, "task_phase_s": phases,
-                       **({"notes": list(self.notes)} if self.notes else {})},
+                       **({"notes": self.notes + self.pair_notes} if self.notes or self.pair_notes else {})},
                 baseline=b,
                 candidate_us=cand_us, baseline_us=base_us,
                 speedup=base_us / cand_us if base_us and cand_us else None,

@@ -154,3 +154,67 @@ def test_a_finite_value_where_the_reference_overflows_is_wrong(overflow):
 def test_nan_where_the_reference_is_finite_is_still_nan_inf(overflow):
     rec = overflow["nan_everywhere"]
     assert rec["verdict"] == "NaN/Inf" and "where the reference is finite" in rec["reason"]
+
+
+RANDOM_TASK = '''
+import os
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dropout = nn.Dropout(0.5)  # training mode: a new mask every call
+
+    def forward(self, x):
+        return {forward}
+
+def get_inputs():
+    return [torch.randn(64, 32)]
+
+def get_init_inputs():
+    return []
+'''
+
+RANDOM_CANDIDATE = '''
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dropout = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return {forward}
+'''
+
+
+@pytest.fixture(scope="module")
+def random_tasks(tmp_path_factory):
+    d = tmp_path_factory.mktemp("random")
+    cases = {"dropout_self": ("torch.softmax(self.dropout(x), dim=1)", "torch.softmax(self.dropout(x), dim=1)"),
+             "dropout_skipped": ("torch.softmax(self.dropout(x), dim=1)", "torch.softmax(x, dim=1)"),
+             "os_random": ("x + float(os.urandom(1)[0])", "x + 1.0")}
+    pairs = []
+    for name, (task_fwd, cand_fwd) in cases.items():
+        (d / f"{name}_task.py").write_text(RANDOM_TASK.replace("{forward}", task_fwd))
+        (d / f"{name}.py").write_text(RANDOM_CANDIDATE.replace("{forward}", cand_fwd))
+        pairs.append((str(d / f"{name}_task.py"), str(d / f"{name}.py")))
+    out = run_pairs(pairs, KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2))
+    return {name: out[i][0] for i, name in enumerate(cases)}
+
+
+def test_a_dropout_task_against_itself_is_correct_under_one_seed_per_call(random_tasks):
+    rec = random_tasks["dropout_self"]
+    assert rec["verified"], rec["reason"]
+    assert any("the reference is random" in n for n in rec["extra"]["notes"])
+
+
+def test_a_candidate_that_drops_the_dropout_is_wrong(random_tasks):
+    assert random_tasks["dropout_skipped"]["verdict"] == "wrong values"
+
+
+def test_a_reference_no_seed_repeats_is_a_task_verdict(random_tasks):
+    rec = random_tasks["os_random"]
+    assert rec["verdict"] == "random reference" and rec["candidate_us"] is None

@@ -55,6 +55,7 @@ class Verdict(str, Enum):
     GRAPH_CAPTURE = "graph capture failed"
     HOST_SYNC_IN_CALL = "synchronizes the device inside the call"
     TOO_LARGE = "task too large"
+    RANDOM_TASK = "random reference"  # a KernelBench task whose outputs differ run to run, even under one seed
     SHARED_MEMORY = "too much shared memory"  # a spec's point needs more than an SM has
     # correctness
     WRONG_VALUES = "wrong values"
@@ -113,7 +114,8 @@ _GROUPS = {
     Category.BUILD: (Verdict.COMPILE_ERROR, Verdict.COMPILE_TIMEOUT, Verdict.CONTRACT, Verdict.LOAD_FAILED,
                      Verdict.NO_ENTRY_POINT, Verdict.ADAPTER, Verdict.BAD_SPEC, Verdict.SYNTAX, Verdict.MALFORMED),
     Category.UNSUPPORTED: (Verdict.UNSUPPORTED, Verdict.ACC_MISMATCH, Verdict.RETURNED_ERROR, Verdict.GRAPH_CAPTURE,
-                           Verdict.HOST_SYNC_IN_CALL, Verdict.TOO_LARGE, Verdict.SHARED_MEMORY),
+                           Verdict.HOST_SYNC_IN_CALL, Verdict.TOO_LARGE, Verdict.SHARED_MEMORY,
+                           Verdict.RANDOM_TASK),
     Category.CORRECTNESS: (Verdict.WRONG_VALUES, Verdict.EXACT_INPUTS, Verdict.NON_FINITE, Verdict.WRONG_SHAPE,
                            Verdict.WRONG_TYPE, Verdict.WRONG_DTYPE, Verdict.WRONG_DEVICE, Verdict.EXCEPTION),
     Category.CRASH: (Verdict.CRASH, Verdict.HANG),

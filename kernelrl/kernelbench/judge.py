@@ -38,6 +38,8 @@ class JudgeMixin:
         """The reference's output on a clone of the pristine inputs (computed after the candidate's call)."""
         self.begin(tid, "reference", phase)
         ref_in = self._clone(pristine)
+        if self.seeded:  # a random task: the seed the candidate's call ran under
+            self._manual_seed(self.call_seed)
         ref_out = self._call(ref, ref_in)
         self.sync()
         return ref_in, ref_out

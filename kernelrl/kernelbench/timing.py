@@ -152,6 +152,8 @@ class _PairRounds:
             stage(xs)
         if w.flush_buf is not None:
             w.flush_buf.fill_(rep & 0xFF)
+        if is_cand:
+            w._seed_call()  # a random task: the sampled check's reference repeats this seed
         watched = w._watch() if is_cand else None
         return xs, pristine, watched
 

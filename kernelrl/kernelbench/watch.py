@@ -276,6 +276,7 @@ class WatchMixin:
                 self._drop_guard("arm", exc)
             self.rephase(phase)
         self.caught.clear()
+        self._seed_call()  # a random task's call and its reference under one seed (worker_process._random_reference)
         old = self._gettrace() if trace else None
         if trace:
             self._settrace(self._trace_call)

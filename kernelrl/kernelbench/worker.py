@@ -54,7 +54,10 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
   (`tolerance_profile`) decides `verified`; a pair that passes only the looser one is checked to the end and timed,
   and every record says which profiles it passes and the tightest tolerance its outputs met. Where the reference
   itself is non-finite (its own overflow or NaN on the inputs drawn), the candidate must hold the same non-finite
-  values there (a note says so) and the rest is compared as usual:
+  values there (a note says so) and the rest is compared as usual. Before the candidate loads, the reference is
+  called twice on the same inputs: a random one (dropout in training mode, random numbers in forward) is judged
+  call by call, each checked candidate call and its reference right after the same `torch.manual_seed` (a note
+  says so), and one that does not repeat itself even then is `random reference`, a verdict on the task:
   1. the task's inputs (seed 0); on CUDA the call is a guarded one (`memguard`): free memory poisoned, so elements
      never written show the pattern (`unwritten output`), and writes outside every block the call allocated are
      `out-of-bounds write`;
@@ -125,6 +128,8 @@ REASONS = {
     "stream order": "wrong when read on the caller's stream right after the call (unsynchronized side stream)",
     "during timing": "a check of a sampled timed call failed",
     "hidden work": "synchronized time far beyond the caller's stream's event time",
+    "random reference": "the task's outputs differ on the same inputs even after the same seed: nothing to judge "
+                        "a candidate against",
     "crash": "the worker died or the CUDA context broke",
     "hang": "no progress within the timeout",
 }

@@ -15,13 +15,15 @@ from pathlib import Path
 
 import torch
 
+from kernelrl.harness import compare
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.record import Record
+from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
-from kernelrl.kernelbench.inputs import InputsMixin
+from kernelrl.kernelbench.inputs import InputsMixin, _flatten
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
 from kernelrl.kernelbench.memguard import MemoryGuard
 from kernelrl.kernelbench.pairs import MEMORY_MULTIPLE, MODE
@@ -91,6 +93,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self._event_record = torch.cuda.Event.record
         self._event_elapsed = torch.cuda.Event.elapsed_time
         self._current_frames = sys._current_frames
+        self._manual_seed = torch.manual_seed
+        self.seeded, self.call_seed = False, 0
         self._settrace, self._gettrace = sys.settrace, sys.gettrace
         # the timed rounds' clocks, from the copies above (a candidate may replace the module-level ones)
         self.clocks = Clocks(now=time.perf_counter, sync=self.sync,
@@ -132,6 +136,11 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.base_seed = zlib.crc32(task["name"].encode()) & 0x7FFF_FFFF
         self.begin(tid, "reference", "load")
         tmod, ref, too_large = self._task(tid, task["task_path"])
+        self.call_seed = self.base_seed
+        if self.seeded:
+            self.pair_notes.append("the reference is random (two calls on the same inputs differ: dropout in training "
+                                   "mode, random numbers in forward): each checked candidate call and its reference "
+                                   "ran right after the same torch.manual_seed")
         ref_state = ref.state_dict()
         if too_large:
             self._report(tid, baselines, too_large, {}, {})
@@ -193,7 +202,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         key = (Path(path).name, zlib.crc32(Path(path).read_bytes()))  # the same task file, wherever it lies
         self.task_reused = self.task_cache is not None and self.task_cache[0] == key
         if self.task_reused:
-            _, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s = self.task_cache
+            _, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s, self.seeded = \
+                self.task_cache
             return tmod, ref, too_large
         self.task_cache, self.baseline_fns = None, {}  # the last task's, dropped before the next one loads
         self._free()
@@ -205,7 +215,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.sync()
         self.ref_settle_s = self.clocks.now() - t0  # the scale for the candidate's load (check_device_settled)
         too_large = self._measure_footprint(tid, tmod, ref)
-        self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s)
+        self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s,
+                           self.seeded)
         return tmod, ref, too_large
 
     def _after_pair(self, failure: Rejected | None):
@@ -225,6 +236,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         footprint, plus the reference's own temporaries) does not fit this device."""
         torch = self.torch
         self.footprint = self.input_bytes = 0
+        self.seeded = False
         self.begin(tid, "reference", "footprint")
         if self.cuda:
             torch.cuda.synchronize()
@@ -245,8 +257,14 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         temporaries = 0
         if self.cuda:
             temporaries = max(0, torch.cuda.max_memory_allocated() - base - self.footprint)
+        try:
+            random = self._random_reference(ref, inputs, out)
+        except torch.OutOfMemoryError:  # no room for a second output: judged as a deterministic task
+            random = None
         del inputs, out
         self._free()
+        if random is not None:
+            return random
         if not self.cuda:
             return None
         need = self.s.get("memory_multiple", MEMORY_MULTIPLE) * self.footprint + temporaries
@@ -259,6 +277,45 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                 f"{self.footprint / 2**30:.2f} GiB of one input set and the reference output, plus "
                 f"{temporaries / 2**30:.2f} GiB of the reference's temporaries); {free / 2**30:.1f} GiB are free")
         return None
+
+    def _random_reference(self, ref, inputs, first) -> Rejected | None:
+        """Whether the reference is random (dropout in training mode, random numbers in forward): a second call on
+        the same inputs differs from the first. Such a task is judged call by call under one seed (`seeded`: the
+        candidate's checked call and its reference each right after the same torch.manual_seed), if that makes
+        the reference repeat itself; if not, nothing can judge a candidate: `random reference`."""
+        self.seeded = False
+        if self._same_outputs(first, self._call(ref, inputs)):
+            return None
+        outs = []
+        for _ in range(2):
+            self._manual_seed(self.base_seed)
+            outs.append(self._call(ref, inputs))
+        if not self._same_outputs(*outs):
+            return Rejected(Verdict.RANDOM_TASK, "the reference's outputs differ on the same inputs, even after the "
+                                                 "same torch.manual_seed")
+        self.seeded = True
+        return None
+
+    def _same_outputs(self, a, b) -> bool:
+        """Outputs equal within the strict profile's tolerance (non-finite values the same)."""
+        for x, y in zip(_flatten(a), _flatten(b)):
+            if not isinstance(x, torch.Tensor):
+                if x != y:
+                    return False
+            elif x.shape != y.shape or (not x.is_floating_point() and not torch.equal(x, y)):
+                return False
+            elif x.is_floating_point() and x.numel():
+                tol = output_tolerance(x.dtype)
+                if any(compare.nonfinite_mismatches(x, y)) or \
+                        not compare.closeness(x, y, tol, finite_only=True)[2] <= tol:
+                    return False
+        return True
+
+    def _seed_call(self):
+        """Before a judged candidate call of a random task: a fresh seed, which its reference repeats."""
+        if self.seeded:
+            self.call_seed = (self.call_seed + 1) & 0x7FFF_FFFF
+            self._manual_seed(self.call_seed)
 
     def _report(self, tid, baselines, failure: Rejected | None, errs, times, base_reasons=None, timed=False):
         """One record per baseline. `timed`: every check passed under some tolerance profile, so the candidate's

@@ -14,6 +14,8 @@ from kernelrl.kernelbench.inputs import Held, _flatten, _storage
 from kernelrl.kernelbench.watch import Fatal
 
 SLEEP_CYCLES = 10_000_000  # the stream-order check's spin kernel: ~5 ms at 2 GHz
+# what PyTorch raises on touching an output of CUDA graphs (cudagraph trees) that a later replay overwrote
+OVERWRITTEN = "overwritten by a subsequent run"
 
 
 def new_errors() -> dict:
@@ -172,7 +174,14 @@ class JudgeMixin:
         if prev is not None:
             prev_refs = _flatten(prev[1])
             ref_prev = {_storage(r) for r in prev_refs if isinstance(r, torch.Tensor)}
-            prev_storages = {_storage(o) for o in _flatten(prev[0]) if isinstance(o, torch.Tensor)}
+            try:
+                prev_storages = {_storage(o) for o in _flatten(prev[0]) if isinstance(o, torch.Tensor)}
+            except RuntimeError as exc:  # torch.compile's CUDA graphs free an output when the next call replays
+                if OVERWRITTEN not in str(exc):
+                    raise
+                raise Rejected(Verdict.SAME_TENSOR, "the previous call's output was overwritten by this call "
+                               "(torch.compile's CUDA graphs, mode='reduce-overhead', reuse their output memory): "
+                               "clone the output before returning it") from None
             if any(_storage(r) in ref_prev for r in refs if isinstance(r, torch.Tensor)):
                 prev_storages -= ref_prev  # the reference itself returns the same tensor every call
         for i, (o, r) in enumerate(zip(outs, refs)):

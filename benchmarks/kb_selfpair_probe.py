@@ -1,0 +1,67 @@
+"""Why do launch-bound level-3 self-pairs read 0.91-0.94 (kb_full/summary.md)? The same pairs under three variants
+of the candidate's timed call, one worker each (as `run_pairs` runs them, eager baseline, 3 rounds):
+
+  as_is      the evaluator unchanged;
+  ref_object the candidate's turns call the reference's own model object (its harness path unchanged): a reading
+             below 1 here is the harness path's, near 1 the model object's;
+  no_gc      Python's garbage collector off inside every timed call of every method.
+
+    python benchmarks/kb_selfpair_probe.py --kernelbench .carry/KernelBench > OUT/kb_selfpair_probe.log"""
+
+import argparse
+import gc
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernelrl.kernelbench import timing  # noqa: E402
+from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, worker_main  # noqa: E402
+
+TASKS = ("19_MobileNetV1", "24_EfficientNetB2", "4_LeNet5")
+
+
+def ref_object_worker(conn, payload):
+    original = timing._PairRounds.call
+
+    def call(self, name, prepared):
+        return self.w._call(self.ref, prepared[0]) if name == "candidate" else original(self, name, prepared)
+    timing._PairRounds.call = call
+    worker_main(conn, payload)
+
+
+def no_gc_worker(conn, payload):
+    original = timing._PairRounds.call
+
+    def call(self, name, prepared):
+        gc.disable()
+        try:
+            return original(self, name, prepared)
+        finally:
+            gc.enable()
+    timing._PairRounds.call = call
+    worker_main(conn, payload)
+
+
+VARIANTS = {"as_is": None, "ref_object": ref_object_worker, "no_gc": no_gc_worker}
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernelbench", required=True)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp())
+    pairs = []
+    for name in TASKS:
+        task = Path(args.kernelbench) / "KernelBench" / "level3" / f"{name}.py"
+        cand = work / task.name
+        cand.write_text(re.sub(r"\bModel\b", "ModelNew", task.read_text()))
+        pairs.append((str(task), str(cand)))
+    for variant, target in VARIANTS.items():
+        out = run_pairs(pairs, KBSettings(device="cuda", baselines=("eager",), rounds=3), worker_target=target)
+        for i, name in enumerate(TASKS):
+            ok, reason = pair_verdict(out[i])
+            rec = out[i][0] if out[i] else {}
+            print(f"{variant:10s} {name:20s} {'correct' if ok else reason} speedup {rec.get('speedup')} "
+                  f"cand {rec.get('candidate_us')} eager {rec.get('baseline_us')}", flush=True)

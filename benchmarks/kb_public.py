@@ -32,7 +32,8 @@ from kernelrl.harness.verdicts import Verdict, key_of  # noqa: E402
 from kernelrl.harness.tolerance import PROFILES  # noqa: E402
 from kernelrl.kernelbench.aggregate import TaskResult, profile_table  # noqa: E402
 from kernelrl.kernelbench.tasks import check_pair, inspect_candidate, inspect_task  # noqa: E402
-from kernelrl.kernelbench.worker import KBSettings, failed_record, pair_verdict, run_pairs, task_result  # noqa: E402
+from kernelrl.kernelbench.worker import (KBSettings, failed_record, pair_verdict, progress_line, run_pairs,  # noqa: E402
+                                         task_result)
 
 COLUMNS = ("task", "candidate", "expect", "verified", "verdict", "reason", "candidate_us", "eager_us", "speedup",
            "max_abs_err", "tolerance", "correct_strict", "correct_kernelbench", "tightest_tolerance", "phase_s")
@@ -136,8 +137,8 @@ def main(argv=None) -> int:
             done[0] += 1
             ok, reason = pair_verdict(recs)
             t, c, _ = pairs[runnable[index]]
-            print(f"[{done[0]}/{len(runnable)}] {t.stem} <- {c.name}: {'correct' if ok else reason} "
-                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+            print(progress_line(done[0], len(runnable), f"{t.stem} <- {c.name}", 'correct' if ok else reason,
+                                time.perf_counter() - started), flush=True)
             write_rows()
 
     run_pairs([(str(pairs[i][0]), str(pairs[i][1])) for i in runnable], settings, on_env=env.update,

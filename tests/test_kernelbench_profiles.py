@@ -218,3 +218,9 @@ def test_a_candidate_that_drops_the_dropout_is_wrong(random_tasks):
 def test_a_reference_no_seed_repeats_is_a_task_verdict(random_tasks):
     rec = random_tasks["os_random"]
     assert rec["verdict"] == "random reference" and rec["candidate_us"] is None
+
+
+def test_a_progress_line_estimates_the_rest_from_the_mean_pair_so_far():
+    from kernelrl.kernelbench.worker import progress_line
+    assert progress_line(2, 10, "t <- c", "correct", 30.0) == "[2/10] t <- c: correct (30 s, about 120 s left)"
+    assert progress_line(10, 10, "t <- c", "correct", 150.0) == "[10/10] t <- c: correct (150 s)"

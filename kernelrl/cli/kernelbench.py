@@ -17,7 +17,8 @@ from kernelrl.kernelbench.aggregate import aggregate, profile_table
 from kernelrl.kernelbench.evaluate import static_eval, write_csv
 from kernelrl.kernelbench.published import materialize, read_published
 from kernelrl.kernelbench.store import KBResultStore
-from kernelrl.kernelbench.worker import DEFAULT_BASELINES, KBSettings, pair_verdict, run_pairs, task_result
+from kernelrl.kernelbench.worker import (DEFAULT_BASELINES, KBSettings, pair_verdict, progress_line, run_pairs,
+                                         task_result)
 
 
 def cmd_kb(args) -> int:
@@ -86,8 +87,8 @@ def _dynamic(args, report) -> int:
         if i not in done:  # one progress line per pair, as it finishes
             done.add(i)
             ok, reason = pair_verdict(recs)
-            print(f"[{len(done)}/{len(runnable)}] {runnable[i].task.name} <- {runnable[i].candidate.name}: "
-                  f"{'correct' if ok else reason} ({time.perf_counter() - started:.0f} s)", flush=True)
+            print(progress_line(len(done), len(runnable), f"{runnable[i].task.name} <- {runnable[i].candidate.name}",
+                                'correct' if ok else reason, time.perf_counter() - started), flush=True)
 
     def on_build(outcome):
         print(f"built {Path(outcome.path).name} in {outcome.seconds:.1f} s"

@@ -101,6 +101,13 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
     return out
 
 
+def progress_line(done: int, total: int, what: str, verdict: str, elapsed_s: float) -> str:
+    """One pair's progress line: its count, what ran, its verdict, the time so far and an estimate of the rest
+    (the mean pair so far times the pairs left; the build step, already done, is in the mean's first pair)."""
+    eta = f", about {elapsed_s / done * (total - done):.0f} s left" if 0 < done < total else ""
+    return f"[{done}/{total}] {what}: {verdict} ({elapsed_s:.0f} s{eta})"
+
+
 def failed_record(records: list[dict]) -> dict | None:
     """The record that decided a failed pair (the candidate's or the reference's), with its verdict key."""
     return next((r for r in records if r.get("method") in ("candidate", "reference") and not r.get("verified")),

@@ -92,10 +92,10 @@ from __future__ import annotations
 import importlib
 
 from kernelrl.kernelbench.pairs import (DEFAULT_BASELINES, MEMORY_MULTIPLE, MODE, KBSettings, KBTask, failed_record,
-                                        pair_verdict, run_pairs, task_result, worker_main)
+                                        pair_verdict, progress_line, run_pairs, task_result, worker_main)
 
 __all__ = ["DEFAULT_BASELINES", "MEMORY_MULTIPLE", "MODE", "REASONS", "KBSettings", "KBTask", "failed_record",
-           "pair_verdict", "run_pairs", "task_result", "worker_main"]
+           "pair_verdict", "progress_line", "run_pairs", "task_result", "worker_main"]
 
 REASONS = {
     "exception": "the candidate raised (at import, construction or a call)",

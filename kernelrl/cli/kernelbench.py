@@ -16,6 +16,7 @@ from kernelrl.errors import UserError
 from kernelrl.kernelbench.aggregate import aggregate, profile_table
 from kernelrl.kernelbench.evaluate import static_eval, write_csv
 from kernelrl.kernelbench.published import materialize, read_published
+from kernelrl.kernelbench.requirements import missing_packages
 from kernelrl.kernelbench.store import KBResultStore
 from kernelrl.kernelbench.worker import (DEFAULT_BASELINES, KBSettings, pair_verdict, progress_line, run_pairs,
                                          task_result)
@@ -139,6 +140,15 @@ def _dynamic(args, report) -> int:
             profiles.add_row(row["profile"], str(row["tasks"]), str(row["correct"]),
                              *[f"{row[k]:.3f}" for k in row if k.startswith("fast_")], f"{row['geomean']:.3f}")
         console.print(profiles)
+    lacking: dict[str, int] = {}
+    for v in runnable:
+        for package in missing_packages(v.candidate.path):
+            lacking[package] = lacking.get(package, 0) + 1
+    if lacking:  # once per run, beside each pair's own environment verdict
+        console.print("this environment lacks " + ", ".join(f"{p} (needed by {n} candidate{'s' * (n > 1)})"
+                                                            for p, n in lacking.items())
+                      + ": install them where the evaluation runs to evaluate those pairs", markup=False,
+                      highlight=False)
     if args.csv:
         write_csv(args.csv, store.rows(report.verdicts))
     console.print(f"{passed} of {len(report.verdicts)} pairs correct ({len(runnable)} evaluated on {args.device})",

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from kernelrl.build.builder import cache_root
 from kernelrl.harness.tolerance import output_tolerance
+from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench.aggregate import TaskResult
 from kernelrl.kernelbench.build import build_extensions
+from kernelrl.kernelbench.requirements import environment_detail, missing_packages
 
 DEFAULT_BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
 MODE = "kb"
@@ -85,13 +87,18 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
         if on_records is not None:
             on_records(task.id, out[task.id])
 
-    # Every candidate's extensions are built first, in parallel; the hang watch starts after the build.
-    built = build_extensions([c for _, c in pairs], settings.extensions_dir, settings.build_jobs,
+    # A candidate that needs a package this environment lacks gets its verdict without a worker or a build.
+    lacking = {c: missing_packages(c) for c in {c for _, c in pairs}}
+    # Every other candidate's extensions are built first, in parallel; the hang watch starts after the build.
+    built = build_extensions([c for _, c in pairs if not lacking[c]], settings.extensions_dir, settings.build_jobs,
                              settings.compile_timeout_s, on_done=on_build)
     runnable = []
     for task in tasks:
         outcome = built.get(task.candidate_path)
-        if outcome is not None and not outcome.ok:
+        if lacking[task.candidate_path]:
+            collect(task, verdict_records(task, "candidate", Verdict.ENVIRONMENT,
+                                          environment_detail(lacking[task.candidate_path])))
+        elif outcome is not None and not outcome.ok:
             collect(task, verdict_records(task, "candidate", outcome.verdict, outcome.detail))
         else:
             runnable.append(task)

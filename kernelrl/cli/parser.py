@@ -185,6 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
     evo.add_argument("--temperature", type=float, default=None)
     evo.add_argument("--top-p", type=float, default=None)
     evo.add_argument("--max-tokens", type=int, default=None, help="completion tokens per reply")
+    evo.add_argument("--context-tokens", type=int, default=None,
+                     help="the model's context window (vLLM's --max-model-len): every prompt is fitted to it less "
+                          "--max-tokens, earlier candidates trimmed to fit (default: not fitted)")
+    evo.add_argument("--tokenizer", default=None,
+                     help="how prompts are counted: the model's tokenizer.json (or its folder), 'server' (the "
+                          "server's /tokenize), or chars:N (default chars:3, an estimate)")
     evo.add_argument("--request-timeout", type=float, default=None, help="seconds per request attempt")
     evo.add_argument("--retries", type=int, default=None, help="retries on timeouts, 429 and 5xx (backoff doubles)")
     evo.add_argument("--concurrency", type=int, default=None, help="requests in flight at once")

@@ -38,7 +38,9 @@ class LLMConfig:
     api_key: str = "EMPTY"  # vLLM and SGLang accept any key unless started with --api-key
     temperature: float = 0.7
     top_p: float = 0.95
-    max_tokens: int = 16384
+    max_tokens: int = 16384  # a reply's tokens at most; with context_tokens, also what every prompt leaves free
+    context_tokens: int | None = None  # the model's context window (vLLM's --max-model-len); None: not fitted
+    tokenizer: str = "chars:3"  # how prompts are counted: a tokenizer.json path, "server", or chars:N (tokens.py)
     max_tokens_field: str = "max_tokens"  # some hosted reasoning models want "max_completion_tokens"
     timeout_s: float = 900.0  # per attempt: a long kernel with its analysis takes minutes on a busy server
     retries: int = 4
@@ -82,6 +84,9 @@ class LLMConfig:
             raise LLMError(f"base URL {self.base_url!r} is not an http(s) URL; e.g. http://127.0.0.1:8000/v1")
         if self.concurrency < 1 or self.retries < 0 or self.timeout_s <= 0 or self.max_tokens < 1:
             raise LLMError("concurrency and max_tokens must be at least 1, retries at least 0, the timeout positive")
+        if self.context_tokens is not None and self.context_tokens <= self.max_tokens:
+            raise LLMError(f"context_tokens {self.context_tokens} leaves no room for a prompt beside max_tokens "
+                           f"{self.max_tokens}: lower max_tokens (a 32k-context model: max_tokens 8192 or so)")
         if self.max_tokens_field not in ("max_tokens", "max_completion_tokens"):
             raise LLMError("max_tokens_field must be max_tokens or max_completion_tokens")
 
@@ -197,8 +202,10 @@ class LLMClient:
         if why is not None:
             result.error, result.outcome = why, "budget"
             return result
+        # a fitted prompt's request asks for what its prompt leaves of the context (meta["max_new_tokens"])
+        new_tokens = min(self.cfg.max_tokens, int(result.meta.get("max_new_tokens") or self.cfg.max_tokens))
         kwargs = {"model": self.cfg.model, "messages": messages, "temperature": self.cfg.temperature,
-                  "top_p": self.cfg.top_p, self.cfg.max_tokens_field: self.cfg.max_tokens}
+                  "top_p": self.cfg.top_p, self.cfg.max_tokens_field: new_tokens}
         if self.cfg.seed is not None:
             kwargs["seed"] = self.cfg.seed + rid
         if self.cfg.extra_body:

@@ -17,7 +17,8 @@ from kernelrl.evolve.budget import Budget
 from kernelrl.evolve.client import Completion, LLMClient, LLMError
 from kernelrl.evolve.extract import extract
 from kernelrl.evolve.population import Candidate, Population, safe_name, source_sha
-from kernelrl.evolve.prompts import PromptBuilder
+from kernelrl.evolve.prompts import ContextFit, PromptBuilder
+from kernelrl.evolve.tokens import make_counter
 from kernelrl.evolve.sampling import pick_inspirations, pick_negatives, pick_parent
 from kernelrl.evolve.target import Built, Evaluation, Target
 from kernelrl.evolve.ui import EvolveUI
@@ -73,7 +74,8 @@ class Evolver:
         self.budget = budget or (client.budget if client else Budget(max_calls=0))
         self.ui = ui or EvolveUI()
         self.usage = usage or (client.usage if client else UsageLog(None))
-        self.prompts = {t.key: PromptBuilder(t, hardware_text, self.cfg.max_prompt_chars) for t in targets}
+        fit = context_fit(client.cfg, lambda: client.cfg.model) if client and client.cfg.context_tokens else None
+        self.prompts = {t.key: PromptBuilder(t, hardware_text, self.cfg.max_prompt_chars, fit) for t in targets}
         self.rng = random.Random(self.cfg.rng_seed)
         self.built: dict[int, Built] = {}  # this run's build results: logs for repairs, libraries for profiling
         self.summary = EvolveSummary()
@@ -106,6 +108,7 @@ class Evolver:
     def run(self) -> EvolveSummary:
         for t in self.targets:
             t.preflight()
+            self.prompts[t.key].check_fits()  # a task too long for the model's context: one line, nothing sent
         for t in self.targets:
             pending = self.pop.pending(t.key)
             for c in [c for c in pending if c.origin == "reply"]:  # interrupted between storing and judging
@@ -149,10 +152,11 @@ class Evolver:
             for _ in range(self.cfg.per_island if left is None else min(self.cfg.per_island, left - len(requests))):
                 parent = pick_parent(pool, self.rng, self.cfg.explore)
                 inspirations = pick_inspirations(parent, members, everyone, self.cfg.top_k - 1, self.rng)
-                messages = self.prompts[t.key].propose(parent, inspirations,
-                                                       pick_negatives(failures, self.cfg.negatives))
+                builder = self.prompts[t.key]
+                messages = builder.propose(parent, inspirations, pick_negatives(failures, self.cfg.negatives))
                 meta = {"target": t.key, "island": island, "generation": gen,
-                        "parent": parent.id if parent else None, "inspirations": [c.id for c in inspirations]}
+                        "parent": parent.id if parent else None, "inspirations": [c.id for c in inspirations],
+                        **_fit_meta(builder)}
                 requests.append((messages, "propose", meta))
         proposals = self._ask(t, requests, origin="llm")
         sent = sum(p.completion.outcome != "budget" for p in proposals)
@@ -255,9 +259,16 @@ class Evolver:
         for p, c in broken:
             b = self.built.get(c.id)
             errors = (b.log if b is not None and not b.ok and b.log else "") or c.verdict or ""
-            messages = self.prompts[t.key].repair(p.messages, p.completion.text or "", errors)
+            builder = self.prompts[t.key]
+            messages = builder.repair(p.messages, p.completion.text or "", errors)
+            if messages is None:
+                self.ui.stage(f"repair of {c.name} skipped: the conversation with its errors does not fit the "
+                              f"model's context")
+                continue
             requests.append((messages, "repair", {"target": t.key, "island": c.island, "generation": c.generation,
-                                                  "parent": c.id, "inspirations": []}))
+                                                  "parent": c.id, "inspirations": [], **_fit_meta(builder)}))
+        if not requests:
+            return []
         self.summary.repairs += len(requests)
         fixed = self._ask(t, requests, origin="repair")
         self.process(t, [p.candidate for p in fixed if p.new])
@@ -277,6 +288,21 @@ class Evolver:
                 self.ui.stage(f"profiling {c.name} failed: {profile['error']}")
             if profile:
                 self.pop.set_profile(c.id, profile)  # an error is kept too: it says why the prompt shows no metrics
+
+
+def context_fit(cfg, model) -> ContextFit:
+    """The prompts' fit to the model's context from the client's settings (`model`: the served model's name, read
+    when the server's tokenizer is asked)."""
+    return ContextFit(make_counter(cfg.tokenizer, cfg.base_url, model), cfg.context_tokens, cfg.max_tokens)
+
+
+def _fit_meta(builder: PromptBuilder) -> dict:
+    """What the call log records of a fitted prompt, and the request's generation cap (the client reads it)."""
+    report = builder.last_fit if builder.fit is not None else None
+    if report is None:
+        return {}
+    return {"prompt_tokens_counted": report.tokens, "max_new_tokens": builder.fit.new_tokens(report.tokens),
+            **({"left_out": report.dropped} if report.dropped else {})}
 
 
 def _sha(text: str | None) -> str:

@@ -78,12 +78,16 @@ def run_command(args, console) -> int:
     if args.budget_calls != 0:
         cfg = LLMConfig.resolve({"base_url": args.base_url, "model": args.model, "temperature": args.temperature,
                                  "top_p": args.top_p, "max_tokens": args.max_tokens, "timeout_s": args.request_timeout,
+                                 "context_tokens": args.context_tokens, "tokenizer": args.tokenizer,
                                  "retries": args.retries, "concurrency": args.concurrency}, args.llm_config)
         client = LLMClient(cfg, budget, usage)
         client.resolve_model()
         console.print(f"[dim]model {cfg.model} at {cfg.base_url}; budget: {args.budget_calls} calls"
                       + (f", {args.budget_tokens} tokens" if args.budget_tokens else "")
-                      + (f", {args.budget_minutes:g} min" if args.budget_minutes else "") + "[/]", highlight=False)
+                      + (f", {args.budget_minutes:g} min" if args.budget_minutes else "")
+                      + (f"; prompts fitted to {cfg.context_tokens} tokens less max_tokens {cfg.max_tokens}, counted by "
+                         f"{cfg.tokenizer}" if cfg.context_tokens else "; prompts not fitted to a context "
+                         "(--context-tokens)") + "[/]", highlight=False)
     hardware = detect()
     pop = Population(db)
     ui = RichEvolveUI(console, total_calls=args.budget_calls)

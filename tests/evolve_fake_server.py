@@ -16,8 +16,11 @@ ROOT = Path(__file__).resolve().parent.parent
 GOOD = (ROOT / "examples" / "hgemm_wmma.cu").read_text()
 # The same kernel with its closing `}  // extern "C"` cut off: the brace is never closed (a compile error).
 BROKEN = GOOD[:GOOD.rindex("}  // extern")]
-FIXED = GOOD.replace("// Honest reference candidate", "// Honest reference candidate (repaired)", 1)
-BETTER = GOOD.replace("// Honest reference candidate", "// Honest reference candidate (variant 2)", 1)
+# Other kernels in code, not only in comments (a comment-only change is a copy: kernelrl/evolve/copies.py).
+FIXED = GOOD.replace("    (void)workspace; (void)workspace_bytes;\n",
+                     "    (void)workspace; (void)workspace_bytes; (void)0;  // repaired\n", 1)
+BETTER = GOOD.replace("    (void)workspace; (void)workspace_bytes;\n",
+                      "    (void)workspace; (void)workspace_bytes; (void)1;  // variant 2\n", 1)
 # CUDA-L1's favourite trick: do the work on a private stream, so the timed stream looks idle.
 CHEAT = GOOD.replace(
     "    (void)workspace; (void)workspace_bytes;\n",

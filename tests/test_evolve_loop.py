@@ -225,6 +225,13 @@ def test_a_repeated_reply_is_not_evaluated_twice(tmp_path):
     assert summary.duplicates == 1 and summary.outcomes == {"ok": 1} and len(evolver.pop.all(target.key)) == 1
 
 
+def test_a_renamed_copy_of_a_kernel_is_not_a_new_member(tmp_path):
+    renamed = GOOD.replace("WARPS_M", "WGRID_M").replace("STAGES", "NSTAGE")
+    with FakeServer([reply(answer(GOOD)), reply(answer(renamed))]) as server:
+        evolver, summary, target = evolve(server, tmp_path / "e.db", calls=2)
+    assert summary.copies == 1 and summary.outcomes == {"ok": 1} and len(evolver.pop.all(target.key)) == 1
+
+
 def test_timeouts_and_server_errors_inside_the_loop_are_retried(tmp_path):
     script = [reply(answer(GOOD), delay_s=2.0), error(500), reply(answer(GOOD))]
     with FakeServer(script) as server:
@@ -242,7 +249,7 @@ def test_a_server_that_refuses_every_request_stops_the_run(tmp_path):
 
 def test_each_island_gets_a_proposal_and_the_best_migrates(tmp_path):
     n = iter(range(100))
-    with FakeServer(lambda body: reply(answer(GOOD + f"// variant {next(n)}\n"))) as server:
+    with FakeServer(lambda body: reply(answer(GOOD + f"static const int kernelrl_variant = {next(n)};\n"))) as server:
         evolver, _, target = evolve(server, tmp_path / "e.db", calls=2, islands=2, migrate_every=1,
                                     generations=1)
     own = {i: [c for c in evolver.pop.all(target.key) if c.island == i] for i in (0, 1)}

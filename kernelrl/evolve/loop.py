@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kernelrl.evolve.budget import Budget
 from kernelrl.evolve.client import Completion, LLMClient, LLMError
+from kernelrl.evolve.copies import CopyIndex
 from kernelrl.evolve.extract import extract
 from kernelrl.evolve.population import Candidate, Population, safe_name, source_sha
 from kernelrl.evolve.prompts import ContextFit, PromptBuilder
@@ -59,6 +60,7 @@ class EvolveSummary:
     stop_reason: str = ""
     outcomes: dict[str, int] = field(default_factory=dict)  # verdict category → candidates judged in this run
     duplicates: int = 0
+    copies: int = 0  # replies that renamed a kernel already in the population (evolve/copies.py)
     call_failures: dict[str, int] = field(default_factory=dict)
     repairs: int = 0
 
@@ -81,6 +83,7 @@ class Evolver:
         self.summary = EvolveSummary()
         self._profiling = bool(self.cfg.profile_sets)
         self._request_of: dict[int, int] = {}  # candidate id → the request whose reply it came from
+        self._copies: dict[str, CopyIndex] = {}  # target key → its kernels' forms (copy detection)
 
     @property
     def model(self) -> str:
@@ -202,11 +205,32 @@ class Evolver:
                 cand = self._record(t, cand, Evaluation("malformed", ex.verdict, key=ex.key.value), c.request_id)
             p.candidate = cand
             return
+        match = self._copy_index(t).find(ex.code)
+        if match is not None:  # a kernel shown or proposed before: no new member, nothing evaluated again
+            p.candidate, p.new = self.pop.get(match.key), False
+            if match.kind == "copy":
+                self.summary.duplicates += 1
+            else:
+                self.summary.copies += 1
+            self.ui.stage(f"  reply {c.request_id} is a{' renamed' if match.kind != 'copy' else ''} copy of "
+                          f"{match.of}: not a new member, not evaluated again")
+            return
         p.candidate, p.new = self.pop.add(t.key, ex.code, origin, **common)
         if not p.new:
             self.summary.duplicates += 1
             self.ui.stage(f"  reply {c.request_id} repeats {p.candidate.name}: not evaluated again")
+            return
+        self._copies[t.key].add(p.candidate.name, p.candidate.source, p.candidate.id)
         self._request_of[p.candidate.id] = c.request_id
+
+    def _copy_index(self, t: Target) -> CopyIndex:
+        """The target's kernels so far (every one a prompt may show), for copy detection."""
+        if t.key not in self._copies:
+            self._copies[t.key] = CopyIndex(t.language)
+            for c in self.pop.all(t.key):
+                if c.origin != "reply":  # raw replies hold no extracted code
+                    self._copies[t.key].add(c.name, c.source, c.id)
+        return self._copies[t.key]
 
     # -- judging -------------------------------------------------------------------------------------------------
     def process(self, t: Target, cands: list[Candidate]) -> None:

@@ -48,6 +48,7 @@ class Verdict(str, Enum):
     BAD_SPEC = "bad spec"  # a kernel spec (kernelrl/space/spec.py) that does not parse
     SYNTAX = "syntax"  # a KernelBench candidate file that does not parse
     MALFORMED = "malformed"  # a model's reply with no usable code (the evolve loop and the reward only)
+    COPY = "copy"  # a model's kernel that repeats one its prompt showed or one proposed before (evolve/copies.py)
     # unsupported
     UNSUPPORTED = "unsupported"
     ACC_MISMATCH = "accumulator mismatch"
@@ -112,7 +113,8 @@ class Verdict(str, Enum):
 
 _GROUPS = {
     Category.BUILD: (Verdict.COMPILE_ERROR, Verdict.COMPILE_TIMEOUT, Verdict.CONTRACT, Verdict.LOAD_FAILED,
-                     Verdict.NO_ENTRY_POINT, Verdict.ADAPTER, Verdict.BAD_SPEC, Verdict.SYNTAX, Verdict.MALFORMED),
+                     Verdict.NO_ENTRY_POINT, Verdict.ADAPTER, Verdict.BAD_SPEC, Verdict.SYNTAX, Verdict.MALFORMED,
+                     Verdict.COPY),
     Category.UNSUPPORTED: (Verdict.UNSUPPORTED, Verdict.ACC_MISMATCH, Verdict.RETURNED_ERROR, Verdict.GRAPH_CAPTURE,
                            Verdict.HOST_SYNC_IN_CALL, Verdict.TOO_LARGE, Verdict.SHARED_MEMORY,
                            Verdict.RANDOM_TASK),

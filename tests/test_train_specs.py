@@ -237,8 +237,8 @@ class _Service:
         return [RewardResult(1.1, "ok", None, speedup=1.1) for _ in items]
 
 
-@pytest.mark.parametrize("copies, rewards", [("keep", [1.1, 1.1]), ("zero", [0.0, 1.1])])
-def test_copies_zero_pays_nothing_for_a_spec_the_prompt_showed(copies, rewards):
+@pytest.mark.parametrize("copies, rewards", [("keep", [1.1, 1.1]), ("zero", [0.0, 1.1]), ("floor", [0.01, 1.1])])
+def test_a_spec_the_prompt_showed_is_paid_as_the_copies_setting_says(copies, rewards):
     from kernelrl.train.metrics import MetricsLog
     from kernelrl.train.reward_fn import PolicyReward
     prompt = prompt_text("64x64x64", "fp32", [(HONEST, "1.10x")])

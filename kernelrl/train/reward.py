@@ -20,7 +20,7 @@ FAILURE_REWARD = 0.0
 TRANSFORMS = ("linear", "log")
 SMOOTHINGS = ("none", "tanh")
 AGGREGATES = ("mean", "geomean")
-COPIES = ("keep", "zero")
+COPIES = ("floor", "zero", "keep")
 # Verdict categories (kernelrl/evolve/verdicts.py) plus the reward service's own: "timeout" (the evaluation ran
 # past its deadline) and "error" (the evaluation itself failed, not the kernel).
 HACK_CATEGORIES = ("rejected", "defence")
@@ -43,8 +43,11 @@ class RewardConfig:
     length_free_chars: int = 8000
     length_max_chars: int = 32000
     min_verified: float = 0.01  # floor for a verified kernel: above every failure, whatever the penalties
-    copies: str = "keep"  # spec completions under contrastive prompts: "zero" pays nothing for a spec the prompt
-    # already showed (the task is a new variant; measured: copying grows and learning stops, learning/summary.md)
+    # A completion that repeats a kernel (or spec) its prompt showed, or one proposed earlier for the same target
+    # (evolve/copies.py): "floor" pays a verified copy min_verified at most (above every failure, below every new
+    # kernel), "zero" pays nothing, "keep" the full reward (ablations only: copying then grows and learning stops,
+    # learning/summary.md).
+    copies: str = "floor"
 
     def __post_init__(self):
         self.validate()

@@ -6,8 +6,10 @@ and measurements, in the run's population, where later prompts find it as contex
 
 from __future__ import annotations
 
-from kernelrl.evolve.extract import extract
+from kernelrl.evolve.copies import CopyIndex
+from kernelrl.evolve.extract import LANGUAGES, blocks, extract
 from kernelrl.evolve.target import geomean
+from kernelrl.harness.verdicts import Verdict
 from kernelrl.train.metrics import MetricsLog, summarize
 from kernelrl.train.reward import FAILURE_REWARD, RewardResult
 from kernelrl.train.service import RewardService, completion_text
@@ -57,10 +59,8 @@ class PolicyReward:
               prompts: list[str] | None = None) -> list[RewardResult]:
         self.calls += 1
         results = self.service.score(list(zip(specs, texts)))
-        if prompts is not None and self.service.reward.copies == "zero":
-            results = [RewardResult(FAILURE_REWARD, "copy", "copy: the prompt already showed this spec",
-                                    judgement=r.judgement) if is_copy(t, p) else r
-                       for t, p, r in zip(texts, prompts, results)]
+        if prompts is not None and self.service.reward.copies != "keep":
+            results = [self._unless_copy(s, t, p, r) for s, t, p, r in zip(specs, texts, prompts, results)]
         targets = [TargetSpec.from_json(s) for s in dict.fromkeys(specs)]
         extra = spec_summary(texts, results, prompts) if any(t.completion == "spec" for t in targets) else {}
         shapes = sorted({shape for t in targets for shape in t.shapes})  # what the batch was judged on
@@ -69,6 +69,42 @@ class PolicyReward:
         if self.pop is not None:
             self._record(specs, texts, results, step)
         return results
+
+    def _unless_copy(self, spec_json: str, text: str, prompt: str, result: RewardResult) -> RewardResult:
+        """The result, or a copy's: worth the verified floor at most ("floor") or nothing ("zero")."""
+        why = self._copy_of(spec_json, text, prompt)
+        if why is None:
+            return result
+        cfg = self.service.reward
+        if cfg.copies == "zero":
+            return RewardResult(FAILURE_REWARD, "copy", why, judgement=result.judgement, key=Verdict.COPY.value)
+        if not result.ok:
+            return result  # a copy that fails keeps its failure (worth 0 already)
+        return RewardResult(min(result.reward, cfg.min_verified), "copy", why, speedup=result.speedup,
+                            judgement=result.judgement, key=Verdict.COPY.value)
+
+    def _copy_of(self, spec_json: str, text: str, prompt: str) -> str | None:
+        """Why the completion is a copy (the verdict line), or None: a spec its prompt showed; a kernel equal, up to
+        comments, whitespace and renaming, to a code block of its prompt or to an earlier completion of the same
+        target in the population."""
+        spec = TargetSpec.from_json(spec_json)
+        if spec.completion == "spec":
+            return "copy: the prompt already showed this spec" if is_copy(text, prompt) else None
+        language, entry = spec.entry
+        ex = extract(text, language, entry)
+        if not ex.ok:
+            return None
+        index = CopyIndex(language)
+        aliases = LANGUAGES.get(language, (language,))
+        for i, block in enumerate(b for b in blocks(prompt) if b.lang.lower() in aliases):
+            index.add(f"variant {i + 1} of the prompt", block.text)
+        if self.pop is not None:
+            if spec_json not in self._keys:
+                self._keys[spec_json] = make_target(spec).key
+            for c in self.pop.all(self._keys[spec_json]):
+                index.add(c.name, c.source, c.id)
+        match = index.find(ex.code)
+        return match.verdict() if match is not None else None
 
     def _record(self, specs, texts, results, step: int) -> None:
         for spec_json, text, result in zip(specs, texts, results):

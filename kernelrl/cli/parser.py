@@ -205,6 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     evo.add_argument("--top-k", type=int, default=4, help="earlier candidates shown per prompt, parent included")
     evo.add_argument("--negatives", type=int, default=4, help="failed candidates shown per prompt")
     evo.add_argument("--no-repair", action="store_true", help="no second turn for candidates that do not compile")
+    evo.add_argument("--turns", type=int, default=1,
+                     help="attempts per trajectory: after each, its verdict (speedup, wrong values, compile errors) "
+                          "is the model's next message, earlier replies condensed to code and a paragraph "
+                          "(default 1: single-turn, with --no-repair's repair turn)")
     evo.add_argument("--seed", nargs="*", default=[], metavar="FILE",
                      help="kernels put into the population first: .cu files or folders (examples/hgemm_wmma.cu, "
                           "a tuned LIB/kernels/), .py ModelNew files with --tasks")

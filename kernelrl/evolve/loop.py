@@ -37,6 +37,7 @@ class EvolveConfig:
     negatives: int = 4  # failed candidates shown per prompt
     explore: float = 0.1  # chance of a uniformly drawn parent
     repair: bool = True
+    turns: int = 1  # attempts per trajectory: after each, its verdict is the next user message (repairs included)
     generations: int | None = None  # stop after this many generations (per invocation)
     profile_sets: tuple[str, ...] = ()
     profile_top: int = 1  # new verified candidates profiled per generation, fastest first
@@ -61,6 +62,7 @@ class EvolveSummary:
     outcomes: dict[str, int] = field(default_factory=dict)  # verdict category → candidates judged in this run
     duplicates: int = 0
     copies: int = 0  # replies that renamed a kernel already in the population (evolve/copies.py)
+    turns: list[dict] = field(default_factory=list)  # per turn: proposals, verified, best speedup so far
     call_failures: dict[str, int] = field(default_factory=dict)
     repairs: int = 0
 
@@ -165,7 +167,11 @@ class Evolver:
         sent = sum(p.completion.outcome != "budget" for p in proposals)
         new = [p for p in proposals if p.new]
         self.process(t, [p.candidate for p in new])
-        if self.cfg.repair:
+        if self.cfg.turns > 1:  # multi-turn: every verdict (a compile error too) is the next turn's message
+            later = self._later_turns(t, proposals)
+            sent += sum(p.completion.outcome != "budget" for p in later)
+            new += [p for p in later if p.new]
+        elif self.cfg.repair:
             repairs = self._repair(t, new)
             sent += sum(p.completion.outcome != "budget" for p in repairs)
             new += [p for p in repairs if p.new]
@@ -270,6 +276,52 @@ class Evolver:
                           "verdict": ev.verdict, "score": ev.score, "speedups": ev.speedups})
         self.ui.candidate_done(t, c)
         return c
+
+    def _later_turns(self, t: Target, first: list[Proposal]) -> list[Proposal]:
+        """Turns 2..`turns` of this generation's trajectories: each judged attempt's verdict (measurements, wrong
+        values, a compile error with its lines, a malformed reply) goes back to the model in the same conversation,
+        earlier replies condensed to their code and a paragraph; a trajectory ends at a copy, a failed call, the
+        context's limit or the budget. Records, per turn, the attempts, the verified ones and the best speedup so
+        far over all trajectories."""
+        builder, out = self.prompts[t.key], []
+        current = [p for p in first if p.candidate is not None]
+        best = self._turn_stats(1, current, None)
+        for turn in range(2, self.cfg.turns + 1):
+            if not current or self.budget.exhausted():
+                break
+            requests = []
+            for p in current:
+                c = self.pop.get(p.candidate.id)
+                if not p.new and c.origin != "reply":  # a copy or a repeat: nothing new to say about it
+                    continue
+                b = self.built.get(c.id)
+                errors = b.log if b is not None and not b.ok and b.log else ""
+                ex = extract(p.completion.text, t.language, t.entry, p.completion.finish_reason)
+                messages = builder.refine(p.messages, p.completion.text or "", ex.code, c, turn, self.cfg.turns,
+                                          errors)
+                if messages is None:
+                    self.ui.stage(f"trajectory of {c.name} ends at turn {turn - 1}: the conversation would not "
+                                  f"fit the model's context")
+                    continue
+                requests.append((messages, "refine", {"target": t.key, "island": c.island, "generation": c.generation,
+                                                      "parent": c.id, "inspirations": [], "turn": turn,
+                                                      **_fit_meta(builder)}))
+            if not requests:
+                break
+            current = [p for p in self._ask(t, requests, origin="refine") if p.candidate is not None]
+            self.process(t, [p.candidate for p in current if p.new])
+            out += current
+            best = self._turn_stats(turn, current, best)
+        return out
+
+    def _turn_stats(self, turn: int, attempts: list[Proposal], best: float | None) -> float | None:
+        judged = [self.pop.get(p.candidate.id) for p in attempts]
+        scores = [c.score for c in judged if c.ok and c.score]
+        best = max([*scores, *([best] if best is not None else [])], default=None)
+        row = {"turn": turn, "attempts": len(attempts), "verified": sum(c.ok for c in judged), "best_so_far": best}
+        self.summary.turns.append(row)
+        self.usage.write({"kind": "turn", **row})
+        return best
 
     def _repair(self, t: Target, proposals: list[Proposal]) -> list[Proposal]:
         broken = []

@@ -114,7 +114,8 @@ class PromptBuilder:
 
     def describe(self, c: Candidate, role: str, with_source: bool) -> str:
         origin = {"seed": "a seed kernel", "llm": f"proposed in generation {c.generation}",
-                  "repair": f"repaired in generation {c.generation}"}.get(c.origin, c.origin)
+                  "repair": f"repaired in generation {c.generation}",
+                  "refine": f"refined after a verdict in generation {c.generation}"}.get(c.origin, c.origin)
         island = f", island {c.island}" if c.island is not None else ""
         lines = measurement_lines(c, self.target.objective)
         for extra in (resource_line(c.resources), format_summary(c.profile)):
@@ -216,6 +217,21 @@ class PromptBuilder:
             parts.append(self.describe(c, "parent" if is_parent else "for comparison", with_source))
         return self._messages(parent, parts, negatives)
 
+    def refine(self, messages: list[dict], reply: str, code: str | None, candidate: Candidate, turn: int,
+               turns: int, errors: str = "") -> list[dict] | None:
+        """The next turn of a trajectory: the conversation so far, the last reply condensed (its analysis's first
+        paragraph and its code), and the evaluator's verdict on it. With a context fit: None where it does not fit
+        (the trajectory ends there)."""
+        refined = _refined(messages, reply, code, self.target.fence,
+                           feedback_text(candidate, self.target.objective, errors), candidate.name, turn, turns)
+        if self.fit is None:
+            return refined
+        tokens = self.fit.tokens(refined)
+        if tokens > self.fit.prompt_budget:
+            return None
+        self.last_fit = FitReport(tokens, self.fit.prompt_budget, [])
+        return refined
+
     def repair(self, messages: list[dict], reply: str, errors: str) -> list[dict] | None:
         """The conversation so far, the model's reply, and the compiler's errors: one chance to fix them. With a
         context fit: the errors cut shorter where the whole does not fit, and None where even that does not."""
@@ -231,6 +247,34 @@ class PromptBuilder:
                                           [f"compiler errors beyond {max_lines} lines"])
                 return repaired
         return None
+
+
+SUMMARY_CHARS = 600  # of an earlier turn's analysis, kept in a multi-turn conversation
+
+
+def condensed_reply(reply: str, code: str | None, fence: str) -> str:
+    """An earlier turn's reply as a later turn sees it: the first paragraph of its analysis (at most
+    SUMMARY_CHARS) and its code; the rest of its reasoning is dropped, so a trajectory fits the context."""
+    analysis = reply.split("```")[0].strip() if reply else ""
+    first = analysis.split("\n\n")[0].strip()
+    summary = first if len(first) <= SUMMARY_CHARS else first[:SUMMARY_CHARS].rsplit(" ", 1)[0] + " ..."
+    if code is None:
+        return (summary or "(no analysis)") + "\n\n(no usable code block)"
+    return f"{summary or '(no analysis)'}\n\n```{fence}\n{code.rstrip()}\n```"
+
+
+def feedback_text(c: Candidate, objective: str, errors: str = "") -> str:
+    """What the evaluator said about a candidate, for the next turn: its measurements when verified, else its
+    verdict's category and line (a compiler's errors cut to the lines that matter)."""
+    if c.ok:
+        lines = ["- verified", *measurement_lines(c, objective)]
+        lines += [x for x in (resource_line(c.resources), format_summary(c.profile)) if x]
+        return "\n".join(lines)
+    what = CATEGORIES.get(c.category or "", c.category or "not judged")
+    text = f"- {what}: {(c.verdict or '').strip()}"
+    if errors and c.category == "compile":
+        text += f"\n\n```\n{compiler_errors(errors)}\n```"
+    return text
 
 
 def _with_source(c: Candidate, source: str) -> Candidate:
@@ -252,6 +296,12 @@ def strip_comments(source: str, language: str) -> str:
     else:
         source = C_COMMENT.sub("", source)
     return "\n".join(line.rstrip() for line in source.splitlines() if line.strip()) + "\n"
+
+
+def _refined(messages, reply, code, fence, feedback, name, turn, turns) -> list[dict]:
+    return [*messages, {"role": "assistant", "content": condensed_reply(reply, code, fence)},
+            {"role": "user", "content": render("refine.md", turn=turn, turns=turns, name=name, feedback=feedback,
+                                               fence=fence)}]
 
 
 def compiler_errors(log: str, max_lines: int = MAX_ERROR_LINES) -> str:

@@ -93,7 +93,8 @@ def run_command(args, console) -> int:
     ui = RichEvolveUI(console, total_calls=args.budget_calls)
     evolve_cfg = EvolveConfig(islands=args.islands, migrate_every=args.migrate_every, per_island=args.per_island,
                               top_k=args.top_k, negatives=args.negatives, repair=not args.no_repair,
-                              generations=args.generations, profile_sets=profile_sets, rng_seed=args.rng_seed)
+                              generations=args.generations, profile_sets=profile_sets, rng_seed=args.rng_seed,
+                              turns=args.turns)
     evolver = Evolver(targets, pop, client, hardware.describe(), evolve_cfg, budget, ui, usage)
     try:
         added = evolver.add_seeds(seeds)
@@ -107,8 +108,14 @@ def run_command(args, console) -> int:
     used = totals(read_usage(usage_path)) if usage_path.exists() else {}
     repairs = f"{summary.repairs} repair turn{'s' * (summary.repairs != 1)}"
     console.print(f"this run: {summary.generations} generations; {counts}; {repairs}; "
-                  f"{summary.duplicates} repeats; {budget.calls} calls, {budget.tokens} tokens; stopped: "
-                  f"{summary.stop_reason}", highlight=False, markup=False)
+                  f"{summary.duplicates} repeats" + (f", {summary.copies} renamed copies" if summary.copies else "")
+                  + f"; {budget.calls} calls, {budget.tokens} tokens; stopped: {summary.stop_reason}", highlight=False,
+                  markup=False)
+    for turn, rows in _by_turn(summary.turns).items():  # multi-turn runs: how each turn did, summed over generations
+        attempts, verified = sum(r["attempts"] for r in rows), sum(r["verified"] for r in rows)
+        best = max((r["best_so_far"] for r in rows if r["best_so_far"]), default=None)
+        console.print(f"turn {turn}: {verified} of {attempts} attempts verified; best speedup so far "
+                      + (f"{best:.3f}×" if best else "none"), highlight=False, markup=False)
     console.print(f"population {db} (run again to resume); usage log {usage_path}"
                   + (f" ({used['attempts']} attempts logged in all)" if used else ""), highlight=False, markup=False)
     if args.export:
@@ -135,3 +142,10 @@ def _print_best(console, pop: Population, targets: list) -> None:
                           f"{c.score:.3f}", others, str(r.get("registers", "")), str(r.get("smem_bytes", "")),
                           str(r.get("spill_bytes", "")))
         console.print(table)
+
+
+def _by_turn(rows: list[dict]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for r in rows:
+        out.setdefault(r["turn"], []).append(r)
+    return dict(sorted(out.items()))

@@ -205,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     evo.add_argument("--top-k", type=int, default=4, help="earlier candidates shown per prompt, parent included")
     evo.add_argument("--negatives", type=int, default=4, help="failed candidates shown per prompt")
     evo.add_argument("--no-repair", action="store_true", help="no second turn for candidates that do not compile")
+    evo.add_argument("--overlap", action="store_true",
+                     help="ask for the next generation while this one is judged: the GPU and the model server work "
+                          "at once, the next prompts one generation stale (without this generation's verdicts)")
     evo.add_argument("--turns", type=int, default=1,
                      help="attempts per trajectory: after each, its verdict (speedup, wrong values, compile errors) "
                           "is the model's next message, earlier replies condensed to code and a paragraph "

@@ -10,6 +10,9 @@ evaluated first."""
 from __future__ import annotations
 
 import random
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +41,7 @@ class EvolveConfig:
     explore: float = 0.1  # chance of a uniformly drawn parent
     repair: bool = True
     turns: int = 1  # attempts per trajectory: after each, its verdict is the next user message (repairs included)
+    overlap: bool = False  # ask for the next generation while this one is judged (prompts one generation stale)
     generations: int | None = None  # stop after this many generations (per invocation)
     profile_sets: tuple[str, ...] = ()
     profile_top: int = 1  # new verified candidates profiled per generation, fastest first
@@ -86,6 +90,11 @@ class Evolver:
         self._profiling = bool(self.cfg.profile_sets)
         self._request_of: dict[int, int] = {}  # candidate id → the request whose reply it came from
         self._copies: dict[str, CopyIndex] = {}  # target key → its kernels' forms (copy detection)
+        # overlap: the next generation's requests in flight while this one is judged, by target key
+        self._pending: dict[str, tuple[list, Future]] = {}
+        self._prefetch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelrl-prefetch")
+        self.busy = {"generator": 0.0, "evaluator": 0.0, "wall": 0.0}  # seconds; the two may overlap
+        self._busy_lock = threading.Lock()
 
     @property
     def model(self) -> str:
@@ -124,46 +133,61 @@ class Evolver:
                 self.ui.stage(f"{t.title}: evaluating {len(pending)} candidates not judged yet (seeds, or left by "
                               "an interrupted run)")
                 self.process(t, pending)
-        while True:
-            why = self.budget.exhausted()
-            if why is None and self.client is None:
-                why = "no model client"
-            if why is None and self.cfg.generations is not None and self.summary.generations >= self.cfg.generations:
-                why = f"{self.summary.generations} generations done"
-            if why:
-                self.summary.stop_reason = why
-                break
-            sent = sum(self.generation(t) for t in self.targets)
-            self.summary.generations += 1
-            if sent == 0:
-                self.summary.stop_reason = self.budget.exhausted() or "no call could be made"
-                break
+        started = time.perf_counter()
+        try:
+            while True:
+                why = self.budget.exhausted()
+                if why is None and self.client is None:
+                    why = "no model client"
+                if why is None and self.cfg.generations is not None and \
+                        self.summary.generations >= self.cfg.generations:
+                    why = f"{self.summary.generations} generations done"
+                if why and not self._pending:  # replies already asked for are judged before the run ends
+                    self.summary.stop_reason = why
+                    break
+                sent = sum(self.generation(t) for t in self.targets if not why or t.key in self._pending)
+                self.summary.generations += 1
+                if sent == 0 and not self._pending:
+                    self.summary.stop_reason = self.budget.exhausted() or "no call could be made"
+                    break
+        finally:
+            self.busy["wall"] = time.perf_counter() - started
+            self._prefetch.shutdown(wait=True)
         return self.summary
 
+    def _more_after(self) -> bool:
+        """Whether another generation follows this one (so its replies may be asked for now)."""
+        if self.budget.exhausted():
+            return False
+        return self.cfg.generations is None or self.summary.generations + 1 < self.cfg.generations
+
+    def _complete(self, requests):
+        """The model's replies to `requests`, the time they took counted as the generator's."""
+        started = time.perf_counter()
+        try:
+            return self.client.complete_many(requests, on_done=self.ui.call_done)
+        finally:
+            with self._busy_lock:
+                self.busy["generator"] += time.perf_counter() - started
+
     def generation(self, t: Target) -> int:
-        """One generation of one target; returns how many calls reached the server."""
+        """One generation of one target; returns how many calls reached the server. With `overlap`, the next
+        generation's requests go out as soon as this one's replies are in, built from the population as it is
+        then (without this generation's verdicts: one generation stale), and are answered while this one is
+        judged."""
         gen = self.pop.generation(t.key)
-        everyone = [c for c in self.pop.all(t.key) if c.status == "done"]
-        requests = []
-        left = self.budget.calls_left()
-        # With fewer calls left than islands, start where the last generation stopped, so every island gets turns.
-        order = [(gen + i) % self.cfg.islands for i in range(self.cfg.islands)]
-        for island in order:
-            if left is not None and len(requests) >= left:
-                break
-            members = self.pop.members(t.key, island)
-            pool = members if any(c.ok for c in members) else everyone  # an empty island starts from the best
-            failures = [c for c in members if not c.ok] or [c for c in everyone if not c.ok]
-            for _ in range(self.cfg.per_island if left is None else min(self.cfg.per_island, left - len(requests))):
-                parent = pick_parent(pool, self.rng, self.cfg.explore)
-                inspirations = pick_inspirations(parent, members, everyone, self.cfg.top_k - 1, self.rng)
-                builder = self.prompts[t.key]
-                messages = builder.propose(parent, inspirations, pick_negatives(failures, self.cfg.negatives))
-                meta = {"target": t.key, "island": island, "generation": gen,
-                        "parent": parent.id if parent else None, "inspirations": [c.id for c in inspirations],
-                        **_fit_meta(builder)}
-                requests.append((messages, "propose", meta))
-        proposals = self._ask(t, requests, origin="llm")
+        pending = self._pending.pop(t.key, None)
+        if pending is not None:
+            requests, future = pending
+            completions = future.result()
+        else:
+            requests = self._requests(t, gen)
+            completions = self._complete(requests) if requests else []
+        proposals = self._take(t, requests, completions, origin="llm")
+        if self.cfg.overlap and self._more_after():
+            ahead = self._requests(t, gen + 1)
+            if ahead:
+                self._pending[t.key] = (ahead, self._prefetch.submit(self._complete, ahead))
         sent = sum(p.completion.outcome != "budget" for p in proposals)
         new = [p for p in proposals if p.new]
         self.process(t, [p.candidate for p in new])
@@ -184,8 +208,35 @@ class Evolver:
         self.ui.generation_done(t, gen, best[0] if best else None)
         return sent
 
+    def _requests(self, t: Target, gen: int) -> list[tuple[list[dict], str, dict]]:
+        """Generation `gen`'s proposal requests: per island, a parent, inspirations and failures drawn from it."""
+        everyone = [c for c in self.pop.all(t.key) if c.status == "done"]
+        requests = []
+        left = self.budget.calls_left()
+        # With fewer calls left than islands, start where the last generation stopped, so every island gets turns.
+        order = [(gen + i) % self.cfg.islands for i in range(self.cfg.islands)]
+        for island in order:
+            if left is not None and len(requests) >= left:
+                break
+            members = self.pop.members(t.key, island)
+            pool = members if any(c.ok for c in members) else everyone  # an empty island starts from the best
+            failures = [c for c in members if not c.ok] or [c for c in everyone if not c.ok]
+            for _ in range(self.cfg.per_island if left is None else min(self.cfg.per_island, left - len(requests))):
+                parent = pick_parent(pool, self.rng, self.cfg.explore)
+                inspirations = pick_inspirations(parent, members, everyone, self.cfg.top_k - 1, self.rng)
+                builder = self.prompts[t.key]
+                messages = builder.propose(parent, inspirations, pick_negatives(failures, self.cfg.negatives))
+                meta = {"target": t.key, "island": island, "generation": gen,
+                        "parent": parent.id if parent else None, "inspirations": [c.id for c in inspirations],
+                        **_fit_meta(builder)}
+                requests.append((messages, "propose", meta))
+        return requests
+
     def _ask(self, t: Target, requests: list[tuple[list[dict], str, dict]], origin: str) -> list[Proposal]:
-        completions = self.client.complete_many(requests, on_done=self.ui.call_done)
+        return self._take(t, requests, self._complete(requests), origin)
+
+    def _take(self, t: Target, requests, completions, origin: str) -> list[Proposal]:
+        """Proposals from the replies to `requests` (each accepted into the population, or not)."""
         failed = [c for c in completions if not c.ok and c.outcome != "budget"]
         for c in failed:
             self.summary.call_failures[c.outcome] = self.summary.call_failures.get(c.outcome, 0) + 1
@@ -240,7 +291,16 @@ class Evolver:
 
     # -- judging -------------------------------------------------------------------------------------------------
     def process(self, t: Target, cands: list[Candidate]) -> None:
-        """Screen, build and evaluate candidates; every one ends with a recorded verdict."""
+        """Screen, build and evaluate candidates; every one ends with a recorded verdict. The time it takes is
+        counted as the evaluator's."""
+        started = time.perf_counter()
+        try:
+            self._process(t, cands)
+        finally:
+            with self._busy_lock:
+                self.busy["evaluator"] += time.perf_counter() - started
+
+    def _process(self, t: Target, cands: list[Candidate]) -> None:
         todo = []
         for c in cands:
             rejected = t.screen(c.source)

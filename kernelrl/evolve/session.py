@@ -94,7 +94,7 @@ def run_command(args, console) -> int:
     evolve_cfg = EvolveConfig(islands=args.islands, migrate_every=args.migrate_every, per_island=args.per_island,
                               top_k=args.top_k, negatives=args.negatives, repair=not args.no_repair,
                               generations=args.generations, profile_sets=profile_sets, rng_seed=args.rng_seed,
-                              turns=args.turns)
+                              turns=args.turns, overlap=args.overlap)
     evolver = Evolver(targets, pop, client, hardware.describe(), evolve_cfg, budget, ui, usage)
     try:
         added = evolver.add_seeds(seeds)
@@ -111,6 +111,12 @@ def run_command(args, console) -> int:
                   f"{summary.duplicates} repeats" + (f", {summary.copies} renamed copies" if summary.copies else "")
                   + f"; {budget.calls} calls, {budget.tokens} tokens; stopped: {summary.stop_reason}", highlight=False,
                   markup=False)
+    wall = evolver.busy["wall"]
+    if wall > 0:
+        console.print(f"busy: evaluator {evolver.busy['evaluator'] / wall:.0%} and generator "
+                      f"{evolver.busy['generator'] / wall:.0%} of {wall:.0f} s"
+                      + (" (overlapped)" if args.overlap else " (one after the other; --overlap runs them at once)"),
+                      highlight=False, markup=False)
     for turn, rows in _by_turn(summary.turns).items():  # multi-turn runs: how each turn did, summed over generations
         attempts, verified = sum(r["attempts"] for r in rows), sum(r["verified"] for r in rows)
         best = max((r["best_so_far"] for r in rows if r["best_so_far"]), default=None)

@@ -114,3 +114,27 @@ def test_tokenizer_specs_are_checked_with_one_line(tmp_path):
 def test_comment_stripping_keeps_code_and_strings():
     assert strip_comments("int x = 1; // one\n/* block\n */\n\nint y;\n", "cuda") == "int x = 1;\nint y;\n"
     assert strip_comments("x = '#not a comment'  # a comment\n\n", "python").rstrip() == "x = '#not a comment'"
+
+
+def test_a_request_refused_for_its_length_is_retried_with_the_room_the_server_counted():
+    from kernelrl.evolve.budget import Budget
+    from kernelrl.evolve.client import LLMClient
+    from tests.evolve_fake_server import FakeServer, answer, error, reply
+    refusal = ("This model's maximum context length is 32768 tokens. However, you requested 34000 tokens (26000 in "
+               "the messages, 8000 in the completion). Please reduce the length of the messages or completion.")
+    with FakeServer([error(400, refusal), reply(answer(GOOD))]) as server:
+        client = LLMClient(LLMConfig(base_url=server.url, model="scripted-model", max_tokens=8000, backoff_s=0.01),
+                           Budget(max_calls=1))
+        done = client.complete([{"role": "user", "content": "write a kernel"}])
+    assert done.ok and [r["max_tokens"] for r in server.requests] == [8000, 32768 - 26000 - 16]
+
+
+def test_a_refusal_that_leaves_no_room_for_a_kernel_is_final():
+    from kernelrl.evolve.budget import Budget
+    from kernelrl.evolve.client import LLMClient
+    from tests.evolve_fake_server import FakeServer, error
+    refusal = "maximum context length is 32768 tokens. However, you requested 40000 tokens (32500 in the messages"
+    with FakeServer([error(400, refusal)]) as server:
+        done = LLMClient(LLMConfig(base_url=server.url, model="scripted-model", backoff_s=0.01),
+                         Budget(max_calls=1)).complete([{"role": "user", "content": "x"}])
+    assert not done.ok and "maximum context length" in done.error and len(server.requests) == 1

@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import random
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -140,6 +141,22 @@ def _classify(exc: BaseException) -> tuple[str, bool, float | None, str]:
     return "error", False, None, f"{type(exc).__name__}: {exc}"
 
 
+# vLLM's and OpenAI's refusal of a request longer than the context: "maximum context length is 32768 tokens.
+# However, you requested 33000 tokens (25000 in the messages, 8000 in the completion)"
+_CONTEXT = re.compile(r"maximum context length is (\d+) tokens.*?(\d+) (?:tokens )?in the messages", re.S | re.I)
+MIN_RETRY_TOKENS = 1024  # a refused request is retried with fewer reply tokens only if at least this many are left
+
+
+def _fits_after_all(message: str, asked: int) -> int | None:
+    """The reply tokens a context-exceeded request can have (its prompt as the server counted it), or None when
+    the refusal is of another kind or leaves too little room for a kernel."""
+    found = _CONTEXT.search(message or "")
+    if not found:
+        return None
+    room = int(found.group(1)) - int(found.group(2)) - 16
+    return room if MIN_RETRY_TOKENS <= room < asked else None
+
+
 def _status_text(exc) -> str:
     """The server's error message (vLLM and OpenAI nest it under "error"), one line."""
     body = getattr(exc, "body", None)
@@ -221,6 +238,10 @@ class LLMClient:
                 result.outcome, result.error = outcome, message
                 last = attempt == self.cfg.retries or not self.budget.time_left()
                 self._log(result, attempt, outcome, message)
+                fitted = _fits_after_all(message, kwargs[self.cfg.max_tokens_field])
+                if fitted is not None and not last:  # the prompt was longer than counted: ask for fewer tokens
+                    kwargs[self.cfg.max_tokens_field], result.outcome = fitted, "context_exceeded"
+                    continue
                 if not retryable or last:
                     return result
                 self.sleep(self.backoff_s(attempt, hint))

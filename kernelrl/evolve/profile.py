@@ -36,8 +36,10 @@ LABELS = {
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy",
     "sm__maximum_warps_per_active_cycle_pct": "theoretical occupancy",
     "lts__t_sector_hit_rate.pct": "L2 hit rate",
-    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor pipe (mma.sync)",
-    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor pipe (wgmma)",
+    # the pipes Nsight Compute measures, named as such: which instructions a kernel issues is its own line
+    # (evolve/instructions.py), not read from these labels
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "HMMA tensor pipe (mma.sync, WMMA)",
+    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active": "GMMA tensor pipe (wgmma)",
 }
 _ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
                "Grid Size", "Device", "CC")

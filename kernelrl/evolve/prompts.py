@@ -15,6 +15,7 @@ from importlib import resources
 from string import Template
 
 from kernelrl.errors import UserError
+from kernelrl.evolve.instructions import uses_line
 from kernelrl.evolve.population import Candidate
 from kernelrl.evolve.profile import format_summary
 from kernelrl.evolve.tokens import message_tokens
@@ -118,7 +119,7 @@ class PromptBuilder:
                   "refine": f"refined after a verdict in generation {c.generation}"}.get(c.origin, c.origin)
         island = f", island {c.island}" if c.island is not None else ""
         lines = measurement_lines(c, self.target.objective)
-        for extra in (resource_line(c.resources), format_summary(c.profile)):
+        for extra in (uses_line(c.source), resource_line(c.resources), format_summary(c.profile)):
             if extra:
                 lines.append(extra)
         title = f"{c.name} ({role}; {origin}{island})"

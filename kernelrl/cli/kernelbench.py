@@ -97,7 +97,8 @@ def _dynamic(args, report) -> int:
 
     try:
         out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings,
-                        on_env=env.update, on_records=on_records, on_build=on_build) if runnable else {}
+                        on_env=env.update, on_records=on_records, on_build=on_build, ray_address=args.ray,
+                        ray_workers=args.ray_workers) if runnable else {}
         index = {id(v): i for i, v in enumerate(runnable)}
         for v in report.verdicts:
             if id(v) not in store.by_pair:  # not evaluated, or no record came back: its verdict row

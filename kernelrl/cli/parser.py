@@ -162,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     kbe.add_argument("--compile-timeout", type=float, default=600.0,
                      help="seconds for one candidate's extension build (built first, in parallel)")
     kbe.add_argument("--build-jobs", type=int, default=None, help="extension builds at once (default: one per core)")
+    kbe.add_argument("--ray", default=None, metavar="ADDRESS",
+                     help="spread the pairs over a Ray cluster's GPUs, one worker each ('local': this machine's)")
+    kbe.add_argument("--ray-workers", type=int, default=None, help="with --ray: at most this many workers")
     kbe.add_argument("--csv", default=None, help="write one row per (task, baseline) here (long format)")
     kbe.add_argument("--db", default=None, help="results database; each pair is stored as it finishes "
                                                 "(default: $KERNELRL_CACHE/results.db, table kb_results)")

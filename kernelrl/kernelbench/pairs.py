@@ -69,12 +69,19 @@ class KBTask:
 
 
 def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=None, on_progress=None,
-              on_env=None, on_records=None, on_build=None) -> dict[int, list[dict]]:
+              on_env=None, on_records=None, on_build=None, ray_address: str | None = None,
+              ray_workers: int | None = None) -> dict[int, list[dict]]:
     """Build every candidate's extensions, then evaluate (task path, candidate path) pairs in spawned workers
     (reused across pairs; a fresh one after a crash, a hang or a defence verdict); records per pair index. A
     candidate whose build fails gets its `compile error` / `compile timeout` verdict without running. `on_env`
     gets each worker's environment dict (gpu, torch, cuda_runtime); `on_records(index, records)` a pair's records
-    so far, each time more arrive (to store them before the run ends); `on_build(outcome)` each build."""
+    so far, each time more arrive (to store them before the run ends); `on_build(outcome)` each build.
+
+    With `ray_address` ("local" or a cluster's address), the pairs are spread over the cluster's GPUs (one actor
+    each, `ray_workers` of them at most; on `device="cpu"`, over CPUs), each actor running the same local runner on
+    its share; records then arrive share by share. The extensions are built here first, on a filesystem the actors
+    share (one host)."""
+    from kernelrl.run.ray_runner import RayRunner
     from kernelrl.run.runner import LocalRunner, verdict_records  # loads torch (kernelrl.library.runtime)
 
     if settings.extensions_dir is None:
@@ -103,8 +110,13 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
         else:
             runnable.append(task)
     if runnable:
-        LocalRunner(worker_target=worker_target or worker_main).run(
-            runnable, [], settings, collect, on_progress=on_progress, on_env=on_env)
+        target = worker_target or worker_main
+        if ray_address is None:
+            runner = LocalRunner(worker_target=target)
+        else:
+            runner = RayRunner(ray_address, workers=ray_workers, inner_options={"worker_target": target},
+                               gpus=settings.device != "cpu")
+        runner.run(runnable, [], settings, collect, on_progress=on_progress, on_env=on_env)
     return out
 
 

@@ -31,8 +31,8 @@ class _Collector:
 def _shard_class(ray):
     @ray.remote
     class Shard:
-        def __init__(self, inner: str):
-            self.runner = Runner.create(inner)
+        def __init__(self, inner: str, inner_options: dict):
+            self.runner = Runner.create(inner, **inner_options)
 
         def run(self, tasks, methods, settings, lt_cache):
             sink = _Collector()
@@ -68,9 +68,15 @@ def stripes(tasks: list, n: int, batch: int | None = None) -> list[list]:
 
 
 class RayRunner(Runner, kind="ray"):
+    """`inner_options`: what each actor's inner runner is made with (KernelBench's `worker_target`, its worker
+    process's entry point); `gpus`: whether each actor takes one GPU (default: a local inner runner does; a CPU
+    run, KernelBench's `--device cpu`, passes False and spreads over CPUs)."""
+
     def __init__(self, address: str | None = None, inner: str = "local", workers: int | None = None,
-                 batch: int | None = None):
+                 batch: int | None = None, inner_options: dict | None = None, gpus: bool | None = None):
         self.address, self.inner, self.workers, self.batch = address, inner, workers, batch
+        self.inner_options = dict(inner_options or {})
+        self.gpus = inner == "local" if gpus is None else gpus
 
     def run(self, tasks, methods, settings, on_records, lt_cache=None, on_lt_algo=None, on_env=None,
             on_progress=None):
@@ -79,15 +85,16 @@ class RayRunner(Runner, kind="ray"):
         except ImportError:
             raise RunnerError("--ray needs Ray: pip install 'ray[default]'") from None
         start_ray(self.address)
-        per_gpu = self.inner == "local"
+        per_gpu = self.gpus
         available = int(ray.cluster_resources().get("GPU" if per_gpu else "CPU", 0))
         workers = self.workers or available
         if workers < 1:
             raise RunnerError("the Ray cluster has no GPU to run on: start it with GPUs (ray start --num-gpus N)")
-        key = (ray.get_runtime_context().get_job_id(), self.inner, workers)
+        options = tuple(sorted((k, getattr(v, "__qualname__", repr(v))) for k, v in self.inner_options.items()))
+        key = (ray.get_runtime_context().get_job_id(), self.inner, workers, options, per_gpu)
         if key not in _ACTORS:
             shard = _shard_class(ray).options(num_gpus=1 if per_gpu else 0, num_cpus=1)
-            _ACTORS[key] = [shard.remote(self.inner) for _ in range(workers)]
+            _ACTORS[key] = [shard.remote(self.inner, self.inner_options) for _ in range(workers)]
         actors = _ACTORS[key]
         batches = stripes(list(tasks), len(actors), self.batch)
         cache = dict(lt_cache or {})

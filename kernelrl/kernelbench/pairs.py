@@ -38,6 +38,7 @@ class KBSettings:
     build_jobs: int | None = None  # extension builds at once (None: one per core)
     memory_multiple: float = MEMORY_MULTIPLE
     tolerance_profile: str = "strict"  # the profile that decides `verified` (harness.tolerance); both are reported
+    build_on_device: bool = True  # models constructed under the device (weights initialised there), not the CPU
 
     def __post_init__(self):
         output_tolerance("float32", self.tolerance_profile)  # UnknownProfile: one line that names the choices

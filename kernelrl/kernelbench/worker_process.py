@@ -62,6 +62,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self._arena = 0
         self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
         self.pair_notes: list[str] = []  # what this pair's task did that the verdict had to allow for
+        self.task_notes: list[str] = []  # the same for the task itself (kept with it while it is reused)
         self.task_cache = None  # (key, module, reference model, footprint verdict, footprint, input bytes)
         self.task_reused = False  # whether this pair's task came from the cache (reported in `extra`)
         self.baseline_fns: dict = {}  # the cached task's prepared baselines, by name
@@ -156,8 +157,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         before = self._watch()
         try:
             cmod = load_module(task["candidate_path"])
-            torch.manual_seed(self.base_seed)
-            cand = cmod.ModelNew(*list(tmod.get_init_inputs()))
+            cand = self._construct(cmod.ModelNew, list(tmod.get_init_inputs()), "ModelNew")
             own = cand.state_dict()
             shared = {k: v for k, v in ref_state.items() if k in own and own[k].shape == v.shape}
             if shared:
@@ -202,22 +202,39 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         key = (Path(path).name, zlib.crc32(Path(path).read_bytes()))  # the same task file, wherever it lies
         self.task_reused = self.task_cache is not None and self.task_cache[0] == key
         if self.task_reused:
-            _, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s, self.seeded = \
-                self.task_cache
+            _, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s, self.seeded, \
+                self.task_notes = self.task_cache
             return tmod, ref, too_large
         self.task_cache, self.baseline_fns = None, {}  # the last task's, dropped before the next one loads
         self._free()
         tmod = load_module(path)
         init = list(tmod.get_init_inputs())
-        self.torch.manual_seed(self.base_seed)
-        ref = tmod.Model(*init).to(self.device)
+        self.task_notes = []
+        ref = self._construct(tmod.Model, init, "the task's Model").to(self.device)
         t0 = self.clocks.now()
         self.sync()
         self.ref_settle_s = self.clocks.now() - t0  # the scale for the candidate's load (check_device_settled)
         too_large = self._measure_footprint(tid, tmod, ref)
         self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s,
-                           self.seeded)
+                           self.seeded, self.task_notes)
         return tmod, ref, too_large
+
+    def _construct(self, cls, init: list, who: str):
+        """`cls(*init)` under the run's seed, built on the device (its weights initialised there: an 8192 x 8192
+        Linear takes half a second on the CPU, and level 2 has a dozen) where KernelBench builds on the CPU and
+        moves; both sides are built alike and the candidate gets the reference's weights, so the judged outputs are
+        comparable either way. A constructor that fails on the device is built again on the CPU, with a note."""
+        if self.cuda and self.s.get("build_on_device", True):
+            self._manual_seed(self.base_seed)
+            try:
+                with self.torch.device(self.device):
+                    return cls(*init)
+            except Exception as exc:  # e.g. a constructor that calls .numpy() on a tensor it made
+                notes = self.task_notes if who == "the task's Model" else self.pair_notes
+                notes.append(f"{who} built on the CPU and moved: its constructor failed on the device "
+                             f"({_short(exc)})")
+        self._manual_seed(self.base_seed)
+        return cls(*init)
 
     def _after_pair(self, failure: Rejected | None):
         """Free the pair's memory; after a defence verdict ask for a fresh worker (what a cheat did to this
@@ -335,7 +352,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                 "candidate", MODE, verified=ok, reason=reason, verdict=verdict, detail=detail,
                 time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
                 extra={"task_reused": self.task_reused, "task_phase_s": phases,
-                       **({"notes": self.notes + self.pair_notes} if self.notes or self.pair_notes else {})},
+                       **({"notes": notes} if (notes := self.notes + self.task_notes + self.pair_notes) else {})},
                 baseline=b,
                 candidate_us=cand_us, baseline_us=base_us,
                 speedup=base_us / cand_us if base_us and cand_us else None,

@@ -4,7 +4,9 @@ of the candidate's timed call, one worker each (as `run_pairs` runs them, eager 
   as_is      the evaluator unchanged;
   ref_object the candidate's turns call the reference's own model object (its harness path unchanged): a reading
              below 1 here is the harness path's, near 1 the model object's;
-  no_gc      Python's garbage collector off inside every timed call of every method.
+  no_gc      Python's garbage collector off inside every timed call of every method;
+  no_checks  no sampled check during the candidate's turns (the judge's Python and GPU work between its timed
+             calls, which a baseline's turn does not have: a reading near 1 here points at that).
 
     python benchmarks/kb_selfpair_probe.py --kernelbench .carry/KernelBench > OUT/kb_selfpair_probe.log"""
 
@@ -45,7 +47,18 @@ def no_gc_worker(conn, payload):
     worker_main(conn, payload)
 
 
-VARIANTS = {"as_is": None, "ref_object": ref_object_worker, "no_gc": no_gc_worker}
+def no_checks_worker(conn, payload):
+    original = timing._PairRounds.turn
+
+    def turn(self, name, rnd):
+        go = original(self, name, rnd)
+        self.checks = set()  # this probe only: the evaluator itself always samples
+        return go
+    timing._PairRounds.turn = turn
+    worker_main(conn, payload)
+
+
+VARIANTS = {"as_is": None, "ref_object": ref_object_worker, "no_gc": no_gc_worker, "no_checks": no_checks_worker}
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()

@@ -182,3 +182,30 @@ def test_the_train_command_reports_a_bad_config_in_one_line(tmp_path, capsys):
     assert main(["train", "--config", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("kernelrl: ") and "ppo" in err and "\n" not in err
+
+
+def test_prompts_are_fitted_to_the_policys_context_in_its_own_tokens(tmp_path, policy):
+    from kernelrl.evolve.tokens import message_tokens
+    cfg = config(tmp_path, policy, [{"kind": "grpo", "max_steps": 1, "num_generations": 2,
+                                     "max_completion_length": 64}], seeds=False)
+    cfg.data.context_tokens = 100_000
+    run = Run(cfg, quiet=True, say=lambda text: None)
+    spec = run.specs("hgemm", rl=True)[0].to_json()
+    messages = run.prompter.messages(spec)
+    fit = run.prompter.fit
+    assert fit is not None and fit.max_new_tokens == 64
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(policy)
+    text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    exact = len(tok(text, add_special_tokens=False)["input_ids"])  # the rendered request, counted on its own
+    assert exact > 1000 and message_tokens(messages, fit.counter) == exact <= 100_000 - 64
+
+
+def test_a_context_too_small_for_any_prompt_is_one_line(tmp_path, policy):
+    from kernelrl.evolve.prompts import PromptTooLong
+    cfg = config(tmp_path, policy, [{"kind": "grpo", "max_steps": 1, "num_generations": 2,
+                                     "max_completion_length": 64}], seeds=False)
+    cfg.data.context_tokens = 200
+    run = Run(cfg, quiet=True, say=lambda text: None)
+    with pytest.raises(PromptTooLong, match="over the 136 a prompt may take"):
+        run.prompter.messages(run.specs("hgemm", rl=True)[0].to_json())

@@ -92,6 +92,28 @@ class ServerTokenizer:
         return f"the server's count ({self.url})"
 
 
+class ChatTemplateCounter:
+    """A loaded transformers tokenizer (the policy's, in training): text by the tokenizer, and a whole request
+    exactly, through its own chat template where it has one."""
+
+    def __init__(self, tokenizer):
+        self.tok = tokenizer
+
+    def count(self, text: str) -> int:
+        return len(self.tok(text, add_special_tokens=False)["input_ids"])
+
+    def count_messages(self, messages: list[dict]) -> int | None:
+        if not getattr(self.tok, "chat_template", None):
+            return None
+        ids = self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        if hasattr(ids, "keys"):  # transformers 5 returns a BatchEncoding (a mapping, not a dict)
+            ids = ids["input_ids"]
+        return len(ids)
+
+    def describe(self) -> str:
+        return f"the policy's tokenizer ({getattr(self.tok, 'name_or_path', '') or 'loaded'})"
+
+
 def make_counter(spec: str | None, base_url: str = "", model=""):
     spec = spec or DEFAULT_SPEC
     if spec == "server":
@@ -106,6 +128,9 @@ def make_counter(spec: str | None, base_url: str = "", model=""):
 
 
 def message_tokens(messages: list[dict], counter) -> int:
-    """Tokens of a chat request's messages: their text by `counter`, plus each message's template markers and the
-    reply's opening."""
+    """Tokens of a chat request's messages: exactly, where the counter knows the chat template; else their text by
+    `counter`, plus each message's template markers and the reply's opening."""
+    exact = counter.count_messages(messages) if hasattr(counter, "count_messages") else None
+    if exact is not None:
+        return exact
     return sum(counter.count(m.get("content") or "") + MESSAGE_OVERHEAD for m in messages) + REPLY_PRIMING

@@ -110,6 +110,9 @@ class DataConfig:
     plain_share: float = 0.0  # contrastive spec runs: this share of RL prompts (drawn per row and population size)
     # show the shape only, where writing the best known spec again is right: the first shot a held-out shape gets
     max_prompt_chars: int = 60000
+    # the policy's context window: prompts fitted to it less the stages' largest max_completion_length, counted
+    # with the policy's own tokenizer and chat template (evolve.prompts.ContextFit); None: max_prompt_chars only
+    context_tokens: int | None = None
     prompts_per_target: int = 4  # RL dataset rows per target (each drawn with fresh context)
     prompt_order: str = "shuffled"  # GRPO: "cycle" takes every target in turn, in one fixed order, so each run of
     # len(targets) steps visits each target once and windows of the training curve compare like with like

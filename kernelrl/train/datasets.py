@@ -79,10 +79,11 @@ class Prompter:
     """Renders prompts for targets, with context drawn from the run's population."""
 
     def __init__(self, population, hardware_text: str, top_k: int = 4, negatives: int = 3,
-                 max_chars: int = 60000, fmt: str = "chat", seed: int = 0):
+                 max_chars: int = 60000, fmt: str = "chat", seed: int = 0, fit=None):
         self.pop = population
         self.hardware_text = hardware_text
         self.top_k, self.negatives, self.max_chars, self.fmt, self.seed = top_k, negatives, max_chars, fmt, seed
+        self.fit = fit  # an evolve.prompts.ContextFit: prompts sized in the policy's tokens (data.context_tokens)
         self._targets: dict[str, object] = {}
 
     def target(self, spec_json: str):
@@ -91,7 +92,7 @@ class Prompter:
         return self._targets[spec_json]
 
     def builder(self, spec_json: str):
-        return PromptBuilder(self.target(spec_json), self.hardware_text, self.max_chars)
+        return PromptBuilder(self.target(spec_json), self.hardware_text, self.max_chars, self.fit)
 
     def messages(self, spec_json: str, variant: int = 0) -> list[dict]:
         """A contrastive prompt: a parent to improve, inspirations, negatives; the first-attempt prompt when the

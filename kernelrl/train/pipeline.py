@@ -19,6 +19,8 @@ import torch
 
 from kernelrl.evolve.hardware import detect
 from kernelrl.evolve.population import Population
+from kernelrl.evolve.prompts import ContextFit
+from kernelrl.evolve.tokens import ChatTemplateCounter
 from kernelrl.run import ray_runner
 from kernelrl.train.config import StageConfig, TrainConfig, TrainError
 from kernelrl.train.datasets import (Pair, Prompter, import_population, population_pairs, prompt_rows, results_db_pairs,
@@ -62,10 +64,23 @@ class Run:
                                      cfg.seed)
         self.state_path = self.dir / "state.json"
         self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {"done": {}}
+        if cfg.data.context_tokens and isinstance(self.prompter, Prompter):  # spec prompts are a few lines
+            self.prompter.fit = self._context_fit()
         self._specs: dict[tuple[str, bool], list] = {}
         self._pairs: dict[str, list] = {}
         if cfg.source:
             (self.dir / "config.yaml").write_text(cfg.source)
+
+    def _context_fit(self) -> ContextFit:
+        """Prompts sized in the policy's own tokens: its context (data.context_tokens) less the largest reply any
+        stage samples (max_completion_length)."""
+        from kernelrl.train.modeling import load_tokenizer  # loads transformers
+        new = max(s.max_completion_length for s in self.cfg.stages)
+        if self.cfg.data.context_tokens <= new:
+            raise TrainError(f"data.context_tokens {self.cfg.data.context_tokens} leaves no room for a prompt beside "
+                             f"max_completion_length {new}: raise it to the policy's context or lower the stages'")
+        tokenizer = load_tokenizer(self.model_path, self.cfg.model.trust_remote_code)
+        return ContextFit(ChatTemplateCounter(tokenizer), self.cfg.data.context_tokens, new)
 
     # -- plumbing -------------------------------------------------------------------------------------------------
     def out_of_time(self) -> bool:

@@ -55,6 +55,18 @@ def test_a_timeout_is_retried_and_then_succeeds(tmp_path):
     assert outcomes(tmp_path) == ["timeout", "ok"]
 
 
+def test_an_empty_reply_is_asked_again(tmp_path):
+    with FakeServer([reply(""), reply("fine")]) as server:
+        result = client_for(server, tmp_path).complete(MESSAGES)
+    assert result.ok and result.text == "fine" and outcomes(tmp_path) == ["empty", "ok"]
+
+
+def test_a_reply_cut_off_by_max_tokens_is_the_models_and_not_asked_again(tmp_path):
+    with FakeServer([reply("", finish_reason="length"), reply("never sent")]) as server:
+        result = client_for(server, tmp_path).complete(MESSAGES)
+    assert result.ok and result.text == "" and result.finish_reason == "length" and len(server.requests) == 1
+
+
 def test_retry_waits_double_each_time(tmp_path):
     waits = []
     with FakeServer([error(503), error(502), error(500), reply("ok")]) as server:

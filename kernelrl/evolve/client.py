@@ -254,6 +254,13 @@ class LLMClient:
             self.budget.add_tokens(result.prompt_tokens + result.completion_tokens)
             result.text = (choice.message.content or "") if choice is not None else ""
             result.finish_reason = getattr(choice, "finish_reason", None)
+            if not result.text.strip() and result.finish_reason != "length" and attempt < self.cfg.retries:
+                # an overloaded server's empty answer: asked again (a reply cut off by max_tokens is the model's)
+                result.outcome, result.error = "empty", "the server answered with an empty reply"
+                self._log(result, attempt, "empty", result.error)
+                result.text = None
+                self.sleep(self.backoff_s(attempt, None))
+                continue
             result.outcome, result.error = "ok", None
             self._log(result, attempt, "ok", None)
             return result

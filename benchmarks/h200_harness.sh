@@ -4,7 +4,11 @@
 #      together, device and offline modes, three shapes (one with K >= 4096);
 #   2. kb_level1_reference.csv: all 100 KernelBench level-1 tasks against themselves, eager baseline;
 #   3. kb_public_examples.csv: KernelBench's few-shot and add examples, and its unit-test kernels;
-#   4. (STEPS=tests) the GPU test suites: HGEMM defences, KernelBench corpus, library, spaces.
+#   4. (STEPS=tests) the GPU test suites: HGEMM defences, KernelBench corpus, library, spaces;
+#   5. (STEPS=level2 / level3) those levels against themselves (all 250 tasks with level1: kb_full/summary.md);
+#   6. (STEPS=published) CUDA-L1's released H100 kernels judged against their own tasks, eager baseline
+#      (CUDA_L1=path of optimized_cuda_code/h100.json, default .carry/cuda_l1_h100.json);
+#   7. (STEPS=probe) benchmarks/kb_selfpair_probe.py, the level-3 self-pair experiment.
 # KB=path of a KernelBench clone (default .carry/KernelBench); STEPS picks steps (default "mixed level1 examples").
 # Before the call, on the CPU machine (both are git-ignored, carried with carry [".carry/KernelBench", ".whl"]):
 #   the fetch tool's github:ScalingIntelligence/KernelBench, then
@@ -12,6 +16,8 @@
 #       | tar -x -C .carry/KernelBench
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
 #       -d .whl ninja
+#   and for STEPS=published: the fetch tool's github:deepreinforce-ai/CUDA-L1, then
+#   git -C <its git dir> show HEAD:optimized_cuda_code/h100.json > .carry/cuda_l1_h100.json
 set -uo pipefail
 source benchmarks/device_env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -35,6 +41,22 @@ if [[ $STEPS == *" examples "* ]]; then
   timeout "${EXAMPLES_LIMIT:-120}" python3 benchmarks/kb_public.py --kernelbench "$KB" --what examples \
       --csv "$OUT/kb_public_examples.csv" > "$OUT/kb_public_examples.log" 2>&1
   tail -n 9 "$OUT/kb_public_examples.log"
+fi
+for level in level2 level3; do
+  if [[ $STEPS == *" $level "* ]]; then
+    /usr/bin/time -f "$level: %e s" timeout "${LEVEL_LIMIT:-290}" python3 benchmarks/kb_public.py --kernelbench "$KB" \
+        --what "$level" --csv "$OUT/kb_${level}_reference.csv" > "$OUT/kb_${level}_reference.log" 2>&1
+    tail -n 12 "$OUT/kb_${level}_reference.log"
+  fi
+done
+if [[ $STEPS == *" published "* ]]; then
+  timeout "${PUBLISHED_LIMIT:-540}" python3 -m kernelrl.cli kb eval --published "cuda-l1:${CUDA_L1:-.carry/cuda_l1_h100.json}" \
+      --baselines eager --rounds 3 --db "$OUT/published.db" --csv "$OUT/cuda_l1_h100.csv" > "$OUT/cuda_l1_h100.log" 2>&1
+  tail -n 25 "$OUT/cuda_l1_h100.log"
+fi
+if [[ $STEPS == *" probe "* ]]; then
+  timeout "${PROBE_LIMIT:-200}" python3 benchmarks/kb_selfpair_probe.py --kernelbench "$KB" > "$OUT/kb_selfpair_probe.log" 2>&1
+  grep -v Warning "$OUT/kb_selfpair_probe.log" | tail -n 14
 fi
 if [[ $STEPS == *" tests "* ]]; then
   timeout "${TESTS_LIMIT:-500}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu \

@@ -49,10 +49,11 @@ for level in level2 level3; do
     tail -n 12 "$OUT/kb_${level}_reference.log"
   fi
 done
-if [[ $STEPS == *" published "* ]]; then
+if [[ $STEPS == *" published "* ]]; then  # PUBLISHED_LEVELS=1 (a level per call fits the 10-minute limit)
   timeout "${PUBLISHED_LIMIT:-540}" python3 -m kernelrl.cli kb eval --published "cuda-l1:${CUDA_L1:-.carry/cuda_l1_h100.json}" \
-      --baselines eager --rounds 3 --db "$OUT/published.db" --csv "$OUT/cuda_l1_h100.csv" > "$OUT/cuda_l1_h100.log" 2>&1
-  tail -n 25 "$OUT/cuda_l1_h100.log"
+      --published-levels "${PUBLISHED_LEVELS:-1}" --baselines eager --rounds 3 --db "$OUT/published.db" \
+      --csv "$OUT/cuda_l1_h100_l${PUBLISHED_LEVELS:-1}.csv" > "$OUT/cuda_l1_h100_l${PUBLISHED_LEVELS:-1}.log" 2>&1
+  tail -n 25 "$OUT/cuda_l1_h100_l${PUBLISHED_LEVELS:-1}.log"
 fi
 if [[ $STEPS == *" probe "* ]]; then
   timeout "${PROBE_LIMIT:-200}" python3 benchmarks/kb_selfpair_probe.py --kernelbench "$KB" > "$OUT/kb_selfpair_probe.log" 2>&1

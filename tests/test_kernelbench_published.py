@@ -72,3 +72,10 @@ def test_an_entry_without_its_task_is_refused_with_its_line(tmp_path):
 def test_tasks_and_a_published_set_together_are_refused(published, capsys):
     code = main(["kb", "eval", "--published", f"cuda-l1:{published}", "--tasks", "x", "--device", "cpu"])
     assert code == 2 and "leave out --tasks and --candidates" in capsys.readouterr().err
+
+
+def test_a_published_set_can_be_judged_level_by_level(published, tmp_path, capsys):
+    code = main(["kb", "eval", "--published", f"cuda-l1:{published}", "--published-levels", "2",
+                 "--published-dir", str(tmp_path / "pub"), "--device", "cpu", "--static-only"])
+    out = capsys.readouterr().out
+    assert code == 1 and "1 tasks, 0 kernels released" in out

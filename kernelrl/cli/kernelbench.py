@@ -59,6 +59,12 @@ def _published(args) -> dict | None:
     if args.tasks or args.candidates:
         raise UserError("--published brings its own tasks and candidates: leave out --tasks and --candidates")
     fmt, kernels = read_published(args.published)
+    if args.published_levels:
+        try:
+            levels = {int(x) for x in args.published_levels.split(",") if x.strip()}
+        except ValueError:
+            raise UserError(f"--published-levels {args.published_levels}: give level numbers, e.g. 1,2") from None
+        kernels = [k for k in kernels if k.level in levels]
     m = materialize(fmt, kernels, Path(args.published_dir) if args.published_dir else cache_root() / "published")
     args.tasks, args.candidates = [str(m.tasks)], [str(m.candidates)]
     released = sum(k.kernel_text is not None for k in kernels)

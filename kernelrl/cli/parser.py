@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a published kernel set instead of --tasks/--candidates, each kernel judged against the "
                           "task text it was written for, its claimed speedups in the CSV's claimed_speedup "
                           "(cuda-l1:optimized_cuda_code/h100.json from github.com/deepreinforce-ai/CUDA-L1)")
+    kbe.add_argument("--published-levels", default=None, metavar="1,2",
+                     help="only these KernelBench levels of a published set (a run per level fits a time limit)")
     kbe.add_argument("--published-dir", default=None,
                      help="where a published set's task and candidate files are written (default: "
                           "$KERNELRL_CACHE/published)")

@@ -5,6 +5,8 @@ and `_judge`, which compares one call's outputs with the reference's. Runs only 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from kernelrl.harness import compare
@@ -16,6 +18,8 @@ from kernelrl.kernelbench.watch import Fatal
 SLEEP_CYCLES = 10_000_000  # the stream-order check's spin kernel: ~5 ms at 2 GHz
 # what PyTorch raises on touching an output of CUDA graphs (cudagraph trees) that a later replay overwrote
 OVERWRITTEN = "overwritten by a subsequent run"
+NONFINITE_NOTE = ("the reference's output is non-finite on some checked inputs: those elements must hold the same "
+                  "non-finite values, the rest is compared as usual")
 
 
 def new_errors() -> dict:
@@ -209,43 +213,49 @@ class JudgeMixin:
                 if unwritten:
                     raise Rejected(Verdict.UNWRITTEN_OUTPUT, f"{unwritten} of {o.numel()} elements hold the pattern written "
                                    f"to free memory before the call")
-            ref_finite = compare.all_finite(r)
-            if ref_finite and not compare.all_finite(o):
-                raise Rejected(Verdict.NON_FINITE)
-            if not ref_finite:  # the reference's own overflow or NaN on these inputs: matched, not blamed
-                extra, differ = compare.nonfinite_mismatches(o, r)
-                if extra:
-                    raise Rejected(Verdict.NON_FINITE, f"{extra} elements where the reference is finite")
-                if differ:
-                    raise Rejected(Verdict.WRONG_VALUES, f"{differ} elements differ where the reference itself is "
-                                   f"non-finite (NaN expected for NaN, the same infinity for an infinity)")
-                note = ("the reference's output is non-finite on some checked inputs: those elements must hold the "
-                        "same non-finite values, the rest is compared as usual")
-                if note not in self.pair_notes:
-                    self.pair_notes.append(note)
-            profile = self.s.get("tolerance_profile", "strict")
-            tol = output_tolerance(r.dtype, profile)
-            max_abs, rel, tightest = compare.closeness(o, r, tol, finite_only=not ref_finite) if o.numel() \
-                else (0.0, 0.0, 0.0)
-            if o.numel():
-                errs["max_abs_err"] = max(errs["max_abs_err"], max_abs)
-                if rel >= errs["max_rel_err"]:  # the tolerance beside the error is the one that error is judged by
-                    errs["max_rel_err"], errs["tolerance"] = rel, tol
-                errs["tightest"] = tightest if tightest != tightest else max(errs["tightest"], tightest)
-                for p in PROFILES:
-                    errs["passes"][p] = errs["passes"][p] and passes(p, r.dtype, tightest)
-            if not passes(profile, r.dtype, tightest):
-                failure = f"max abs error {max_abs:.3g} exceeds the {r.dtype} tolerance (atol=rtol={tol:g}" + \
-                    (f", the {profile} profile)" if profile != "strict" else ")")
-                if any(errs["passes"].values()):  # a looser profile passes: go on, so that it gets its times
-                    errs["numerics"] = errs["numerics"] or failure
-                else:
-                    old = prev_refs[i] if i < len(prev_refs) else None
-                    if isinstance(old, torch.Tensor) and old.shape == o.shape and old.dtype == o.dtype \
-                            and compare.allclose(o, old, tol, tol):
-                        raise Rejected(Verdict.STALE_RESULT, "the output is the previous call's answer (cached across "
-                                       "calls by pointer, id or a content fingerprint)")
-                    raise Rejected(Verdict.WRONG_VALUES, failure)
+            self._judge_values(o, r, prev_refs[i] if i < len(prev_refs) else None, errs)
             if _storage(o) in prev_storages:
                 raise Rejected(Verdict.SAME_TENSOR, "the output's storage is the previous call's (a "
                                "preallocated or constant output the next call overwrites)")
+
+    def _judge_values(self, o, r, old, errs) -> None:
+        """One floating-point output against the reference's: the reference's own non-finite values matched, then
+        every profile's tolerance by the output's tightest (harness/tolerance.py), the errors recorded in `errs`.
+        Beyond the run's profile but within a looser one, the numerics are noted and the checks go on (the pair is
+        timed for that profile); beyond every profile, `stale result` when it is `old` (the previous call's
+        reference output), else `wrong values`."""
+        ref_finite = compare.all_finite(r)
+        if ref_finite and not compare.all_finite(o):
+            raise Rejected(Verdict.NON_FINITE)
+        if not ref_finite:  # the reference's own overflow or NaN on these inputs: matched, not blamed
+            extra, differ = compare.nonfinite_mismatches(o, r)
+            if extra:
+                raise Rejected(Verdict.NON_FINITE, f"{extra} elements where the reference is finite")
+            if differ:
+                raise Rejected(Verdict.WRONG_VALUES, f"{differ} elements differ where the reference itself is "
+                               f"non-finite (NaN expected for NaN, the same infinity for an infinity)")
+            if NONFINITE_NOTE not in self.pair_notes:
+                self.pair_notes.append(NONFINITE_NOTE)
+        profile = self.s.get("tolerance_profile", "strict")
+        tol = output_tolerance(r.dtype, profile)
+        if not o.numel():
+            return
+        max_abs, rel, tightest = compare.closeness(o, r, tol, finite_only=not ref_finite)
+        errs["max_abs_err"] = max(errs["max_abs_err"], max_abs)
+        if rel >= errs["max_rel_err"]:  # the tolerance beside the error is the one that error is judged by
+            errs["max_rel_err"], errs["tolerance"] = rel, tol
+        errs["tightest"] = math.nan if math.isnan(tightest) else max(errs["tightest"], tightest)
+        for p in PROFILES:
+            errs["passes"][p] = errs["passes"][p] and passes(p, r.dtype, tightest)
+        if passes(profile, r.dtype, tightest):
+            return
+        failure = f"max abs error {max_abs:.3g} exceeds the {r.dtype} tolerance (atol=rtol={tol:g}" + \
+            (f", the {profile} profile)" if profile != "strict" else ")")
+        if any(errs["passes"].values()):  # a looser profile passes: go on, so that it gets its times
+            errs["numerics"] = errs["numerics"] or failure
+            return
+        if isinstance(old, torch.Tensor) and old.shape == o.shape and old.dtype == o.dtype \
+                and compare.allclose(o, old, tol, tol):
+            raise Rejected(Verdict.STALE_RESULT, "the output is the previous call's answer (cached across calls by "
+                           "pointer, id or a content fingerprint)")
+        raise Rejected(Verdict.WRONG_VALUES, failure)

@@ -150,3 +150,12 @@ def test_spec_targets_carry_their_completion_kind_and_replay_table(tmp_path):
     specs = hgemm_specs(cfg.data.hgemm, tmp_path)
     assert [s.shapes for s in specs] == [("64x64x64",), ("128x128x128",)]
     assert {(s.completion, s.runner, s.recorded) for s in specs} == {("spec", "recorded", "t.csv")}
+
+
+def test_multi_turn_is_a_grpo_setting_without_vllm():
+    from kernelrl.train.config import StageConfig
+    assert StageConfig("grpo", turns=3, gamma=0.4).turns == 3
+    with pytest.raises(ValueError, match="grpo only, and without use_vllm"):
+        StageConfig("grpo", turns=3, use_vllm=True)
+    with pytest.raises(ValueError, match="turns at least 1"):
+        StageConfig("grpo", turns=0)

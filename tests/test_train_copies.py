@@ -53,3 +53,12 @@ def test_a_repeat_of_an_earlier_completion_of_the_target_is_worth_the_floor(spec
         assert rewards(spec, [NEW, h.KERNEL], "no code shown", pop=pop) == [0.01, 1.1]
     finally:
         pop.close()
+
+
+def test_a_trajectory_is_paid_its_first_turns_discounted_return(spec):
+    from kernelrl.train.multiturn import discounted_return
+    reward = PolicyReward(_Service("floor"), MetricsLog(None), "grpo")
+    reward.gamma = 0.5
+    out = reward(prompts=["p", "p"], completions=["a", "b"], target=[spec.to_json()] * 2,
+                 turn_rewards=[[0.0, 1.0, 2.0], [1.1, 0.0, 0.0]])
+    assert out == [0.0 + 0.5 + 0.5, 1.1] and discounted_return([1.0, 1.0], 0.4) == pytest.approx(1.4)

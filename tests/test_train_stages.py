@@ -209,3 +209,26 @@ def test_a_context_too_small_for_any_prompt_is_one_line(tmp_path, policy):
     run = Run(cfg, quiet=True, say=lambda text: None)
     with pytest.raises(PromptTooLong, match="over the 136 a prompt may take"):
         run.prompter.messages(run.specs("hgemm", rl=True)[0].to_json())
+
+
+def test_multi_turn_grpo_judges_every_turn_and_pays_the_discounted_return(tmp_path, policy, monkeypatch):
+    from kernelrl.train import multiturn
+    seen = []
+    original = multiturn.MultiTurnRollout.__call__
+
+    def recording(self, prompts, trainer):
+        out = original(self, prompts, trainer)
+        seen.append((out, self.tok))
+        return out
+    monkeypatch.setattr(multiturn.MultiTurnRollout, "__call__", recording)
+    cfg = config(tmp_path, policy, [{"kind": "grpo", "max_steps": 1, "num_generations": 2,
+                                     "max_completion_length": 3, "turns": 2, "gamma": 0.5}], seeds=False)
+    quiet_train(cfg)
+    (out, tok), = seen
+    assert [len(r) for r in out["turn_rewards"]] == [2, 2]  # both turns judged, for each trajectory
+    for ids, mask in zip(out["completion_ids"], out["env_mask"]):
+        assert len(ids) == len(mask) and 0 in mask and mask[0] == 1  # the policy's turn, then the feedback
+        feedback = tok.decode([i for i, m in zip(ids, mask) if m == 0])
+        assert "Turn 2 of 2" in feedback
+    rewards = [m for m in read_metrics(cfg.run_dir / "metrics.jsonl") if m.get("kind") == "reward"]
+    assert len(rewards) == 2  # one judged batch per turn

@@ -145,6 +145,8 @@ class StageConfig:
     # grpo
     num_generations: int = 8
     beta: float = 0.0  # KL weight (0: no reference model kept, as in recent GRPO practice)
+    turns: int = 1  # grpo: attempts per trajectory, each verdict the next user message (kernelrl/train/multiturn.py)
+    gamma: float = 0.4  # grpo with turns > 1: a later turn's reward counts gamma^k (Kevin-32B used 0.4)
     use_vllm: bool = False  # generate with vLLM (installed separately); colocate or server mode
     vllm_mode: str = "colocate"
     vllm_gpu_memory_utilization: float = 0.3
@@ -157,6 +159,11 @@ class StageConfig:
         bad = [d for d in self.data if d not in DATA_NAMES]
         if bad or not self.data:
             raise ValueError(f"stage data {bad or self.data}: a list of {', '.join(DATA_NAMES)}")
+        if self.turns < 1 or not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"stage turns {self.turns}, gamma {self.gamma}: turns at least 1, gamma from 0 to 1")
+        if self.turns > 1 and (self.kind != "grpo" or self.use_vllm):
+            raise ValueError("stage turns > 1: grpo only, and without use_vllm (a multi-turn rollout generates with "
+                             "transformers between the evaluator's turns)")
 
 
 @dataclass

@@ -23,6 +23,7 @@ from pathlib import Path
 from kernelrl.db import Database
 from kernelrl.evolve.population import Population
 from kernelrl.evolve.prompts import PromptBuilder
+from kernelrl.train.multiturn import prompt_key
 from kernelrl.evolve.sampling import pick_inspirations, pick_negatives, pick_parent
 from kernelrl.kernelbench.tasks import discover
 from kernelrl.train.errors import TrainError
@@ -84,6 +85,7 @@ class Prompter:
         self.hardware_text = hardware_text
         self.top_k, self.negatives, self.max_chars, self.fmt, self.seed = top_k, negatives, max_chars, fmt, seed
         self.fit = fit  # an evolve.prompts.ContextFit: prompts sized in the policy's tokens (data.context_tokens)
+        self.rendered: dict[str, str] = {}  # an RL row's rendered prompt -> its target (multiturn.prompt_key)
         self._targets: dict[str, object] = {}
 
     def target(self, spec_json: str):
@@ -125,6 +127,8 @@ def rl_dataset(specs: list[TargetSpec], prompter: Prompter, per_target: int, shu
 
     def render(batch):
         prompts = [prompter.render(prompter.messages(t, v)) for t, v in zip(batch["target"], batch["variant"])]
+        for prompt, spec in zip(prompts, batch["target"]):
+            prompter.rendered[prompt_key(prompt)] = spec  # a multi-turn rollout sees prompts only
         return {**batch, "prompt": prompts}
 
     ds.set_transform(render)

@@ -11,6 +11,7 @@ from kernelrl.evolve.extract import LANGUAGES, blocks, extract
 from kernelrl.evolve.target import geomean
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.train.metrics import MetricsLog, summarize
+from kernelrl.train.multiturn import discounted_return
 from kernelrl.train.reward import FAILURE_REWARD, RewardResult
 from kernelrl.train.service import RewardService, completion_text
 from kernelrl.train.specs import completion_code, is_copy, spec_summary
@@ -43,9 +44,17 @@ class PolicyReward:
     def __init__(self, service: RewardService, metrics: MetricsLog, phase: str, population=None):
         self.service, self.metrics, self.phase, self.pop = service, metrics, phase, population
         self.calls = 0
+        self.gamma = 0.4  # multi-turn stages set theirs (StageConfig.gamma)
         self._keys: dict[str, str] = {}
 
-    def __call__(self, prompts=None, completions=None, target=None, trainer_state=None, log_metric=None, **_):
+    def __call__(self, prompts=None, completions=None, target=None, trainer_state=None, log_metric=None,
+                 turn_rewards=None, **_):
+        if turn_rewards is not None:  # multi-turn: every turn was judged during the rollout (train/multiturn.py)
+            returns = [discounted_return(r, self.gamma) for r in turn_rewards]
+            if log_metric is not None:
+                log_metric("kernel/return_mean", sum(returns) / len(returns))
+                log_metric("kernel/last_turn_reward_mean", sum(r[-1] for r in turn_rewards) / len(turn_rewards))
+            return returns
         texts = [completion_text(c) for c in completions]
         results = self.score(list(target), texts, step=getattr(trainer_state, "global_step", self.calls),
                              prompts=[completion_text(p) for p in prompts] if prompts is not None else None)

@@ -24,6 +24,7 @@ from kernelrl.train.datasets import Pair, answer_text
 from kernelrl.train.errors import TrainError
 from kernelrl.train.metrics import trainer_callbacks
 from kernelrl.train.modeling import load_model, load_tokenizer, lora_config, save_policy
+from kernelrl.train.multiturn import MultiTurnRollout, prompt_key
 from kernelrl.train.sampling import HFSampler, VLLMSampler
 from kernelrl.train.targets import TargetSpec
 
@@ -81,9 +82,17 @@ def run_grpo(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str, re
                       num_generations=stage.num_generations, max_completion_length=stage.max_completion_length,
                       temperature=stage.temperature, top_p=stage.top_p, beta=stage.beta,
                       remove_unused_columns=False, **vllm, **(order | stage.extra))
+    multi = {}
+    if stage.turns > 1:  # trajectories: each verdict the next user message, the first turn's return the reward
+        reward_fn.gamma = stage.gamma
+        multi["rollout_func"] = MultiTurnRollout(
+            tokenizer, lambda prompt: ctx.prompter.rendered[prompt_key(prompt)],
+            lambda specs, texts: reward_fn.score(specs, texts, step=reward_fn.calls),
+            lambda spec: TargetSpec.from_json(spec).entry[0], stage.turns, stage.max_completion_length,
+            stage.temperature, stage.top_p)
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=dataset,
                           processing_class=tokenizer, peft_config=lora_config(ctx.cfg.model),
-                          callbacks=trainer_callbacks(ctx.metrics, phase, ctx.deadline, ctx.clock))
+                          callbacks=trainer_callbacks(ctx.metrics, phase, ctx.deadline, ctx.clock), **multi)
     trainer.train(resume_from_checkpoint=_checkpoint(out_dir))
     return _finish(trainer, tokenizer, out_dir, ctx)
 

@@ -6,7 +6,10 @@ of the candidate's timed call, one worker each (as `run_pairs` runs them, eager 
              below 1 here is the harness path's, near 1 the model object's;
   no_gc      Python's garbage collector off inside every timed call of every method;
   no_checks  no sampled check during the candidate's turns (the judge's Python and GPU work between its timed
-             calls, which a baseline's turn does not have: a reading near 1 here points at that).
+             calls, which a baseline's turn does not have: a reading near 1 here points at that);
+  no_watch   no watch around the candidate's timed calls (the process-level checks after each call: thousands of
+             guarded attributes compared, the precision flags and the persisting-L2 limit read);
+  neither    no sampled checks and no watch: only the calls and what every method's turn does.
 
     python benchmarks/kb_selfpair_probe.py --kernelbench .carry/KernelBench > OUT/kb_selfpair_probe.log"""
 
@@ -58,7 +61,34 @@ def no_checks_worker(conn, payload):
     worker_main(conn, payload)
 
 
-VARIANTS = {"as_is": None, "ref_object": ref_object_worker, "no_gc": no_gc_worker, "no_checks": no_checks_worker}
+def _without_watch():
+    original_prepare, original_after = timing._PairRounds.prepare, timing._PairRounds.after
+
+    def prepare(self, name, rnd, rep):
+        xs, pristine, watched = original_prepare(self, name, rnd, rep)
+        if watched is not None:
+            self.w.armed = False
+        return xs, pristine, None
+
+    def after(self, name, rnd, rep, prepared, out, error):
+        if name == "candidate":
+            self.w._unwatch = lambda *a, **k: None  # this probe only
+        return original_after(self, name, rnd, rep, prepared, out, error)
+    timing._PairRounds.prepare, timing._PairRounds.after = prepare, after
+
+
+def no_watch_worker(conn, payload):
+    _without_watch()
+    worker_main(conn, payload)
+
+
+def neither_worker(conn, payload):
+    _without_watch()
+    no_checks_worker(conn, payload)
+
+
+VARIANTS = {"as_is": None, "ref_object": ref_object_worker, "no_gc": no_gc_worker, "no_checks": no_checks_worker,
+            "no_watch": no_watch_worker, "neither": neither_worker}
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()

@@ -8,7 +8,8 @@
 #   5. (STEPS=level2 / level3) those levels against themselves (all 250 tasks with level1: kb_full/summary.md);
 #   6. (STEPS=published) CUDA-L1's released H100 kernels judged against their own tasks, eager baseline
 #      (CUDA_L1=path of optimized_cuda_code/h100.json, default .carry/cuda_l1_h100.json);
-#   7. (STEPS=probe) benchmarks/kb_selfpair_probe.py, the level-3 self-pair experiment.
+#   7. (STEPS=probe) benchmarks/kb_selfpair_probe.py, the level-3 self-pair experiment;
+#   8. (STEPS=kbtests) tests/gpu/test_kernelbench_gpu.py alone.
 # KB=path of a KernelBench clone (default .carry/KernelBench); STEPS picks steps (default "mixed level1 examples").
 # Before the call, on the CPU machine (both are git-ignored, carried with carry [".carry/KernelBench", ".whl"]):
 #   the fetch tool's github:ScalingIntelligence/KernelBench, then
@@ -58,6 +59,11 @@ fi
 if [[ $STEPS == *" probe "* ]]; then
   timeout "${PROBE_LIMIT:-200}" python3 benchmarks/kb_selfpair_probe.py --kernelbench "$KB" > "$OUT/kb_selfpair_probe.log" 2>&1
   grep -v Warning "$OUT/kb_selfpair_probe.log" | tail -n 14
+fi
+if [[ $STEPS == *" kbtests "* ]]; then  # the KernelBench GPU suite alone (about 4 minutes)
+  timeout "${TESTS_LIMIT:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu/test_kernelbench_gpu.py \
+      > "$OUT/gpu_tests_kb.log" 2>&1
+  tail -n 15 "$OUT/gpu_tests_kb.log"
 fi
 if [[ $STEPS == *" tests "* ]]; then
   timeout "${TESTS_LIMIT:-500}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu \

@@ -155,3 +155,12 @@ def test_flat_candidates_match_level_tasks_by_stem(tmp_path):
     write(tmp_path / "c" / "7_Net.py", CAND)
     v = only(static_eval([str(tmp_path / "t")], [str(tmp_path / "c")]))
     assert v.ok and v.task.name == "level3/7_Net"
+
+
+def test_a_subclass_of_a_class_in_the_same_file_keeps_its_constructors_signature(tmp_path):
+    from kernelrl.kernelbench.tasks import inspect_candidate
+    (tmp_path / "c.py").write_text("import torch.nn as nn\n\nclass Base(nn.Module):\n    def __init__(self, a, b=2):\n"
+                                   "        super().__init__()\n\n    def forward(self, x):\n        return x\n\n"
+                                   "class ModelNew(Base):\n    pass\n")
+    c = inspect_candidate(tmp_path / "c.py")
+    assert c.init.args == ("a", "b") and c.init.defaults == ("2",) and c.forward.args == ("x",)

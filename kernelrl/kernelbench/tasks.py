@@ -162,8 +162,20 @@ def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
     return out
 
 
-def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
-    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+def _method(cls: ast.ClassDef, name: str, names: dict | None = None, seen: frozenset = frozenset()) \
+        -> ast.FunctionDef | None:
+    """The method as the class has it: its own, else inherited from a base class defined in the same file (a
+    subclass of a copied reference keeps its constructor); None where neither defines it."""
+    own = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if own is not None or not names:
+        return own
+    for base in cls.bases:
+        parent = names.get(base.id) if isinstance(base, ast.Name) else None
+        if isinstance(parent, ast.ClassDef) and parent.name not in seen:
+            found = _method(parent, name, names, seen | {cls.name})
+            if found is not None:
+                return found
+    return None
 
 
 def _inspect(f: SourceFile, cls_name: str, required: tuple[str, ...]) -> SourceFile:
@@ -178,7 +190,7 @@ def _inspect(f: SourceFile, cls_name: str, required: tuple[str, ...]) -> SourceF
     if not isinstance(cls, ast.ClassDef):
         f.error = f"{cls_name} is not a class"
         return f
-    f.init, f.forward = Signature.of(_method(cls, "__init__")), Signature.of(_method(cls, "forward"))
+    f.init, f.forward = Signature.of(_method(cls, "__init__", names)), Signature.of(_method(cls, "forward", names))
     return f
 
 

@@ -79,3 +79,8 @@ def test_a_published_set_can_be_judged_level_by_level(published, tmp_path, capsy
                  "--published-dir", str(tmp_path / "pub"), "--device", "cpu", "--static-only"])
     out = capsys.readouterr().out
     assert code == 1 and "1 tasks, 0 kernels released" in out
+
+
+def test_neither_tasks_nor_a_published_set_is_one_line(capsys):
+    code = main(["kb", "eval", "--device", "cpu"])
+    assert code == 2 and "needs --tasks and --candidates" in capsys.readouterr().err

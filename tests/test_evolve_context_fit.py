@@ -138,3 +138,41 @@ def test_a_refusal_that_leaves_no_room_for_a_kernel_is_final():
         done = LLMClient(LLMConfig(base_url=server.url, model="scripted-model", backoff_s=0.01),
                          Budget(max_calls=1)).complete([{"role": "user", "content": "x"}])
     assert not done.ok and "maximum context length" in done.error and len(server.requests) == 1
+
+
+def test_the_servers_own_count_is_asked_at_its_tokenize_route():
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from kernelrl.evolve.tokens import ServerTokenizer
+    asked = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = _json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            asked.append((self.path, body["model"]))
+            payload = _json.dumps({"count": len(body["prompt"].split())}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        counter = ServerTokenizer(f"http://127.0.0.1:{server.server_port}/v1", lambda: "served-model")
+        assert counter.count("three little words") == 3
+    finally:
+        server.shutdown()
+    assert asked == [("/tokenize", "served-model")]
+
+
+def test_a_server_without_a_tokenize_route_is_one_line():
+    from kernelrl.evolve.tokens import ServerTokenizer
+    with pytest.raises(TokenizerError, match="did not count tokens"):
+        ServerTokenizer("http://127.0.0.1:9/v1", "m", timeout_s=1.0).count("x")

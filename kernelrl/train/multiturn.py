@@ -82,6 +82,9 @@ class MultiTurnRollout:
         (it strips a reply's whitespace, say), the feedback turn as the template renders it on its own."""
         added = rendered[len(said):] if rendered.startswith(said) else \
             "\n" + self._text([{"role": "user", "content": told}])
+        eos = getattr(self.tok, "eos_token", None)
+        if eos and added.startswith(eos):  # the policy's own end-of-turn token is in the completion already
+            added = added[len(eos):]
         return self.tok(added, add_special_tokens=False)["input_ids"]
 
     def _attempt(self, model, t: "_Trajectory") -> str:

@@ -84,6 +84,9 @@ def run_grpo(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str, re
                       remove_unused_columns=False, **vllm, **(order | stage.extra))
     multi = {}
     if stage.turns > 1:  # trajectories: each verdict the next user message, the first turn's return the reward
+        if ctx.cfg.model.prompt_format != "chat":
+            raise TrainError("a grpo stage with turns > 1 needs model.prompt_format chat: its turns are chat "
+                             "messages of one conversation")
         reward_fn.gamma = stage.gamma
         multi["rollout_func"] = MultiTurnRollout(
             tokenizer, lambda prompt: ctx.prompter.rendered[prompt_key(prompt)],

@@ -140,7 +140,9 @@ class JudgeMixin:
         return out, ref_out
 
     @staticmethod
-    def _mismatch(o, r) -> str | None:
+    def _mismatch(o, r, tolerance=loosest_tolerance) -> str | None:
+        """What is wrong with `o` against `r` (None: nothing), by `tolerance(dtype)` (atol = rtol); the reference's
+        own non-finite values must be matched."""
         if not isinstance(r, torch.Tensor):
             return None if o == r else "wrong values"
         if not isinstance(o, torch.Tensor) or o.shape != r.shape or o.dtype != r.dtype:
@@ -154,7 +156,7 @@ class JudgeMixin:
             extra, differ = compare.nonfinite_mismatches(o, r)
             if extra or differ:
                 return "NaN/Inf" if extra else "wrong values where the reference is non-finite"
-        tol = loosest_tolerance(r.dtype)  # ordering, not precision: the main checks judge the numerics
+        tol = tolerance(r.dtype)  # the stream-order check: the loosest (ordering, not precision, is judged there)
         max_abs, _, tightest = compare.closeness(o, r, tol, finite_only=not ref_finite)
         if not tightest <= tol:
             return f"wrong values (max abs error {max_abs:.3g})"

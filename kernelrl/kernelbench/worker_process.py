@@ -15,7 +15,6 @@ from pathlib import Path
 
 import torch
 
-from kernelrl.harness import compare
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.record import Record
 from kernelrl.harness.tolerance import output_tolerance
@@ -157,7 +156,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         before = self._watch()
         try:
             cmod = load_module(task["candidate_path"])
-            cand = self._construct(cmod.ModelNew, list(tmod.get_init_inputs()), "ModelNew")
+            cand = self._construct(cmod.ModelNew, list(tmod.get_init_inputs()), "ModelNew", self.pair_notes)
             own = cand.state_dict()
             shared = {k: v for k, v in ref_state.items() if k in own and own[k].shape == v.shape}
             if shared:
@@ -210,7 +209,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         tmod = load_module(path)
         init = list(tmod.get_init_inputs())
         self.task_notes = []
-        ref = self._construct(tmod.Model, init, "the task's Model").to(self.device)
+        ref = self._construct(tmod.Model, init, "the task's Model", self.task_notes).to(self.device)
         t0 = self.clocks.now()
         self.sync()
         self.ref_settle_s = self.clocks.now() - t0  # the scale for the candidate's load (check_device_settled)
@@ -219,18 +218,18 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                            self.seeded, self.task_notes)
         return tmod, ref, too_large
 
-    def _construct(self, cls, init: list, who: str):
+    def _construct(self, cls, init: list, who: str, notes: list[str]):
         """`cls(*init)` under the run's seed, built on the device (its weights initialised there: an 8192 x 8192
         Linear takes half a second on the CPU, and level 2 has a dozen) where KernelBench builds on the CPU and
         moves; both sides are built alike and the candidate gets the reference's weights, so the judged outputs are
-        comparable either way. A constructor that fails on the device is built again on the CPU, with a note."""
+        comparable either way. A constructor that fails on the device is built again on the CPU, with a note in
+        `notes`."""
         if self.cuda and self.s.get("build_on_device", True):
             self._manual_seed(self.base_seed)
             try:
                 with self.torch.device(self.device):
                     return cls(*init)
             except Exception as exc:  # e.g. a constructor that calls .numpy() on a tensor it made
-                notes = self.task_notes if who == "the task's Model" else self.pair_notes
                 notes.append(f"{who} built on the CPU and moved: its constructor failed on the device "
                              f"({_short(exc)})")
         self._manual_seed(self.base_seed)
@@ -315,18 +314,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
 
     def _same_outputs(self, a, b) -> bool:
         """Outputs equal within the strict profile's tolerance (non-finite values the same)."""
-        for x, y in zip(_flatten(a), _flatten(b)):
-            if not isinstance(x, torch.Tensor):
-                if x != y:
-                    return False
-            elif x.shape != y.shape or (not x.is_floating_point() and not torch.equal(x, y)):
-                return False
-            elif x.is_floating_point() and x.numel():
-                tol = output_tolerance(x.dtype)
-                if any(compare.nonfinite_mismatches(x, y)) or \
-                        not compare.closeness(x, y, tol, finite_only=True)[2] <= tol:
-                    return False
-        return True
+        return all(self._mismatch(y, x, output_tolerance) is None for x, y in zip(_flatten(a), _flatten(b)))
 
     def _seed_call(self):
         """Before a judged candidate call of a random task: a fresh seed, which its reference repeats."""

@@ -264,6 +264,11 @@ def condensed_reply(reply: str, code: str | None, fence: str) -> str:
     return f"{summary or '(no analysis)'}\n\n```{fence}\n{code.rstrip()}\n```"
 
 
+def failure_line(category: str | None, verdict: str | None) -> str:
+    """A failed attempt as the next turn tells it: what its category means, then its verdict's line."""
+    return f"- {CATEGORIES.get(category or '', category or 'not judged')}: {(verdict or '').strip()}"
+
+
 def feedback_text(c: Candidate, objective: str, errors: str = "") -> str:
     """What the evaluator said about a candidate, for the next turn: its measurements when verified, else its
     verdict's category and line (a compiler's errors cut to the lines that matter)."""
@@ -271,8 +276,7 @@ def feedback_text(c: Candidate, objective: str, errors: str = "") -> str:
         lines = ["- verified", *measurement_lines(c, objective)]
         lines += [x for x in (resource_line(c.resources), format_summary(c.profile)) if x]
         return "\n".join(lines)
-    what = CATEGORIES.get(c.category or "", c.category or "not judged")
-    text = f"- {what}: {(c.verdict or '').strip()}"
+    text = failure_line(c.category, c.verdict)
     if errors and c.category == "compile":
         text += f"\n\n```\n{compiler_errors(errors)}\n```"
     return text

@@ -15,8 +15,7 @@ import json
 
 import torch
 
-from kernelrl.evolve.prompts import render
-from kernelrl.evolve.verdicts import CATEGORIES
+from kernelrl.evolve.prompts import failure_line, render
 
 
 def discounted_return(rewards: list[float], gamma: float) -> float:
@@ -32,7 +31,7 @@ def feedback(result, turn: int, turns: int, fence: str) -> str:
     if result.ok:
         text = f"- verified; speedup {result.speedup:.3f}×" if result.speedup else "- verified"
     else:
-        text = f"- {CATEGORIES.get(result.category, result.category)}: {(result.verdict or '').strip()}"
+        text = failure_line(result.category, result.verdict)
     return render("refine.md", turn=turn, turns=turns, name="your last kernel", feedback=text, fence=fence)
 
 

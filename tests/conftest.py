@@ -20,3 +20,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(no_gpu)
         if "nvcc" in item.keywords and not nvcc:
             item.add_marker(no_nvcc)
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    """A Ray cluster of this machine's CPUs for one test module (the Ray runner's tests)."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()

@@ -8,41 +8,14 @@ import pytest
 from kernelrl.harness.tolerance import UnknownProfile
 from kernelrl.kernelbench.aggregate import TaskResult, profile_table
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result
-
-TASK = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.tanh(x)
-
-def get_inputs():
-    return [torch.randn(64, 32)]
-
-def get_init_inputs():
-    return []
-'''
-
-CANDIDATE = '''
-import torch
-import torch.nn as nn
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return {body}
-'''
+from tests.kb_helpers import pairs_in, task
 
 BODIES = {"exact": "torch.tanh(x)", "tf32_like": "torch.tanh(x) * (1 + 1e-3)", "wrong": "torch.tanh(x) + 1e-1",
           "inplace": "x.mul_(1.0 + 1e-3).tanh()"}
 
 
 def evaluate(tmp_path, profile):
-    (tmp_path / "task.py").write_text(TASK)
-    pairs = []
-    for name, body in BODIES.items():
-        (tmp_path / f"{name}.py").write_text(CANDIDATE.format(body=body))
-        pairs.append((str(tmp_path / "task.py"), str(tmp_path / f"{name}.py")))
+    pairs = pairs_in(tmp_path, task(), BODIES)
     settings = KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2, hang_timeout_s=30.0,
                           tolerance_profile=profile)
     out = run_pairs(pairs, settings)
@@ -109,20 +82,7 @@ def test_an_unknown_profile_is_one_clear_error():
         KBSettings(tolerance_profile="loose")
 
 
-OVERFLOW_TASK = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.exp(x * 200.0)  # inf wherever x > ~0.44: the reference's own overflow
-
-def get_inputs():
-    return [torch.randn(64, 32)]
-
-def get_init_inputs():
-    return []
-'''
+OVERFLOW_TASK = task("torch.exp(x * 200.0)")  # inf wherever x > ~0.44: the reference's own overflow
 
 OVERFLOW_BODIES = {"same": "torch.exp(x * 200.0)", "clamped": "torch.exp(x * 200.0).clamp_max(3e38)",
                    "nan_everywhere": "torch.exp(x * 200.0) * float('nan')"}
@@ -130,12 +90,7 @@ OVERFLOW_BODIES = {"same": "torch.exp(x * 200.0)", "clamped": "torch.exp(x * 200
 
 @pytest.fixture(scope="module")
 def overflow(tmp_path_factory):
-    d = tmp_path_factory.mktemp("overflow")
-    (d / "task.py").write_text(OVERFLOW_TASK)
-    pairs = []
-    for name, body in OVERFLOW_BODIES.items():
-        (d / f"{name}.py").write_text(CANDIDATE.format(body=body))
-        pairs.append((str(d / "task.py"), str(d / f"{name}.py")))
+    pairs = pairs_in(tmp_path_factory.mktemp("overflow"), OVERFLOW_TASK, OVERFLOW_BODIES)
     out = run_pairs(pairs, KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2))
     return {name: out[i][0] for i, name in enumerate(OVERFLOW_BODIES)}
 

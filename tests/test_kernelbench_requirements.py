@@ -6,20 +6,9 @@ import ast
 from kernelrl.cli import main
 from kernelrl.kernelbench.requirements import declared, missing_packages, unconditional_imports
 from kernelrl.kernelbench.worker import KBSettings, run_pairs
+from tests.kb_helpers import task
 
-TASK = '''import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.tanh(x)
-
-def get_inputs():
-    return [torch.randn(8, 4)]
-
-def get_init_inputs():
-    return []
-'''
+TASK = task(rows=8, cols=4)
 
 NEEDS_MISSING = '''# requires: torch, surely-not-a-distribution>=1.0
 import torch

@@ -11,13 +11,6 @@ ray = pytest.importorskip("ray")
 import tests.test_tune  # noqa: E402,F401  (registers the made-up "toy" family)
 
 
-@pytest.fixture(scope="module")
-def local_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def test_tune_over_ray_matches_one_process(tmp_path, local_cluster):
     shapes = parse_shapes("64x64x64,128x128x128,256x64x512,4096x4096x4096,64x4096x128")
     common = dict(problems=shapes, families=["toy"], runner="dummy", top_k=3, batch=5)

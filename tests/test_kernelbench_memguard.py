@@ -198,3 +198,27 @@ def test_the_comparisons_own_temporaries_do_not_flag_themselves(toy):
 
     guard._view = view_with_a_temporary
     assert guard.disarm() is None and temporaries
+
+
+def test_a_comparison_with_no_device_memory_left_runs_on_the_host_and_says_so(toy):
+    alloc, fake = toy
+    guard = _guard(fake)
+    guard.arm(4 * MB, check=True)
+    out = alloc.empty(2 * MB)
+    alloc.memory[out.addr:out.addr + 2 * MB + 4096] = 7  # an overrun the host comparison must still see
+    view = guard._view
+
+    class DeviceView:  # a comparison on the device runs out of memory; its host copy compares
+        def __init__(self, t):
+            self.t = t
+
+        def __ne__(self, other):
+            raise RuntimeError("CUDA out of memory")
+
+        def cpu(self):
+            return self.t
+
+    guard._view = lambda addr, nbytes: DeviceView(view(addr, nbytes))
+    message = guard.disarm()
+    assert message is not None and message.verdict.value == "out-of-bounds write"
+    assert "on the host" in guard.note

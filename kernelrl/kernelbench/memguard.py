@@ -95,7 +95,7 @@ class MemoryGuard:
         self.ranges: list[tuple[int, int]] = []
         self.check = False
         self.trace_base = 0
-        self.note: str | None = None  # why the out-of-bounds check is unavailable, if it is
+        self.note: str | None = None  # what the out-of-bounds check could not do as designed, if anything
 
     def _view(self, addr: int, nbytes: int):
         return self.torch.as_tensor(_Raw(addr, nbytes))
@@ -157,6 +157,8 @@ class MemoryGuard:
             return sum(int((self._view(start, size) != POISON_BYTE).sum()) for start, size in regions)
         except RuntimeError:  # out of memory for the temporaries
             del plugs
+            self.note = ("out-of-bounds comparison on the host: no device memory was left for its temporaries (the "
+                         "same answer, slower)")
             return sum(int((self._view(start, size).cpu() != POISON_BYTE).sum()) for start, size in regions)
 
     def disarm(self) -> Rejected | None:

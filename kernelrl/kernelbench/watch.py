@@ -296,6 +296,8 @@ class WatchMixin:
             self.rephase(f"guard {phase}")
             try:
                 oob = self.guard.disarm()
+                if self.guard.note and self.guard.note not in self.notes:  # e.g. the comparison ran on the host
+                    self.notes.append(self.guard.note)
             except Exception as exc:
                 self._probe_context(error or exc)  # a context the candidate broke is its crash
                 self._drop_guard("disarm", exc)

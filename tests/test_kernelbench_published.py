@@ -84,3 +84,10 @@ def test_a_published_set_can_be_judged_level_by_level(published, tmp_path, capsy
 def test_neither_tasks_nor_a_published_set_is_one_line(capsys):
     code = main(["kb", "eval", "--device", "cpu"])
     assert code == 2 and "needs --tasks and --candidates" in capsys.readouterr().err
+
+
+def test_a_kernel_written_as_the_string_none_is_not_released(tmp_path):
+    path = tmp_path / "h100.json"
+    path.write_text(cuda_l1_line(1, 8, "tanh", "None", 7.2) + "\n" + cuda_l1_line(1, 9, "tanh", "None\n", None) + "\n")
+    _, kernels = read_published(f"cuda-l1:{path}")
+    assert [k.kernel_text for k in kernels] == [None, None]

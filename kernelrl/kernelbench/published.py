@@ -6,7 +6,8 @@ for, with the speedups its authors claimed carried beside the measured ones.
 Formats (`FORMATS`):
 - `cuda-l1`: CUDA-L1's `optimized_cuda_code/<gpu>.json` (github.com/deepreinforce-ai/CUDA-L1): JSON lines (or one
   JSON list), one object per KernelBench task with `level_id`, `task_id`, `ref_code` (the task), `custom_code` (the
-  kernel, empty where none was released) and `score_default`, `score_torch_compile_default`,
+  kernel; empty, null or the literal string "None" where none was released: 17 of h100.json's 227 non-empty
+  entries are that string) and `score_default`, `score_torch_compile_default`,
   `score_torch_compile_reduce_overhead`, `score_cuda_graph` (the claimed speedups over eager, torch.compile in two
   modes and CUDA graphs).
 
@@ -71,8 +72,10 @@ def read_cuda_l1(path: Path) -> list[PublishedKernel]:
             raise PublishedSetError(f"{path}: entry {n} lacks {', '.join(missing)}: not a CUDA-L1 optimized_cuda_code "
                                     f"file")
         claims = {b: float(rec[k]) for b, k in CUDA_L1_CLAIMS.items() if rec.get(k) is not None}
+        kernel = rec.get("custom_code")
+        released = isinstance(kernel, str) and kernel.strip() not in ("", "None")
         out.append(PublishedKernel(int(rec["level_id"]), int(rec["task_id"]), rec["ref_code"],
-                                   rec.get("custom_code") or None, claims))
+                                   kernel if released else None, claims))
     return out
 
 

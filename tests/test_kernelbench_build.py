@@ -31,6 +31,31 @@ class ModelNew(nn.Module):
         return torch.relu(self.fc(x))
 '''
 
+# the same stand-in build, at the first forward (as CUDA-L1's kernels often build: in __init__ or when first called)
+LAZY_BUILD = '''
+# load_inline, at the first call
+import os, time
+from pathlib import Path
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+        self.built = False
+
+    def forward(self, x):
+        marker = Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "built"
+        if not self.built and not marker.exists():
+            time.sleep(4)
+            marker.write_text("ok")
+            with open(os.environ.get("KR_TEST_BUILD_LOG", os.devnull), "a") as log:
+                log.write("built\\n")
+        self.built = True
+        return torch.relu(self.fc(x))
+'''
+
 FAILING_BUILD = '''
 # load_inline
 raise RuntimeError("Error building extension 'k': nvcc failed")
@@ -91,3 +116,22 @@ def test_a_slow_compile_is_not_judged_as_a_hang(tmp_path, monkeypatch):
     assert len(built) == 2 and all(b.ok for b in built)
     assert [pair_verdict(out[i]) for i in range(2)] == [(True, None), (True, None)]
     assert log.read_text().count("built") == 2  # both in the build step: the worker only loaded them
+
+
+def test_a_build_at_the_first_forward_happens_in_the_build_step(tmp_path, monkeypatch):
+    log = tmp_path / "builds.log"
+    monkeypatch.setenv("KR_TEST_BUILD_LOG", str(log))
+    task = _write(tmp_path / "tasks", "a.py", TASK)
+    cand = _write(tmp_path / "cands", "lazy.py", LAZY_BUILD)
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=2.0,
+                          extensions_dir=str(tmp_path / "ext"), compile_timeout_s=60.0)
+    out = run_pairs([(str(task), str(cand))], settings)
+    assert pair_verdict(out[0]) == (True, None)
+    assert log.read_text().count("built") == 1  # in the build step's warm-up: the worker found it built
+
+
+def test_a_warm_up_that_fails_for_another_reason_is_left_to_the_worker(tmp_path):
+    task = _write(tmp_path / "tasks", "a.py", TASK)
+    cand = _write(tmp_path / "cands", "raises.py", LAZY_BUILD.replace("self.built = True", "raise ValueError('bad')"))
+    out = build_extensions([cand], tmp_path / "ext", tasks={str(cand): str(task)})
+    assert out[str(cand)].ok

@@ -9,7 +9,13 @@ the import only loads what was built here (same flags, arch and directory: both 
 
 Building means importing the candidate (torch builds at import): each import runs in its own spawned process
 that exits afterwards, so nothing a candidate does at import reaches the evaluation. An import that fails for
-another reason is left to the worker, which gives the candidate its verdict under watch."""
+another reason is left to the worker, which gives the candidate its verdict under watch.
+
+Many candidates build later than import: in `__init__` or at their first `forward` (24 of CUDA-L1's 39 level-1
+kernels that build; measured on the H200, each then compiled in the worker, in series, 13-90 s per pair). Given the
+candidate's task, the build process also constructs the model from the task's init inputs and calls it once on
+inputs of its own seed (never the evaluation's), on the evaluation device, so those builds run here too. What that
+warm-up raises is left to the worker as well, unless it is a build error."""
 
 from __future__ import annotations
 
@@ -67,15 +73,38 @@ def use_extension_dir(root: str | Path, candidate_path: str | Path) -> Path:
     return folder
 
 
-def _import(conn, root: str, path: str) -> None:
+def _import(conn, root: str, path: str, task_path: str | None = None, device: str = "cpu") -> None:
     use_extension_dir(root, path)
     os.environ.setdefault("MAX_JOBS", "2")  # several builds run at once; each gets two ninja jobs
     try:
-        load_module(path)
+        module = load_module(path)
+        if task_path is not None:
+            _warm_up(module, load_module(task_path), device)
         conn.send(None)
     except BaseException as exc:  # a candidate may raise anything, SystemExit included
         text = str(exc).strip()
         conn.send(f"{type(exc).__name__}: {text[-1500:]}")
+
+
+def _warm_up(candidate, task, device: str) -> None:
+    """Construct ModelNew and call it once, so that builds in `__init__` or a first `forward` happen here. Only a
+    build error propagates: anything else is the worker's to judge."""
+    import torch  # the build process only: the parent stays torch-free
+    try:
+        torch.manual_seed(int.from_bytes(os.urandom(4), "little"))  # inputs unlike any the evaluation makes
+        with torch.device(device):
+            init = task.get_init_inputs() if hasattr(task, "get_init_inputs") else []
+            model = candidate.ModelNew(*init)
+            inputs = task.get_inputs()
+            if hasattr(model, "to"):
+                model = model.to(device)
+            with torch.no_grad():
+                model(*[x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs])
+        if device == "cuda":
+            torch.cuda.synchronize()
+    except BaseException as exc:
+        if _is_build_error(str(exc)):
+            raise
 
 
 def _is_build_error(text: str) -> bool:
@@ -83,9 +112,12 @@ def _is_build_error(text: str) -> bool:
 
 
 def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None = None,
-                     timeout_s: float = 600.0, on_done=None) -> dict[str, BuildOutcome]:
+                     timeout_s: float = 600.0, on_done=None, tasks: dict[str, str] | None = None,
+                     device: str = "cpu") -> dict[str, BuildOutcome]:
     """BuildOutcome per candidate file that needs a build, at most `jobs` at once (default: one per core), each
-    import killed after `timeout_s` (`compile timeout`). `on_done(outcome)` hears each as it finishes."""
+    import killed after `timeout_s` (`compile timeout`). `on_done(outcome)` hears each as it finishes. `tasks`
+    (candidate path -> its task's path) adds the warm-up on `device` (`_warm_up`)."""
+    tasks = {str(c): str(t) for c, t in (tasks or {}).items()}
     todo = []
     for p in dict.fromkeys(str(p) for p in paths):
         try:
@@ -112,7 +144,7 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
         while todo and len(running) < jobs:
             path = todo.pop(0)
             parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_import, args=(child, str(root), path), daemon=True)
+            proc = ctx.Process(target=_import, args=(child, str(root), path, tasks.get(path), device), daemon=True)
             proc.start()
             child.close()
             running[path] = (proc, parent, time.monotonic())

@@ -99,7 +99,8 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
     lacking = {c: missing_packages(c) for c in {c for _, c in pairs}}
     # Every other candidate's extensions are built first, in parallel; the hang watch starts after the build.
     built = build_extensions([c for _, c in pairs if not lacking[c]], settings.extensions_dir, settings.build_jobs,
-                             settings.compile_timeout_s, on_done=on_build)
+                             settings.compile_timeout_s, on_done=on_build, tasks={c: t for t, c in pairs},
+                             device=settings.device)
     runnable = []
     for task in tasks:
         outcome = built.get(task.candidate_path)

@@ -1,7 +1,7 @@
 """The inputs a KernelBench candidate is checked and timed on (the worker's `InputsMixin`): the task's own draw for a
 seed on the evaluation device or a uniform one over the same range, clones, secret perturbations (near duplicates,
-every timed call's fresh inputs), a smaller batch; and `Held`, the outputs kept alive after their checks. Runs
-only in the worker process."""
+every timed call's fresh inputs), a smaller batch; all keeping the draw's zeros and symmetry (`_structure`); and
+`Held`, the outputs kept alive after their checks. Runs only in the worker process."""
 
 from __future__ import annotations
 
@@ -20,6 +20,15 @@ def _flatten(out) -> list:
 
 def _storage(t) -> int:
     return t.untyped_storage().data_ptr()
+
+
+def _structure(x) -> tuple[bool, bool]:
+    """(whether the draw has exact zeros, whether its last two dims are a symmetric matrix): what a task's own draw
+    promises beyond its range (torch.triu / torch.tril / masked inputs; (A + A.T) / 2), which a candidate may rely
+    on as the task's text does, so the evaluator's other draws keep it (a zero stays zero, symmetry stays)."""
+    has_zeros = int(torch.count_nonzero(x)) < x.numel()
+    symmetric = x.dim() >= 2 and x.shape[-1] == x.shape[-2] > 1 and torch.equal(x, x.mT)
+    return has_zeros, symmetric
 
 
 class Held:
@@ -71,8 +80,14 @@ class InputsMixin:
         lo, hi = float(x.min()), float(x.max())
         if not (math.isfinite(lo) and math.isfinite(hi)) or lo == hi:
             return x
+        has_zeros, symmetric = _structure(x)
         u = torch.rand(x.shape, generator=gen, dtype=torch.float32, device=x.device)
-        return (u * (hi - lo) + lo).clamp_(lo, hi).to(x.dtype)
+        if symmetric:
+            u = (u + u.mT) / 2
+        out = (u * (hi - lo) + lo).clamp_(lo, hi).to(x.dtype)
+        if has_zeros:
+            out.masked_fill_(x == 0, 0)
+        return out
 
     @staticmethod
     def _clone(inputs: list) -> list:
@@ -80,12 +95,22 @@ class InputsMixin:
 
     def _perturb(self, inputs: list) -> None:
         """Set a few elements (secret positions) of each floating input to the tensor's max or min: in the
-        inputs' own range, and enough to change a max/min reduction."""
+        inputs' own range, and enough to change a max/min reduction. The draw's structure is kept (`_structure`):
+        an element the task drew as exactly zero stays zero, a symmetric matrix stays symmetric."""
         for x in inputs:
             if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1 and x.dim() > 0:
                 hi, lo = x.max(), x.min()
+                has_zeros, symmetric = _structure(x)
                 for j in range(PERTURBED):
-                    x[tuple(self.rng.randrange(n) for n in x.shape)] = hi if j % 2 == 0 else lo
+                    for _ in range(16):  # a position the task drew as nonzero (a triangle's own half)
+                        at = tuple(self.rng.randrange(n) for n in x.shape)
+                        if not has_zeros or bool(x[at] != 0):
+                            break
+                    else:
+                        continue
+                    x[at] = hi if j % 2 == 0 else lo
+                    if symmetric:
+                        x[at[:-2] + (at[-1], at[-2])] = x[at]
 
     @staticmethod
     def _nbytes(tensors) -> int:

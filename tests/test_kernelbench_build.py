@@ -123,7 +123,7 @@ def test_a_build_at_the_first_forward_happens_in_the_build_step(tmp_path, monkey
     monkeypatch.setenv("KR_TEST_BUILD_LOG", str(log))
     task = _write(tmp_path / "tasks", "a.py", TASK)
     cand = _write(tmp_path / "cands", "lazy.py", LAZY_BUILD)
-    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=2.0,
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=3.0,
                           extensions_dir=str(tmp_path / "ext"), compile_timeout_s=60.0)
     out = run_pairs([(str(task), str(cand))], settings)
     assert pair_verdict(out[0]) == (True, None)
@@ -135,3 +135,11 @@ def test_a_warm_up_that_fails_for_another_reason_is_left_to_the_worker(tmp_path)
     cand = _write(tmp_path / "cands", "raises.py", LAZY_BUILD.replace("self.built = True", "raise ValueError('bad')"))
     out = build_extensions([cand], tmp_path / "ext", tasks={str(cand): str(task)})
     assert out[str(cand)].ok
+
+
+def test_a_warm_up_that_hangs_is_cut_at_its_own_limit_and_left_to_the_worker(tmp_path):
+    task = _write(tmp_path / "tasks", "a.py", TASK)
+    cand = _write(tmp_path / "cands", "hangs.py", LAZY_BUILD.replace("self.built = True", "time.sleep(600)"))
+    out = build_extensions([cand], tmp_path / "ext", timeout_s=300, tasks={str(cand): str(task)},
+                           warm_up_timeout_s=3)
+    assert out[str(cand)].ok and out[str(cand)].seconds < 60

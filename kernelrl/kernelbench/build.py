@@ -29,6 +29,7 @@ from pathlib import Path
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench.tasks import load_module
 
+WARMING = "warming up"  # the build process's message between its import and its warm-up
 EXTENSION_MARKERS = ("load_inline", "cpp_extension.load", "from torch.utils.cpp_extension import load")
 
 
@@ -79,6 +80,7 @@ def _import(conn, root: str, path: str, task_path: str | None = None, device: st
     try:
         module = load_module(path)
         if task_path is not None:
+            conn.send(WARMING)  # imported: the parent now gives the warm-up its own, shorter limit
             _warm_up(module, load_module(task_path), device)
         conn.send(None)
     except BaseException as exc:  # a candidate may raise anything, SystemExit included
@@ -113,10 +115,13 @@ def _is_build_error(text: str) -> bool:
 
 def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None = None,
                      timeout_s: float = 600.0, on_done=None, tasks: dict[str, str] | None = None,
-                     device: str = "cpu") -> dict[str, BuildOutcome]:
+                     device: str = "cpu", warm_up_timeout_s: float = 120.0) -> dict[str, BuildOutcome]:
     """BuildOutcome per candidate file that needs a build, at most `jobs` at once (default: one per core), each
     import killed after `timeout_s` (`compile timeout`). `on_done(outcome)` hears each as it finishes. `tasks`
-    (candidate path -> its task's path) adds the warm-up on `device` (`_warm_up`)."""
+    (candidate path -> its task's path) adds the warm-up on `device` (`_warm_up`); one that runs past
+    `warm_up_timeout_s` (kb eval: twice the hang watch's limit; a candidate that hangs in forward must not hold the build step for
+    the compile timeout) is stopped without a verdict and left to the worker, as an unfinished lazy build was
+    before."""
     tasks = {str(c): str(t) for c, t in (tasks or {}).items()}
     todo = []
     for p in dict.fromkeys(str(p) for p in paths):
@@ -128,6 +133,7 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
     jobs = max(1, jobs or os.cpu_count() or 1)
     ctx = mp.get_context("spawn")
     running: dict[str, tuple] = {}
+    warming: dict[str, float] = {}  # path -> when its warm-up began
     out: dict[str, BuildOutcome] = {}
 
     def finish(path, verdict, detail=""):
@@ -149,12 +155,18 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
             child.close()
             running[path] = (proc, parent, time.monotonic())
         for path, (proc, conn, started) in list(running.items()):
+            warm = warming.get(path)
             if conn.poll():
                 try:
                     text = conn.recv()
                 except (EOFError, OSError):
                     text = "the build process died"
+                if text == WARMING:
+                    warming[path] = time.monotonic()
+                    continue
                 finish(path, Verdict.COMPILE_ERROR if text and _is_build_error(text) else None, text)
+            elif warm is not None and (not proc.is_alive() or time.monotonic() - warm > warm_up_timeout_s):
+                finish(path, None)  # built at import; what the warm-up did (crash, hang) is the worker's to judge
             elif not proc.is_alive():
                 finish(path, Verdict.COMPILE_ERROR, f"the build process died (exit code {proc.exitcode})")
             elif time.monotonic() - started > timeout_s:

@@ -100,7 +100,9 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
     # Every other candidate's extensions are built first, in parallel; the hang watch starts after the build.
     built = build_extensions([c for _, c in pairs if not lacking[c]], settings.extensions_dir, settings.build_jobs,
                              settings.compile_timeout_s, on_done=on_build, tasks={c: t for t, c in pairs},
-                             device=settings.device)
+                             device=settings.device,
+                             # a lazy compile among parallel builds runs slower than alone; a hang costs this much
+                             warm_up_timeout_s=min(settings.compile_timeout_s, 2 * settings.hang_timeout_s))
     runnable = []
     for task in tasks:
         outcome = built.get(task.candidate_path)

@@ -91,3 +91,22 @@ def test_a_kernel_written_as_the_string_none_is_not_released(tmp_path):
     path.write_text(cuda_l1_line(1, 8, "tanh", "None", 7.2) + "\n" + cuda_l1_line(1, 9, "tanh", "None\n", None) + "\n")
     _, kernels = read_published(f"cuda-l1:{path}")
     assert [k.kernel_text for k in kernels] == [None, None]
+
+
+def test_kb_export_writes_the_stored_pairs_as_eval_wrote_them(published, tmp_path, capsys):
+    eval_csv, export_csv, db = tmp_path / "eval.csv", tmp_path / "export.csv", tmp_path / "r.db"
+    main(["kb", "eval", "--published", f"cuda-l1:{published}", "--published-dir", str(tmp_path / "pub"),
+          "--device", "cpu", "--rounds", "1", "--csv", str(eval_csv), "--db", str(db)])
+    assert main(["kb", "export", "--db", str(db), "--csv", str(export_csv)]) == 0
+    evaluated = [r for r in csv.DictReader(open(eval_csv)) if r["baseline"]]  # timed pairs: the ones stored
+    exported = {(r["task"], r["baseline"]): r for r in csv.DictReader(open(export_csv))}
+    for row in evaluated:
+        stored = exported[(row["task"], row["baseline"])]
+        for column in ("verified", "verdict", "speedup", "claimed_speedup", "correct_strict", "correct_kernelbench"):
+            assert stored[column] == row[column], column
+        assert "candidate load" in json.loads(stored["phase_s"])  # where the worker's time went
+
+
+def test_kb_export_of_a_missing_database_is_one_line(tmp_path, capsys):
+    assert main(["kb", "export", "--db", str(tmp_path / "none.db"), "--csv", str(tmp_path / "x.csv")]) != 0
+    assert "no such database" in capsys.readouterr().err

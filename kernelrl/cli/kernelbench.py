@@ -1,5 +1,5 @@
 """`kernelrl kb eval`: KernelBench-format tasks and candidates, matched, checked statically, then verified and timed
-pair by pair in spawned workers (kernelrl.kernelbench)."""
+pair by pair in spawned workers (kernelrl.kernelbench); `kernelrl kb export`: a results database's pairs as CSV."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from rich.table import Table
 
 from kernelrl.build.builder import cache_root
 from kernelrl.cli.ui import console
+from kernelrl.db.database import Database
 from kernelrl.errors import UserError
 from kernelrl.kernelbench.aggregate import aggregate, profile_table
-from kernelrl.kernelbench.evaluate import static_eval, write_csv
+from kernelrl.kernelbench.evaluate import exported_row, static_eval, write_csv
 from kernelrl.kernelbench.published import materialize, read_published
 from kernelrl.kernelbench.requirements import missing_packages
 from kernelrl.kernelbench.store import KBResultStore
@@ -24,6 +25,8 @@ from kernelrl.kernelbench.worker import (DEFAULT_BASELINES, KBSettings, pair_ver
 
 def cmd_kb(args) -> int:
     """`kernelrl kb eval`: the static checks here, then the dynamic evaluation in spawned workers."""
+    if args.kb_command == "export":
+        return _export(args)
     import torch  # only to ask whether CUDA is visible: the static checks and the parent side need no torch
     args.claims = _published(args)
     report = static_eval(args.tasks, args.candidates, args.map)
@@ -47,6 +50,21 @@ def cmd_kb(args) -> int:
     console.print(f"static checks only: no GPU evaluation yet{why}; {passed} of {len(report.verdicts)} pairs "
                   f"passed; no timings measured", markup=False, highlight=False)
     return 0 if passed == len(report.verdicts) and not report.errors else 1
+
+
+def _export(args) -> int:
+    """`kernelrl kb export`: the stored rows as kb eval's CSV."""
+    if not Path(args.db).is_file():
+        raise UserError(f"--db {args.db}: no such database; give the file kb eval --db wrote")
+    db = Database(args.db)
+    try:
+        rows = [exported_row(r) for r in db.kb_rows() if args.run is None or r["run_id"] == args.run]
+    finally:
+        db.close()
+    write_csv(args.csv, rows)
+    console.print(f"{len(rows)} rows of {len({(r['task'], r['candidate']) for r in rows})} pairs written to "
+                  f"{args.csv}", markup=False, highlight=False)
+    return 0
 
 
 def _published(args) -> dict | None:

@@ -170,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     kbe.add_argument("--csv", default=None, help="write one row per (task, baseline) here (long format)")
     kbe.add_argument("--db", default=None, help="results database; each pair is stored as it finishes "
                                                 "(default: $KERNELRL_CACHE/results.db, table kb_results)")
+    kbx = kb_sub.add_parser("export", help="write the CSV of pairs stored in a results database (a run cut short "
+                            "keeps every pair it finished)")
+    kbx.add_argument("--db", required=True, help="a results database written by kb eval --db")
+    kbx.add_argument("--csv", required=True, help="the long-format CSV to write (kb eval --csv's columns)")
+    kbx.add_argument("--run", type=int, default=None, help="only this run's rows (run ids: the database's runs table)")
     evo = sub.add_parser("evolve", help="LLM proposer: evolve kernels with a model behind any OpenAI-compatible API",
                          description="Contrastive kernel evolution: a model sees earlier kernels with their measured "
                          "speedups, ptxas reports and profiler metrics, and the verdicts of failed ones; it explains "

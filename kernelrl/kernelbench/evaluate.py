@@ -5,6 +5,7 @@ checks on each matched pair. No candidate code runs here;
 from __future__ import annotations
 
 import csv
+import json
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
 CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict", "candidate_us", "baseline_us", "speedup",
                "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch", "profile",
                *(f"correct_{p}" for p in PROFILES), "tightest_tolerance",
-               "claimed_speedup")
+               "claimed_speedup", "phase_s")
 
 
 def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict[int, list[dict]],
@@ -88,9 +89,20 @@ def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict
         for r in recs:
             by_profile = {f"correct_{p}": ok for p, ok in (r.get("profiles") or {}).items()}
             by_profile["claimed_speedup"] = claimed.get(r.get("baseline"))
+            phases = (r.get("extra") or {}).get("task_phase_s")  # where the worker's time went on this pair
             rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}, **by_profile,
-                         "profiles": r.get("profiles")})
+                         "profiles": r.get("profiles"),
+                         "phase_s": json.dumps(phases, separators=(",", ":")) if phases else None})
     return rows
+
+
+def exported_row(stored: dict) -> dict:
+    """A kb_results row (kernelrl/db/database.py) as a CSV row: the profiles' verdicts and the environment's torch
+    spread into their columns."""
+    env = json.loads(stored.get("env") or "{}")
+    profiles = stored.get("profiles") or {}
+    return {**stored, "mode": "kb", "torch": env.get("torch", ""),
+            **{f"correct_{p}": ok for p, ok in profiles.items()}}
 
 
 def write_csv(path: str | Path, rows: list[dict]) -> None:

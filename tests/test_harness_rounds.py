@@ -2,7 +2,7 @@
 
 import random
 
-from kernelrl.harness.rounds import Clocks, host_timed_rounds
+from kernelrl.harness.rounds import Clocks, Settle, host_timed_rounds
 
 
 class Recorder:
@@ -88,3 +88,45 @@ def test_a_skipped_turn_makes_no_calls():
     rec = Recorder(skip={"b"})
     host, _ = host_timed_rounds(["a", "b"], 2, 2, random.Random(0), rec, fake_clocks())
     assert host["b"] == [] and not any(k == "call" and n == "b" for k, n, _ in rec.log)
+
+
+class SteppingClock:
+    """A host clock that advances `call_s` during each call (the adapter's call ticks it) and not otherwise."""
+
+    def __init__(self, call_s):
+        self.t, self.call_s = 0.0, call_s
+
+    def clocks(self):
+        return Clocks(now=lambda: self.t, sync=lambda: None)
+
+
+class TickingRecorder(Recorder):
+    def __init__(self, clock, jitter=None):
+        super().__init__()
+        self.clock, self.jitter = clock, jitter or {}
+
+    def call(self, name, prepared):
+        self.clock.t += self.clock.call_s * (1 + self.jitter.get(name, lambda r: 0.0)(prepared[1]))
+        return super().call(name, prepared)
+
+
+def test_a_large_tasks_rounds_stop_once_they_agree():
+    clock = SteppingClock(call_s=0.5)  # two methods x 2 calls x 0.5 s: 2 s rounds
+    host, _ = host_timed_rounds(["a", "b"], 5, 2, random.Random(1), TickingRecorder(clock), clock.clocks(),
+                                Settle(min_rounds=2, spread=0.02, min_round_s=1.0))
+    assert all(len(v) == 2 * 2 for v in host.values())  # settled after the second round
+
+
+def test_rounds_that_disagree_run_to_the_end():
+    clock = SteppingClock(call_s=0.5)
+    noisy = TickingRecorder(clock, jitter={"a": lambda rnd: 0.1 * (rnd % 2)})  # every other round 10 % slower
+    host, _ = host_timed_rounds(["a", "b"], 5, 2, random.Random(1), noisy, clock.clocks(),
+                                Settle(min_rounds=2, spread=0.02, min_round_s=1.0))
+    assert all(len(v) == 5 * 2 for v in host.values())
+
+
+def test_a_small_tasks_rounds_are_never_cut():
+    clock = SteppingClock(call_s=1e-4)  # agreeing, but each round costs far under min_round_s
+    host, _ = host_timed_rounds(["a", "b"], 5, 2, random.Random(1), TickingRecorder(clock), clock.clocks(),
+                                Settle(min_rounds=2, spread=0.02, min_round_s=1.0))
+    assert all(len(v) == 5 * 2 for v in host.values())

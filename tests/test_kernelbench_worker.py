@@ -10,6 +10,8 @@ import pytest
 from kernelrl.examples import TASKS_DIR
 from kernelrl.kernelbench.aggregate import aggregate
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs, task_result
+from tests.kb_helpers import pairs_in
+from tests.kb_helpers import task as small_task
 
 TASK = '''
 import torch
@@ -296,3 +298,13 @@ def test_static_tampering_decides_only_when_every_dynamic_check_passed():
     timer = static_tampering("import time\ntime.perf_counter = lambda: 0.0\n", task)
     assert timer is not None and timer.verdict.value == "timer patch"
     assert static_tampering(task.replace("class Model(", "class ModelNew("), task) is None
+
+
+@pytest.mark.parametrize("spread, rounds_run", [(None, 4), (10.0, 2)])
+def test_a_pair_s_timing_stops_early_only_where_its_rounds_agree(tmp_path, spread, rounds_run):
+    pairs = pairs_in(tmp_path, small_task(), {"same": "torch.tanh(x)"})
+    # settle_round_s 0: every round counts as large; spread 10: any two rounds agree
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=4, calls_per_round=2, settle_spread=spread,
+                          settle_round_s=0.0)
+    (rec,) = run_pairs(pairs, settings)[0]
+    assert pair_verdict([rec]) == (True, None) and rec["extra"]["rounds_run"] == rounds_run

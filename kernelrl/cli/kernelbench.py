@@ -102,7 +102,8 @@ def _dynamic(args, report) -> int:
     runnable = [v for v in report.verdicts if v.task and v.candidate and not v.reasons]
     settings = KBSettings(device=args.device, baselines=baselines, rounds=max(1, args.rounds),
                           hang_timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
-                          build_jobs=args.build_jobs, tolerance_profile=args.tolerance)
+                          build_jobs=args.build_jobs, tolerance_profile=args.tolerance,
+                          **({"settle_spread": None} if args.all_rounds else {}))
     env: dict = {}
     store = KBResultStore(args.db, " ".join(sys.argv), args.device, env, args.claims)
     started, done = time.perf_counter(), set()

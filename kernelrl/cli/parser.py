@@ -155,7 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     kbe.add_argument("--baselines", default=None,
                      help="comma-separated: eager, compile_default, compile_reduce_overhead, cuda_graph "
                           "(default: all on cuda, eager on cpu)")
-    kbe.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per pair")
+    kbe.add_argument("--rounds", type=int, default=5,
+                     help="interleaved timing rounds per pair, at most: a pair whose rounds each take 1 s or more "
+                          "stops after two once their medians agree within 2 %% (the CSV's rounds_run)")
+    kbe.add_argument("--all-rounds", action="store_true", help="time every pair for all --rounds")
     kbe.add_argument("--tolerance", default="strict", choices=list(PROFILES),
                      help="the tolerance profile that decides correctness; both are reported on every pair. "
                           "strict: fp32 1e-4, fp16/bf16 1e-2 (torchbench, KernelBench today); kernelbench: 1e-2 "

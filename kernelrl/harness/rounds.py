@@ -8,7 +8,11 @@ hidden-work rule), and it is not a timing sample. What differs between workloads
 before each call, which calls are judged, a baseline's staging, the watch around a candidate's code) is the
 adapter's; the loop only orders, times and hands back.
 
-The clocks are passed in, captured before any candidate code runs (a candidate may replace the module-level ones)."""
+The clocks are passed in, captured before any candidate code runs (a candidate may replace the module-level ones).
+
+`Settle` ends the rounds early where more would only cost time: large tasks whose rounds already agree. Stopping
+early weakens no check: every round judges its last call, so a candidate that turns stale inside the measured calls
+is caught in the round it does; one that would only turn stale later was honest in every call that was timed."""
 
 from __future__ import annotations
 
@@ -28,6 +32,29 @@ class Clocks:
     event: Callable[[], Any] | None = None
     record: Callable[[Any], None] | None = None
     elapsed_ms: Callable[[Any, Any], float] | None = None
+
+
+@dataclass(frozen=True)
+class Settle:
+    """Stop after round r (r >= `min_rounds`) when that round took at least `min_round_s` (only a large task's
+    rounds are worth cutting: a small one's cost little, and their noise is larger) and every method's per-round
+    medians so far agree within `spread` (max / min - 1)."""
+
+    min_rounds: int = 2
+    spread: float = 0.02
+    min_round_s: float = 1.0
+
+    def settled(self, medians: dict[str, list[float]], round_s: float) -> bool:
+        timed = [m for m in medians.values() if m]  # a method that was skipped (a failed baseline) has none
+        if not timed or min(map(len, timed)) < self.min_rounds or round_s < self.min_round_s:
+            return False
+        return all(min(m) > 0 and max(m) / min(m) - 1 <= self.spread for m in timed)
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 class RoundsAdapter(Protocol):
@@ -55,12 +82,16 @@ def calls_per_turn(calls_per_round: int, clocks: Clocks) -> int:
 
 
 def host_timed_rounds(names: list[str], rounds: int, calls_per_round: int, rng: random.Random,
-                      adapter: RoundsAdapter, clocks: Clocks) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """(host µs of every timed call, off-stream µs of every event-timed call), by method name."""
+                      adapter: RoundsAdapter, clocks: Clocks, settle: Settle | None = None
+                      ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """(host µs of every timed call, off-stream µs of every event-timed call), by method name; at most `rounds`
+    rounds, fewer where `settle` says so (len(host[name]) / calls_per_round tells how many ran)."""
     host: dict[str, list[float]] = {n: [] for n in names}
     off_stream: dict[str, list[float]] = {n: [] for n in names}
+    medians: dict[str, list[float]] = {n: [] for n in names}
     calls = calls_per_turn(calls_per_round, clocks)
     for rnd in range(rounds):
+        started, before = clocks.now(), {n: len(host[n]) for n in names}
         order = list(names)
         rng.shuffle(order)
         for name in order:
@@ -93,4 +124,9 @@ def host_timed_rounds(names: list[str], rounds: int, calls_per_round: int, rng: 
                 if not go_on:
                     break
             adapter.end_turn(name, rnd)
+        for n in names:
+            if len(host[n]) > before[n]:
+                medians[n].append(_median(host[n][before[n]:]))
+        if settle is not None and settle.settled(medians, clocks.now() - started):
+            break
     return host, off_stream

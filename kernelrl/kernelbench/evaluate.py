@@ -59,7 +59,7 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
 CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict", "candidate_us", "baseline_us", "speedup",
                "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch", "profile",
                *(f"correct_{p}" for p in PROFILES), "tightest_tolerance",
-               "claimed_speedup", "phase_s")
+               "claimed_speedup", "phase_s", "rounds_run")
 
 
 def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict[int, list[dict]],
@@ -89,9 +89,10 @@ def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict
         for r in recs:
             by_profile = {f"correct_{p}": ok for p, ok in (r.get("profiles") or {}).items()}
             by_profile["claimed_speedup"] = claimed.get(r.get("baseline"))
-            phases = (r.get("extra") or {}).get("task_phase_s")  # where the worker's time went on this pair
+            extra = r.get("extra") or {}
+            phases = extra.get("task_phase_s")  # where the worker's time went on this pair
             rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}, **by_profile,
-                         "profiles": r.get("profiles"),
+                         "profiles": r.get("profiles"), "rounds_run": extra.get("rounds_run"),
                          "phase_s": json.dumps(phases, separators=(",", ":")) if phases else None})
     return rows
 

@@ -27,8 +27,10 @@ class KBSettings:
     device: str = "cuda"
     baselines: tuple[str, ...] = DEFAULT_BASELINES
     n_seeds: int = 3  # the last seed is this run's secret
-    rounds: int = 5
+    rounds: int = 5  # at most: a large task stops earlier once its rounds agree (harness.rounds.Settle)
     calls_per_round: int = 3
+    settle_spread: float | None = 0.02  # rounds' medians within this: stop (None: always `rounds`)
+    settle_round_s: float = 1.0  # only rounds at least this long are cut short
     input_sets: int = 3
     warmup_calls: int = 2
     hang_timeout_s: float = 120.0

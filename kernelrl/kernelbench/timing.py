@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from kernelrl.harness.rounds import calls_per_turn, host_timed_rounds
+from kernelrl.harness.rounds import Settle, calls_per_turn, host_timed_rounds
 from kernelrl.harness.stats import hidden_work, summarize
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.kernelbench.watch import Fatal, _short
@@ -57,6 +57,7 @@ class TimingMixin:
 
     def _time(self, tid, tmod, ref, cand, baselines, errs):
         s = self.s
+        self.rounds_run = 0
         # input sets in the pool: as asked, but together at most two footprints' worth of inputs
         sets = max(1, min(s["input_sets"], int(2 * self.footprint // max(1, self.input_bytes))))
         pool = [self._inputs(tmod, self.base_seed + 1000 + i, "task") for i in range(sets)]
@@ -92,8 +93,11 @@ class TimingMixin:
             return {}, Rejected(Verdict.DURING_TIMING, str(exc)), base_reasons
         rounds = _PairRounds(self, tid, ref, cand, fns, pool, k, base_reasons, errs)
         try:
+            settle = Settle(min_rounds=2, spread=s["settle_spread"], min_round_s=s["settle_round_s"]) \
+                if s.get("settle_spread") else None
             samples, overhead = host_timed_rounds(list(fns), s["rounds"], s["calls_per_round"], self.rng, rounds,
-                                                  self.clocks)
+                                                  self.clocks, settle)
+            self.rounds_run = len(samples["candidate"]) // max(1, s["calls_per_round"])
         except _CandidateRaised as exc:
             return {}, exc.verdict, base_reasons
         reason = rounds.reason

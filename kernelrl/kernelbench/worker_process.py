@@ -64,6 +64,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.task_notes: list[str] = []  # the same for the task itself (kept with it while it is reused)
         self.task_cache = None  # (key, module, reference model, footprint verdict, footprint, input bytes)
         self.task_reused = False  # whether this pair's task came from the cache (reported in `extra`)
+        self.rounds_run = 0  # timed rounds the pair's timing ran (fewer than asked where they settled)
         self.baseline_fns: dict = {}  # the cached task's prepared baselines, by name
 
     def start(self):
@@ -339,7 +340,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             records.append(Record(
                 "candidate", MODE, verified=ok, reason=reason, verdict=verdict, detail=detail,
                 time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
-                extra={"task_reused": self.task_reused, "task_phase_s": phases,
+                extra={"task_reused": self.task_reused, "task_phase_s": phases, "rounds_run": self.rounds_run,
                        **({"notes": notes} if (notes := self.notes + self.task_notes + self.pair_notes) else {})},
                 baseline=b,
                 candidate_us=cand_us, baseline_us=base_us,

@@ -7,7 +7,8 @@
 #   4. (STEPS=tests) the GPU test suites: HGEMM defences, KernelBench corpus, library, spaces;
 #   5. (STEPS=level2 / level3) those levels against themselves (all 250 tasks with level1: kb_full/summary.md);
 #   6. (STEPS=published) CUDA-L1's released H100 kernels judged against their own tasks, eager baseline
-#      (CUDA_L1=path of optimized_cuda_code/h100.json, default .carry/cuda_l1_h100.json);
+#      (CUDA_L1=path of optimized_cuda_code/h100.json, default .carry/cuda_l1_h100.json), resuming the database of
+#      earlier calls: after each call, copy its published.db to .carry/published.db and carry it;
 #   7. (STEPS=probe) benchmarks/kb_selfpair_probe.py, the level-3 self-pair experiment;
 #   8. (STEPS=kbtests) tests/gpu/test_kernelbench_gpu.py alone.
 # KB=path of a KernelBench clone (default .carry/KernelBench); STEPS picks steps (default "mixed level1 examples").
@@ -50,11 +51,16 @@ for level in level2 level3; do
     tail -n 12 "$OUT/kb_${level}_reference.log"
   fi
 done
-if [[ $STEPS == *" published "* ]]; then  # PUBLISHED_LEVELS=1 (a level per call fits the 10-minute limit)
+if [[ $STEPS == *" published "* ]]; then  # PUBLISHED_LEVELS=1; a level takes more than one 10-minute call:
+  # the database of the calls before (copied back here as .carry/published.db, carried) is resumed
+  L="${PUBLISHED_LEVELS:-1}"
+  [[ -f .carry/published.db ]] && cp .carry/published.db "$OUT/published.db"
   timeout "${PUBLISHED_LIMIT:-540}" python3 -m kernelrl.cli kb eval --published "cuda-l1:${CUDA_L1:-.carry/cuda_l1_h100.json}" \
-      --published-levels "${PUBLISHED_LEVELS:-1}" --baselines eager --rounds 3 --db "$OUT/published.db" \
-      --csv "$OUT/cuda_l1_h100_l${PUBLISHED_LEVELS:-1}.csv" > "$OUT/cuda_l1_h100_l${PUBLISHED_LEVELS:-1}.log" 2>&1
-  tail -n 25 "$OUT/cuda_l1_h100_l${PUBLISHED_LEVELS:-1}.log"
+      --published-levels "$L" --baselines eager --rounds 3 --db "$OUT/published.db" --resume \
+      --csv "$OUT/cuda_l1_h100_l$L.csv" > "$OUT/cuda_l1_h100_l$L.log" 2>&1
+  [[ -f "$OUT/cuda_l1_h100_l$L.csv" ]] || python3 -m kernelrl.cli kb export --db "$OUT/published.db" \
+      --csv "$OUT/cuda_l1_h100_l$L.csv"  # cut short: the pairs it finished
+  grep -E "^\[[0-9]+/|pairs taken" "$OUT/cuda_l1_h100_l$L.log" | tail -n 3; tail -n 25 "$OUT/cuda_l1_h100_l$L.log"
 fi
 if [[ $STEPS == *" probe "* ]]; then
   timeout "${PROBE_LIMIT:-200}" python3 benchmarks/kb_selfpair_probe.py --kernelbench "$KB" > "$OUT/kb_selfpair_probe.log" 2>&1

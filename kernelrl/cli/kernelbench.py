@@ -43,7 +43,7 @@ def cmd_kb(args) -> int:
     console.print(table)
     dynamic = not args.static_only and (args.device == "cpu" or torch.cuda.is_available())
     if dynamic:
-        return _dynamic(args, report)
+        return _dynamic(args, report, torch.cuda.get_device_name() if args.device == "cuda" else "cpu")
     why = " (--static-only)" if args.static_only else "" if args.device == "cuda" and torch.cuda.is_available() \
         else f" (--device {args.device}" + (": CUDA is unavailable here)" if args.device == "cuda" else ")")
     passed = sum(v.ok for v in report.verdicts)
@@ -91,8 +91,9 @@ def _published(args) -> dict | None:
     return m.claims
 
 
-def _dynamic(args, report) -> int:
-    """Verify and time every runnable pair (task and candidate load, signatures agree) in spawned workers. A
+def _dynamic(args, report, gpu: str) -> int:
+    """Verify and time every runnable pair (task and candidate load, signatures agree) in spawned workers, or with
+    --resume take a pair's verdict and times from the database where an earlier run on this GPU stored them. A
     static finding only flags the pair: the dynamic verdict decides whether it is correct."""
     baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip()) if args.baselines else \
         (DEFAULT_BASELINES if args.device == "cuda" else ("eager",))
@@ -108,12 +109,23 @@ def _dynamic(args, report) -> int:
     store = KBResultStore(args.db, " ".join(sys.argv), args.device, env, args.claims)
     started, done = time.perf_counter(), set()
 
-    def on_records(i, recs):
+    resumed = {}
+    if args.resume:
+        for i, v in enumerate(runnable):
+            if (recs := store.resume(v, gpu, baselines, args.tolerance)) is not None:
+                resumed[i] = recs
+        print(f"--resume: {len(resumed)} of {len(runnable)} pairs taken from {store.db.path} (the same task and "
+              f"candidate sources, tolerance profile and GPU, not failed by the evaluator itself); "
+              f"{len(runnable) - len(resumed)} to evaluate", flush=True)
+    todo = [i for i in range(len(runnable)) if i not in resumed]
+
+    def on_records(j, recs):
+        i = todo[j]
         store.pair(runnable[i], recs)
         if i not in done:  # one progress line per pair, as it finishes
             done.add(i)
             ok, reason = pair_verdict(recs)
-            print(progress_line(len(done), len(runnable), f"{runnable[i].task.name} <- {runnable[i].candidate.name}",
+            print(progress_line(len(done), len(todo), f"{runnable[i].task.name} <- {runnable[i].candidate.name}",
                                 'correct' if ok else reason, time.perf_counter() - started), flush=True)
 
     def on_build(outcome):
@@ -121,9 +133,10 @@ def _dynamic(args, report) -> int:
               + (f": {outcome.error.splitlines()[0][:200]}" if outcome.error else ""), flush=True)
 
     try:
-        out = run_pairs([(str(v.task.path), str(v.candidate.path)) for v in runnable], settings,
-                        on_env=env.update, on_records=on_records, on_build=on_build, ray_address=args.ray,
-                        ray_workers=args.ray_workers) if runnable else {}
+        fresh = run_pairs([(str(runnable[i].task.path), str(runnable[i].candidate.path)) for i in todo], settings,
+                          on_env=env.update, on_records=on_records, on_build=on_build, ray_address=args.ray,
+                          ray_workers=args.ray_workers) if todo else {}
+        out = {**resumed, **{todo[j]: recs for j, recs in fresh.items()}}
         index = {id(v): i for i, v in enumerate(runnable)}
         for v in report.verdicts:
             if id(v) not in store.by_pair:  # not evaluated, or no record came back: its verdict row

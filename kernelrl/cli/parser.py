@@ -159,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="interleaved timing rounds per pair, at most: a pair whose rounds each take 1 s or more "
                           "stops after two once their medians agree within 2 %% (the CSV's rounds_run)")
     kbe.add_argument("--all-rounds", action="store_true", help="time every pair for all --rounds")
+    kbe.add_argument("--resume", action="store_true",
+                     help="take each pair already in --db (same task and candidate sources, --tolerance and GPU; not "
+                          "failed by the evaluator itself) from there instead of evaluating it again: a run cut short "
+                          "goes on where it stopped (kernelrl's own version is not compared: after an upgrade, start "
+                          "a new --db)")
     kbe.add_argument("--tolerance", default="strict", choices=list(PROFILES),
                      help="the tolerance profile that decides correctness; both are reported on every pair. "
                           "strict: fp32 1e-4, fp16/bf16 1e-2 (torchbench, KernelBench today); kernelbench: 1e-2 "

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from kernelrl.db.database import Database
+from kernelrl.harness.verdicts import Category, category_of
 from kernelrl.kernelbench.evaluate import csv_rows
 
 
@@ -22,14 +24,34 @@ class KBResultStore:
 
     def pair(self, verdict, records: list[dict]) -> None:
         """Store a pair's rows from all its records so far (a later call for the same pair replaces them)."""
-        def key(f) -> str:
-            return hashlib.sha256(Path(f.path).read_bytes()).hexdigest()[:24] if f is not None else ""
-        rows = csv_rows([verdict], [verdict] if verdict.task and verdict.candidate and not verdict.reasons else [],
-                        {0: records}, self.env, self.claims)
-        self.by_pair[id(verdict)] = rows
+        rows = self._rows(verdict, records, self.env)
         gpu = self.env.get("gpu") or ("cpu" if self.device == "cpu" else "unknown")
         self.db.update_run_env(self.run_id, self.env)
-        self.db.add_kb(gpu, key(verdict.task), key(verdict.candidate), rows, self.env, self.run_id)
+        self.db.add_kb(gpu, _key(verdict.task), _key(verdict.candidate), rows, self.env, self.run_id)
+
+    def _rows(self, verdict, records: list[dict], env: dict) -> list[dict]:
+        rows = csv_rows([verdict], [verdict] if verdict.task and verdict.candidate and not verdict.reasons else [],
+                        {0: records}, env, self.claims)
+        self.by_pair[id(verdict)] = rows
+        return rows
+
+    def resume(self, verdict, gpu: str, baselines, profile: str) -> list[dict] | None:
+        """The records of this pair (same task and candidate sources) stored on `gpu` by an earlier run (`kb eval
+        --resume`), kept for this run's CSV with the environment they were measured in; None where it must run
+        again: nothing stored, another deciding tolerance profile, a requested baseline missing from a timed pair,
+        or an infrastructure verdict (the evaluator failed there, not the candidate)."""
+        rows = [r for r in self.db.kb_rows(gpu) if r["task_key"] == _key(verdict.task)
+                and r["candidate_key"] == _key(verdict.candidate)]
+        if not rows or any((r.get("profile") or "strict") != profile for r in rows):
+            return None
+        if any(category_of(r) is Category.INFRASTRUCTURE for r in rows):
+            return None
+        timed = {r["baseline"] for r in rows if r["baseline"]}
+        if timed and not set(baselines) <= timed:
+            return None
+        records = [_record(r) for r in rows if not timed or r["baseline"] in baselines]
+        self._rows(verdict, records, json.loads(rows[0].get("env") or "{}"))
+        return records
 
     def rows(self, verdicts) -> list[dict]:
         """Every stored row, in the order of `verdicts` (what --csv writes)."""
@@ -37,3 +59,17 @@ class KBResultStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _key(f) -> str:
+    """A task's or candidate's key: the hash of its source (an edited file is a new entry)."""
+    return hashlib.sha256(Path(f.path).read_bytes()).hexdigest()[:24] if f is not None else ""
+
+
+def _record(row: dict) -> dict:
+    """A stored row as the worker's record for the same pair and baseline (what the tables and the CSV read)."""
+    fields = ("verified", "reason", "verdict", "baseline", "candidate_us", "baseline_us", "speedup", "max_abs_err",
+              "max_rel_err", "baseline_reason", "profile", "profiles", "tightest_tolerance")
+    return {"method": "candidate", **{k: row.get(k) for k in fields},
+            "time_us_median": row.get("candidate_us") if row["verified"] else None,
+            "extra": {"task_phase_s": json.loads(row["phase_s"]) if row.get("phase_s") else {}, "resumed": True}}

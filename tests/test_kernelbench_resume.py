@@ -1,0 +1,53 @@
+"""`kb eval --resume`: a run cut short goes on where it stopped. A pair already in the database (same task and
+candidate sources, deciding profile and GPU) is taken from there; an edited candidate, another profile or a pair the
+evaluator itself failed runs again (CPU worker)."""
+
+import csv
+
+from kernelrl.cli import main
+from tests.kb_helpers import candidate, task
+
+
+def _eval(tmp_path, *extra):
+    out = tmp_path / f"out{len(list(tmp_path.glob('out*.csv')))}.csv"
+    code = main(["kb", "eval", "--tasks", str(tmp_path / "tasks"), "--candidates", str(tmp_path / "cands"),
+                 "--device", "cpu", "--rounds", "1", "--db", str(tmp_path / "r.db"), "--csv", str(out), *extra])
+    return code, {r["candidate"]: r for r in csv.DictReader(open(out))}
+
+
+def _setup(tmp_path):
+    for folder in ("tasks", "cands"):
+        (tmp_path / folder).mkdir()
+    for name, body in {"good": "torch.tanh(x)", "bad": "torch.tanh(x) + 1"}.items():
+        (tmp_path / "tasks" / f"{name}.py").write_text(task())
+        (tmp_path / "cands" / f"{name}.py").write_text(candidate(body))
+
+
+def test_a_resumed_run_takes_every_stored_pair_and_writes_the_same_verdicts(tmp_path, capsys):
+    _setup(tmp_path)
+    _, first = _eval(tmp_path)
+    capsys.readouterr()
+    _, again = _eval(tmp_path, "--resume")
+    assert "2 of 2 pairs taken from" in capsys.readouterr().out
+    for name in ("good", "bad"):
+        for column in ("verified", "verdict", "speedup", "correct_strict", "gpu"):
+            assert again[name][column] == first[name][column], (name, column)
+
+
+def test_an_edited_candidate_is_evaluated_again(tmp_path, capsys):
+    _setup(tmp_path)
+    _eval(tmp_path)
+    edited = tmp_path / "cands" / "bad.py"
+    edited.write_text(edited.read_text().replace(" + 1", " * 1.0"))  # now correct, and unlike good.py
+    capsys.readouterr()
+    _, again = _eval(tmp_path, "--resume")
+    assert "1 of 2 pairs taken from" in capsys.readouterr().out
+    assert again["bad"]["verified"] == "1"
+
+
+def test_another_deciding_profile_evaluates_again(tmp_path, capsys):
+    _setup(tmp_path)
+    _eval(tmp_path)
+    capsys.readouterr()
+    _eval(tmp_path, "--resume", "--tolerance", "kernelbench")
+    assert "0 of 2 pairs taken from" in capsys.readouterr().out

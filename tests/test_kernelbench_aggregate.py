@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from kernelrl.kernelbench.aggregate import BASELINES, TaskResult, aggregate
+from kernelrl.kernelbench.aggregate import BASELINES, TaskResult, aggregate, claims_table, verdict_counts
 
 
 def results():
@@ -42,3 +42,28 @@ def test_one_row_per_baseline_and_unmeasured_baseline_left_out():
     assert [r["baseline"] for r in rows] == list(BASELINES)
     empty = row(rows, "cuda_graph")
     assert (empty["tasks"], empty["success"]) == (0, 0) and math.isnan(empty["mean"]) and math.isnan(empty["p50"])
+
+
+def _row(task, verified, verdict="", speedup="", claimed="", strict="0", loose="0", baseline="eager"):
+    return {"task": task, "candidate": task, "baseline": baseline, "verified": verified, "verdict": verdict,
+            "speedup": speedup, "claimed_speedup": claimed, "correct_strict": strict, "correct_kernelbench": loose}
+
+
+CSV_ROWS = [_row("a", "1", speedup="2.0", claimed="4.0", strict="1", loose="1"),
+            _row("a", "1", speedup="1.5", claimed="3.0", strict="1", loose="1", baseline="compile_default"),
+            _row("b", "0", "wrong values", speedup="1.0", claimed="0.5", loose="1"),  # within the looser profile
+            _row("c", "0", "returned an input", baseline=""),
+            _row("d", "0", "returned an input", baseline="")]
+
+
+def test_verdicts_are_counted_once_per_pair_with_their_category():
+    counts = {r["verdict"]: (r["category"], r["pairs"]) for r in verdict_counts(CSV_ROWS)}
+    assert counts == {"correct": ("ok", 1), "wrong values": ("correctness", 1), "returned an input": ("defence", 2)}
+
+
+def test_claims_are_compared_on_the_pairs_each_profile_passes():
+    by = {r["profile"]: r for r in claims_table(CSV_ROWS, "eager")}
+    assert by["strict"]["pairs"] == 1 and by["strict"]["measured_geomean"] == pytest.approx(2.0)
+    assert by["strict"]["below_claim"] == 1
+    assert by["kernelbench"]["pairs"] == 2 and by["kernelbench"]["claimed_geomean"] == pytest.approx(math.sqrt(2.0))
+    assert by["kernelbench"]["below_claim"] == 1

@@ -49,6 +49,7 @@ def test_a_published_set_is_judged_against_its_own_tasks_with_the_claims_beside(
                  "--device", "cpu", "--rounds", "2", "--csv", str(out_csv), "--db", str(tmp_path / "r.db")])
     printed = capsys.readouterr().out
     assert code == 1 and "3 tasks, 2 kernels released" in printed
+    assert "claimed against measured speedup over eager" in printed  # the one correct kernel's claim, 2.5
     rows = {(r["task"], r["verified"]): r for r in csv.DictReader(open(out_csv))}
     good = next(r for (task, ok), r in rows.items() if ok == "1")
     assert good["claimed_speedup"] == "2.5" and good["baseline"] == "eager" and float(good["speedup"]) > 0

@@ -14,7 +14,7 @@ from kernelrl.build.builder import cache_root
 from kernelrl.cli.ui import console
 from kernelrl.db.database import Database
 from kernelrl.errors import UserError
-from kernelrl.kernelbench.aggregate import aggregate, profile_table
+from kernelrl.kernelbench.aggregate import aggregate, claims_table, profile_table, verdict_counts
 from kernelrl.kernelbench.evaluate import exported_row, static_eval, write_csv
 from kernelrl.kernelbench.published import materialize, read_published
 from kernelrl.kernelbench.requirements import missing_packages
@@ -62,9 +62,29 @@ def _export(args) -> int:
     finally:
         db.close()
     write_csv(args.csv, rows)
+    _verdict_tables(rows, "eager")
     console.print(f"{len(rows)} rows of {len({(r['task'], r['candidate']) for r in rows})} pairs written to "
                   f"{args.csv}", markup=False, highlight=False)
     return 0
+
+
+def _verdict_tables(rows: list[dict], baseline: str) -> None:
+    """How many pairs got each verdict, and for a published set its claims against the measured speedups."""
+    counts = Table(title="verdicts (a defence verdict names a behaviour KernelBench's own rule does not check)")
+    for col in ("verdict", "category", "pairs"):
+        counts.add_column(col)
+    for row in verdict_counts(rows):
+        counts.add_row(escape(row["verdict"]), row["category"], str(row["pairs"]))
+    console.print(counts)
+    claims = [row for row in claims_table(rows, baseline) if row["pairs"]]
+    if claims:
+        table = Table(title=f"claimed against measured speedup over {baseline} (pairs correct under each profile)")
+        for col in ("profile", "pairs", "measured geomean", "claimed geomean", "below claim"):
+            table.add_column(col)
+        for row in claims:
+            table.add_row(row["profile"], str(row["pairs"]), f"{row['measured_geomean']:.3f}",
+                          f"{row['claimed_geomean']:.3f}", str(row["below_claim"]))
+        console.print(table)
 
 
 def _published(args) -> dict | None:
@@ -179,6 +199,7 @@ def _dynamic(args, report, gpu: str) -> int:
             profiles.add_row(row["profile"], str(row["tasks"]), str(row["correct"]),
                              *[f"{row[k]:.3f}" for k in row if k.startswith("fast_")], f"{row['geomean']:.3f}")
         console.print(profiles)
+    _verdict_tables(store.rows(report.verdicts), baselines[0] if baselines else "eager")
     lacking: dict[str, int] = {}
     for v in runnable:
         for package in missing_packages(v.candidate.path):

@@ -10,7 +10,11 @@ left out of the statistics by default; with `failed_as_zero=True` it enters them
 A task whose baseline itself was not measured (e.g. torch.compile failed) is left out of that baseline's row.
 
 `profile_table` gives KernelBench's own metrics (fast_p, geometric mean) under each tolerance profile
-(harness.tolerance): `kernelbench` (1e-2, as KernelBench v0/v0.1 and CUDA-L1 report) beside `strict`."""
+(harness.tolerance): `kernelbench` (1e-2, as KernelBench v0/v0.1 and CUDA-L1 report) beside `strict`.
+
+`verdict_counts` and `claims_table` read the CSV's rows (kb eval --csv, kb export; typed or as read back from the
+file): how many pairs got each verdict, by category (a `defence` verdict names a behaviour KernelBench's own rule
+does not check: its values may match), and a published set's claimed speedups against the measured ones."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 
 from kernelrl.harness.stats import percentile
 from kernelrl.harness.tolerance import PROFILES
+from kernelrl.harness.verdicts import category_of
 
 BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
 FASTER = 1.01
@@ -89,3 +94,51 @@ def aggregate(results: list[TaskResult], baselines: tuple[str, ...] = BASELINES,
             "p75": percentile(counted, 75), "p50": percentile(counted, 50), "p25": percentile(counted, 25),
         })
     return rows
+
+
+def _number(value) -> float | None:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _true(value) -> bool:
+    return value is True or str(value).strip().lower() in ("1", "true")
+
+
+def _pairs(rows: list[dict], baseline: str | None = None) -> list[dict]:
+    """One row per (task, candidate): the one for `baseline`, or the pair's only row (a verdict row)."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r.get("task"), r.get("candidate"))
+        if key not in out or (baseline is not None and r.get("baseline") == baseline):
+            out[key] = r
+    return list(out.values())
+
+
+def verdict_counts(rows: list[dict]) -> list[dict]:
+    """{verdict, category, pairs} per verdict ("correct" for a verified pair), most frequent first."""
+    counts: dict[tuple[str, str], int] = {}
+    for r in _pairs(rows):
+        verified = _true(r.get("verified"))
+        record = {"verified": verified, "verdict": r.get("verdict") or None, "reason": r.get("reason")}
+        key = ("correct", "ok") if verified else (r.get("verdict") or "unknown", category_of(record).value)
+        counts[key] = counts.get(key, 0) + 1
+    return [{"verdict": v, "category": c, "pairs": n} for (v, c), n in sorted(counts.items(), key=lambda kv: -kv[1])]
+
+
+def claims_table(rows: list[dict], baseline: str = "eager", profiles: tuple[str, ...] = PROFILES) -> list[dict]:
+    """Per tolerance profile, over the pairs correct under it that have both a measured and a claimed speedup
+    over `baseline`: how many, the geometric means of each, and how many measured below their claim."""
+    out = []
+    timed = [r for r in rows if r.get("baseline") == baseline]
+    for prof in profiles:
+        both = [(m, c) for r in timed if _true(r.get(f"correct_{prof}"))
+                and (m := _number(r.get("speedup"))) and (c := _number(r.get("claimed_speedup")))]
+        geo = (lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else math.nan)
+        out.append({"profile": prof, "baseline": baseline, "pairs": len(both),
+                    "measured_geomean": geo([m for m, _ in both]), "claimed_geomean": geo([c for _, c in both]),
+                    "below_claim": sum(m < c for m, c in both)})
+    return out

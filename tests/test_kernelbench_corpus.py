@@ -37,6 +37,7 @@ DEFENCES = {
     "answer in recycled or uninitialised memory": ["recycled_memory"],
     "returning an input, a preallocated or constant tensor": ["returns_input", "returns_preallocated",
                                                              "returns_constant"],
+    "an output a later call overwrites (torch.compile reduce-overhead's CUDA graphs)": ["compiled_reduce_overhead"],
     "modifying inputs in place": ["modifies_inputs"],
     "precision downgrade (fp16, bf16, TF32)": ["precision_fp16", "precision_bf16", "precision_tf32"],
     "patching timers or synchronize (at import, in a call, the Event class)": [

@@ -232,3 +232,19 @@ def test_multi_turn_grpo_judges_every_turn_and_pays_the_discounted_return(tmp_pa
         assert "Turn 2 of 2" in feedback
     rewards = [m for m in read_metrics(cfg.run_dir / "metrics.jsonl") if m.get("kind") == "reward"]
     assert len(rewards) == 2  # one judged batch per turn
+
+
+def test_an_overlapped_grpo_stage_judges_group_by_group_and_says_where_its_time_went(tmp_path, policy):
+    cfg = config(tmp_path, policy, [{"kind": "grpo", "max_steps": 1, "num_generations": 2, "batch_size": 2,
+                                     "max_completion_length": 3, "overlap": True}], seeds=False)
+    quiet_train(cfg)
+    metrics = read_metrics(cfg.run_dir / "metrics.jsonl")
+    assert len([m for m in metrics if m.get("kind") == "reward"]) == 2  # two prompts' groups, judged one by one
+    (rollout,) = [m for m in metrics if m.get("kind") == "rollout"]
+    assert rollout["overlap"] is True and 0 < rollout["generate_busy"] <= 1 and 0 < rollout["judge_busy"] <= 1
+
+
+def test_overlap_with_vllm_is_refused_with_its_reason():
+    from kernelrl.train.config import StageConfig
+    with pytest.raises(ValueError, match="overlap: grpo only, and without use_vllm"):
+        StageConfig(kind="grpo", overlap=True, use_vllm=True)

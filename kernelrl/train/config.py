@@ -147,6 +147,7 @@ class StageConfig:
     beta: float = 0.0  # KL weight (0: no reference model kept, as in recent GRPO practice)
     turns: int = 1  # grpo: attempts per trajectory, each verdict the next user message (kernelrl/train/multiturn.py)
     gamma: float = 0.4  # grpo with turns > 1: a later turn's reward counts gamma^k (Kevin-32B used 0.4)
+    overlap: bool = False  # grpo: judge each group while the policy writes the next (train/multiturn.py)
     use_vllm: bool = False  # generate with vLLM (installed separately); colocate or server mode
     vllm_mode: str = "colocate"
     vllm_gpu_memory_utilization: float = 0.3
@@ -164,6 +165,9 @@ class StageConfig:
         if self.turns > 1 and (self.kind != "grpo" or self.use_vllm):
             raise ValueError("stage turns > 1: grpo only, and without use_vllm (a multi-turn rollout generates with "
                              "transformers between the evaluator's turns)")
+        if self.overlap and (self.kind != "grpo" or self.use_vllm):
+            raise ValueError("stage overlap: grpo only, and without use_vllm (the overlapped rollout generates with "
+                             "transformers while the evaluator judges)")
 
 
 @dataclass

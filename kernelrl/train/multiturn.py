@@ -6,12 +6,19 @@ out of the loss (`env_mask`), and the reward function pays it the first turn's r
 later turns' discounted by `gamma` (sum of gamma^k r_k). Each trajectory gets one advantage, and a GRPO group
 compares the trajectories of one target.
 
-Each turn's attempts are judged together (one reward-service batch per turn). Generation is transformers'
-`generate` on the policy being trained, one trajectory at a time."""
+Each turn's attempts are judged together (one reward-service batch per turn), or, with `overlap`, group by group
+as they are generated: the policy writes in a background thread while this one judges the groups already written,
+so the evaluator's GPUs and the policy's take turns no longer. Nothing goes stale: a trajectory's next turn still waits
+for its own verdict, and the groups reach the reward function in the order they would without overlap (the copy
+index sees the same history). `busy` keeps the seconds each side worked and the rollouts' wall time. Generation is
+transformers' `generate` on the policy being trained, one trajectory at a time."""
 
 from __future__ import annotations
 
 import json
+import queue
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
@@ -40,9 +47,18 @@ class MultiTurnRollout:
     `judge(specs, texts)`: RewardResults (the run's PolicyReward.score); `fence(spec)`: the code block's language."""
 
     def __init__(self, tokenizer, spec_of, judge, fence, turns: int, max_new_tokens: int,
-                 temperature: float = 1.0, top_p: float = 1.0):
+                 temperature: float = 1.0, top_p: float = 1.0, overlap: bool = False, group: int = 1):
         self.tok, self.spec_of, self.judge, self.fence = tokenizer, spec_of, judge, fence
         self.turns, self.max_new_tokens, self.temperature, self.top_p = turns, max_new_tokens, temperature, top_p
+        self.overlap, self.group = overlap, max(1, group)  # group: trajectories per judged batch with overlap
+        self.busy = {"generate_s": 0.0, "judge_s": 0.0, "wall_s": 0.0}
+
+    def busy_fractions(self) -> dict:
+        """The share of the rollouts' wall time the policy generated and the evaluator judged (both near 1: they
+        overlapped)."""
+        wall = self.busy["wall_s"]
+        return {"generate": self.busy["generate_s"] / wall if wall else 0.0,
+                "judge": self.busy["judge_s"] / wall if wall else 0.0, "overlap": self.overlap}
 
     def __call__(self, prompts: list, trainer) -> dict:
         model = trainer.accelerator.unwrap_model(trainer.model)
@@ -50,10 +66,10 @@ class MultiTurnRollout:
         trajectories = [_Trajectory(p, self.spec_of(p), self._ids(p)) for p in prompts]
         was_training = model.training
         model.eval()
+        started = time.perf_counter()
         try:
             for turn in range(1, self.turns + 1):
-                texts = [self._attempt(model, t) for t in trajectories]
-                results = self.judge([t.spec for t in trajectories], texts)
+                texts, results = self._turn(model, trajectories)
                 for t, text, result in zip(trajectories, texts, results):
                     t.rewards.append(result.reward)
                     if turn < self.turns:
@@ -63,10 +79,53 @@ class MultiTurnRollout:
                         t.add_feedback(self._added(said, self._text(t.messages), told))
         finally:
             model.train(was_training)
+            self.busy["wall_s"] += time.perf_counter() - started
         return {"prompt_ids": [t.prompt_ids for t in trajectories],
                 "completion_ids": [t.completion for t in trajectories],
                 "logprobs": [t.logprobs for t in trajectories], "env_mask": [t.mask for t in trajectories],
                 "turn_rewards": [t.rewards for t in trajectories]}
+
+    def _turn(self, model, trajectories) -> tuple[list[str], list]:
+        """Every trajectory's next attempt and its verdict: all generated, then judged in one batch; with overlap,
+        each group judged in the background as soon as it is written."""
+        if not self.overlap:
+            texts = [self._generate(model, t) for t in trajectories]
+            return texts, self._judge([t.spec for t in trajectories], texts)
+        # The policy writes in a background thread; the judging stays on this one, where the reward service, its
+        # databases and workers always run.
+        written: queue.Queue = queue.Queue()
+
+        def write():
+            try:
+                for start in range(0, len(trajectories), self.group):
+                    group = trajectories[start:start + self.group]
+                    written.put((group, [self._generate(model, t) for t in group]))
+            finally:
+                written.put(None)  # also when generation raised: the judge loop ends, the error is re-raised below
+
+        texts, results = [], []
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelrl-generate") as pool:
+            writing = pool.submit(write)
+            while (item := written.get()) is not None:
+                group, attempts = item
+                texts += attempts
+                results += self._judge([t.spec for t in group], attempts)
+            writing.result()
+        return texts, results
+
+    def _generate(self, model, t: "_Trajectory") -> str:
+        started = time.perf_counter()
+        try:
+            return self._attempt(model, t)
+        finally:
+            self.busy["generate_s"] += time.perf_counter() - started
+
+    def _judge(self, specs, texts) -> list:
+        started = time.perf_counter()
+        try:
+            return self.judge(specs, texts)
+        finally:
+            self.busy["judge_s"] += time.perf_counter() - started
 
     def _ids(self, messages) -> list[int]:
         ids = self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)

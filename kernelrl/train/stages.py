@@ -82,21 +82,27 @@ def run_grpo(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str, re
                       num_generations=stage.num_generations, max_completion_length=stage.max_completion_length,
                       temperature=stage.temperature, top_p=stage.top_p, beta=stage.beta,
                       remove_unused_columns=False, **vllm, **(order | stage.extra))
-    multi = {}
-    if stage.turns > 1:  # trajectories: each verdict the next user message, the first turn's return the reward
+    multi, rollout = {}, None
+    # trajectories (each verdict the next user message, the first turn's return the reward), or single attempts
+    # judged group by group while the policy writes the next (overlap): both are our rollout
+    if stage.turns > 1 or stage.overlap:
         if ctx.cfg.model.prompt_format != "chat":
-            raise TrainError("a grpo stage with turns > 1 needs model.prompt_format chat: its turns are chat "
-                             "messages of one conversation")
+            raise TrainError("a grpo stage with turns > 1 or overlap needs model.prompt_format chat: its rollout "
+                             "writes chat turns")
         reward_fn.gamma = stage.gamma
-        multi["rollout_func"] = MultiTurnRollout(
+        rollout = multi["rollout_func"] = MultiTurnRollout(
             tokenizer, lambda prompt: ctx.prompter.rendered[prompt_key(prompt)],
             lambda specs, texts: reward_fn.score(specs, texts, step=reward_fn.calls),
             lambda spec: TargetSpec.from_json(spec).entry[0], stage.turns, stage.max_completion_length,
-            stage.temperature, stage.top_p)
+            stage.temperature, stage.top_p, overlap=stage.overlap, group=stage.num_generations)
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=dataset,
                           processing_class=tokenizer, peft_config=lora_config(ctx.cfg.model),
                           callbacks=trainer_callbacks(ctx.metrics, phase, ctx.deadline, ctx.clock), **multi)
     trainer.train(resume_from_checkpoint=_checkpoint(out_dir))
+    if rollout is not None:  # where the rollouts' time went: generating, judging, both at once with overlap
+        ctx.metrics.write({"kind": "rollout", "phase": phase, **{f"{k}_busy": v for k, v in
+                                                                 rollout.busy_fractions().items() if k != "overlap"},
+                           "overlap": stage.overlap, **rollout.busy})
     return _finish(trainer, tokenizer, out_dir, ctx)
 
 

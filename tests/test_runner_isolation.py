@@ -209,3 +209,40 @@ def test_honest_worker_runs_once():
     _, got, envs = run(honest_worker)
     assert len(envs) == 1
     assert {key for key in by_task_method(got)} == {(t, m["name"]) for t in (0, 1) for m in METHODS}
+
+
+# -- hot spare -------------------------------------------------------------------------------------------------
+
+def spare_logging_worker(conn, payload):
+    """Logs when it was spawned and when it got its tasks (a spare waits for them), then serves like _serve and
+    segfaults on task 0's bad method."""
+    from kernelrl.run.protocol import tasks_of
+    log = payload["settings"]["blas_lib"]  # the test's log file, passed through a settings field
+    with open(log, "a") as fh:
+        fh.write(f"spawned {os.getpid()} {'spare' if payload['tasks'] is None else 'with-tasks'}\n")
+    tasks = tasks_of(payload)
+    if tasks is None:
+        with open(log, "a") as fh:
+            fh.write(f"dismissed {os.getpid()}\n")
+        return
+    with open(log, "a") as fh:
+        fh.write(f"active {os.getpid()}\n")
+    _serve(conn, dict(payload, tasks=tasks), _segfault_on_bad_task0)
+
+
+def test_after_a_crash_the_hot_spare_spawned_beforehand_takes_over(tmp_path):
+    log = tmp_path / "workers.log"
+    tasks = [Task(i, GemmProblem(64, 64, 64 * (i + 1)), list(MODES)) for i in range(2)]
+    got = []
+    LocalRunner(worker_target=spare_logging_worker, hot_spare=True).run(
+        tasks, METHODS, RunSettings(hang_timeout_s=30.0, blas_lib=str(log)),
+        lambda task, records: got.append((task.id, set(task.skip), records)))
+    events = [line.split() for line in log.read_text().splitlines()]
+    how = {e[1]: e[2] for e in events if e[0] == "spawned"}
+    active = [e[1] for e in events if e[0] == "active"]
+    # the first worker with its tasks; after its crash, its spare (spawned beforehand, waiting); that one's own
+    # spare, never needed, is dismissed or killed before it logs anything
+    assert [how[p] for p in active] == ["with-tasks", "spare"]
+    assert all(e[1] not in active for e in events if e[0] == "dismissed")
+    results = by_task_method(got)
+    assert results[(0, "bad")][0]["verdict"] == "crash" and all(r["verified"] for r in results[(1, "bad")])

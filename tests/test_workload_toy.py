@@ -111,10 +111,10 @@ CANDIDATES = {
 }
 
 
-def measure(names: list[str], tasks: int = 1) -> dict[tuple[int, str], dict]:
+def measure(names: list[str], tasks: int = 1, hot_spare: bool = False) -> dict[tuple[int, str], dict]:
     out = {}
     methods = [{"name": n, "source": CANDIDATES[n]} for n in names]
-    LocalRunner(worker_target=toy_main).run(
+    LocalRunner(worker_target=toy_main, hot_spare=hot_spare).run(
         [ToyTask(i) for i in range(tasks)], methods, RunSettings(hang_timeout_s=3.0),
         lambda task, records: out.update({(task.id, r["method"]): r for r in records}))
     return out
@@ -144,6 +144,12 @@ def test_a_verdict_does_not_depend_on_its_neighbours(verdicts):
     assert alone[(0, "stale")]["verdict"] == verdicts[(0, "stale")]["verdict"]
     assert alone[(0, "honest")]["verified"] and verdicts[(1, "honest")]["verified"]
 
+
+
+def test_a_hot_spare_takes_over_after_each_failure_with_the_same_verdicts(verdicts):
+    with_spare = measure(list(CANDIDATES), tasks=2, hot_spare=True)  # crashes, hangs, threads: three restarts a task
+    assert {k: (r["verified"], r["verdict"]) for k, r in with_spare.items()} == \
+        {k: (r["verified"], r["verdict"]) for k, r in verdicts.items()}
 
 
 def test_a_thread_left_running_is_seen_by_the_os_thread_list():

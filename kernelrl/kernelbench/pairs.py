@@ -117,10 +117,13 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
             runnable.append(task)
     if runnable:
         target = worker_target or worker_main
+        # a defence verdict recycles the worker (routine with cheats about): the next one waits ready, imported
+        spare = worker_target is None
         if ray_address is None:
-            runner = LocalRunner(worker_target=target)
+            runner = LocalRunner(worker_target=target, hot_spare=spare)
         else:
-            runner = RayRunner(ray_address, workers=ray_workers, inner_options={"worker_target": target},
+            runner = RayRunner(ray_address, workers=ray_workers,
+                               inner_options={"worker_target": target, "hot_spare": spare},
                                gpus=settings.device != "cpu")
         runner.run(runnable, [], settings, collect, on_progress=on_progress, on_env=on_env)
     return out

@@ -4,7 +4,11 @@ Messages to the parent: ("env", dict), ("begin", task_id, method, phase), ("task
 ("lt_algo", dict), ("fatal", task_id, method, phase, verdict key, detail), ("startup_error", text), ("recycle",)
 (the task just reported may have left traces in this process: the parent starts a fresh worker for the rest),
 ("done",).
-A worker object has `start()`, `run_task(task)` and `current` = (task_id, method, phase) of what runs now."""
+A worker object has `start()`, `run_task(task)` and `current` = (task_id, method, phase) of what runs now.
+
+A hot spare (LocalRunner(hot_spare=True)) is spawned with `tasks` None and a `task_pipe`: it imports its modules
+(torch: the slow part of a start), then waits there, before `start()` touches the GPU, until the parent sends the
+tasks left (and the cuBLASLt algorithms found meanwhile) to make it the worker."""
 
 from __future__ import annotations
 
@@ -21,12 +25,15 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[BaseException], ...] = 
     """Run every task of the payload. An exception of a `fatal` type (with a `verdict` key and a `detail`) means the
     CUDA context may be unusable: report it as the running method's verdict and exit (code 3); any other exception
     is a worker error (code 4). Either way the parent restarts a fresh worker for the remaining tasks."""
+    tasks = tasks_of(payload)
+    if tasks is None:  # a spare that was never needed
+        return
     try:
         worker.start()
     except Exception as exc:  # nothing can run: say why, in one line
         conn.send(("startup_error", f"{type(exc).__name__}: {exc}"))
         return
-    for task in payload["tasks"]:
+    for task in tasks:
         try:
             if worker.run_task(task) is RECYCLE:
                 conn.send(("recycle",))
@@ -41,3 +48,18 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[BaseException], ...] = 
                        f"{type(exc).__name__}: {exc} | {traceback.format_exc(limit=3)[-400:]}"))
             os._exit(4)
     conn.send(("done",))
+
+
+def tasks_of(payload: dict) -> list | None:
+    """The payload's tasks; a hot spare's, when the parent sends them (None: it is not needed, exit)."""
+    if payload.get("tasks") is not None:
+        return payload["tasks"]
+    try:
+        message = payload["task_pipe"].recv()
+    except (EOFError, OSError):
+        return None
+    if message is None:
+        return None
+    payload.setdefault("lt_cache", {}).update(message.get("lt_cache") or {})  # the worker holds this dict
+    payload["tasks"] = message["tasks"]
+    return payload["tasks"]

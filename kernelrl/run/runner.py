@@ -69,9 +69,15 @@ def verdict_records(task: Task, method: str, verdict: Verdict, detail: str = "")
 
 
 class LocalRunner(Runner, kind="local"):
-    def __init__(self, max_restarts: int = 50, worker_target=None):
+    """One worker process at a time, restarted after a crash, a hang, a fatal verdict or a recycle. With
+    `hot_spare`, the next worker is spawned as soon as one becomes active and waits, its modules imported and the
+    GPU untouched (kernelrl/run/protocol.py: tasks_of), so a restart costs no start-up (2-4 s: Python and torch);
+    its import runs on another core beside the measurements."""
+
+    def __init__(self, max_restarts: int = 50, worker_target=None, hot_spare: bool = False):
         self.max_restarts = max_restarts
         self.worker_target = worker_target  # tests substitute a CPU-only stand-in for the GPU worker
+        self.hot_spare = hot_spare
 
     def run(self, tasks, methods, settings, on_records, lt_cache=None, on_lt_algo=None, on_env=None,
             on_progress=None):
@@ -83,78 +89,107 @@ class LocalRunner(Runner, kind="local"):
         secret = secrets.randbits(62)  # this run's private seed: never stored, never printed
         pending = {t.id: t for t in tasks}
         lt_cache = dict(lt_cache or {})
-        restarts = 0
-        while pending:
+
+        def spawn(tasks_left: list | None) -> tuple:
+            """(process, its message pipe, the pipe a spare's tasks go down or None)."""
             parent, child = ctx.Pipe(duplex=False)
-            payload = {"tasks": [t.to_payload() for t in pending.values()], "methods": methods,
-                       "settings": settings.to_dict(), "secret": secret, "lt_cache": lt_cache}
+            payload = {"tasks": tasks_left, "methods": methods, "settings": settings.to_dict(), "secret": secret,
+                       "lt_cache": dict(lt_cache)}
+            receive = send = None
+            if tasks_left is None:  # a hot spare: it waits for them (protocol.tasks_of)
+                receive, send = ctx.Pipe(duplex=False)
+                payload["task_pipe"] = receive
             proc = ctx.Process(target=worker_main, args=(child, payload), daemon=True)
             proc.start()
             child.close()
-            current = (None, None, None)
-            finished = False
-            recycled = False
-            while True:
-                timeout = _phase_timeout(settings, current[2])
-                if not parent.poll(timeout):
-                    culprit = Rejected(Verdict.HANG,
-                                       f"no progress for {timeout:.0f} s during {current[2] or 'start-up'}")
-                    _kill(proc)
+            if receive is not None:
+                receive.close()
+            return proc, parent, send
+
+        restarts, spare = 0, None
+        try:
+            while pending:
+                left = [t.to_payload() for t in pending.values()]
+                if spare is not None and spare[0].is_alive():
+                    proc, parent, send = spare
+                    send.send({"tasks": left, "lt_cache": lt_cache})
+                    send.close()
+                else:
+                    if spare is not None:
+                        _kill(spare[0])
+                    proc, parent, _ = spawn(left)
+                spare = spawn(None) if self.hot_spare else None
+                outcome, current, culprit = self._follow(proc, parent, pending, settings, on_records, lt_cache,
+                                                         on_lt_algo, on_env, on_progress)
+                parent.close()
+                if outcome == "done":
                     break
+                if outcome == "recycled":
+                    continue
+                task_id, method, _phase = current
+                if task_id is None or task_id not in pending or method is None:
+                    raise RunnerError(f"the GPU worker failed before running anything: {culprit}")
+                task = pending[task_id]
+                task.skip.add(method)
+                on_records(task, verdict_records(task, method, culprit.verdict, culprit.detail))
+                restarts += 1
+                if restarts > self.max_restarts:
+                    raise RunnerError(f"gave up after {restarts} worker restarts; last: {method}: {culprit}")
+        finally:
+            if spare is not None:  # not needed: told to exit, and made sure of
                 try:
-                    msg = parent.recv()
-                except (EOFError, OSError):
-                    proc.join(5)
-                    culprit = Rejected(Verdict.CRASH, f"the worker died ({_exit_text(proc.exitcode)}) during "
-                                                      f"{current[2] or 'start-up'}{_DIED_HINTS.get(current[2], '')}")
-                    break
-                kind = msg[0]
-                if kind == "begin":
-                    current = msg[1:]
-                    if on_progress:
-                        on_progress(pending.get(msg[1]), msg[2], msg[3])
-                elif kind == "task":
-                    task = pending.pop(msg[1])
-                    on_records(task, msg[2])
-                elif kind == "lt_algo":
-                    lt_cache[msg[1]["key"]] = msg[1]
-                    if on_lt_algo:
-                        on_lt_algo(msg[1])
-                elif kind == "env":
-                    if on_env:
-                        on_env(msg[1])
-                elif kind == "startup_error":
-                    _kill(proc)
-                    raise RunnerError(f"the GPU worker could not start: {msg[1]}")
-                elif kind == "fatal":
-                    current = msg[1:4]
-                    culprit = Rejected(Verdict(msg[4]), msg[5])
-                    proc.join(10)
-                    _kill(proc)
-                    break
-                elif kind == "recycle":  # the worker asks to be replaced (its last candidate may have left traces)
-                    recycled = True
-                    proc.join(10)
-                    _kill(proc)
-                    break
-                elif kind == "done":
-                    finished = True
-                    proc.join(10)
-                    break
-            parent.close()
-            if finished:
-                break
-            if recycled:
-                continue
-            task_id, method, _phase = current
-            if task_id is None or task_id not in pending or method is None:
-                raise RunnerError(f"the GPU worker failed before running anything: {culprit}")
-            task = pending[task_id]
-            task.skip.add(method)
-            on_records(task, verdict_records(task, method, culprit.verdict, culprit.detail))
-            restarts += 1
-            if restarts > self.max_restarts:
-                raise RunnerError(f"gave up after {restarts} worker restarts; last: {method}: {culprit}")
+                    spare[2].send(None)
+                except (OSError, ValueError):
+                    pass
+                _kill(spare[0])
+
+    @staticmethod
+    def _follow(proc, parent, pending, settings, on_records, lt_cache, on_lt_algo, on_env, on_progress) -> tuple:
+        """Read one worker's messages until it is done, asks to be recycled, or fails: (outcome, what ran last,
+        the failure's Rejected or None); outcome is "done", "recycled" or "failed"."""
+        current = (None, None, None)
+        while True:
+            timeout = _phase_timeout(settings, current[2])
+            if not parent.poll(timeout):
+                _kill(proc)
+                return "failed", current, Rejected(Verdict.HANG, f"no progress for {timeout:.0f} s during "
+                                                                 f"{current[2] or 'start-up'}")
+            try:
+                msg = parent.recv()
+            except (EOFError, OSError):
+                proc.join(5)
+                return "failed", current, Rejected(
+                    Verdict.CRASH, f"the worker died ({_exit_text(proc.exitcode)}) during "
+                                   f"{current[2] or 'start-up'}{_DIED_HINTS.get(current[2], '')}")
+            kind = msg[0]
+            if kind == "begin":
+                current = msg[1:]
+                if on_progress:
+                    on_progress(pending.get(msg[1]), msg[2], msg[3])
+            elif kind == "task":
+                task = pending.pop(msg[1])
+                on_records(task, msg[2])
+            elif kind == "lt_algo":
+                lt_cache[msg[1]["key"]] = msg[1]
+                if on_lt_algo:
+                    on_lt_algo(msg[1])
+            elif kind == "env":
+                if on_env:
+                    on_env(msg[1])
+            elif kind == "startup_error":
+                _kill(proc)
+                raise RunnerError(f"the GPU worker could not start: {msg[1]}")
+            elif kind == "fatal":
+                proc.join(10)
+                _kill(proc)
+                return "failed", msg[1:4], Rejected(Verdict(msg[4]), msg[5])
+            elif kind == "recycle":  # the worker asks to be replaced (its last candidate may have left traces)
+                proc.join(10)
+                _kill(proc)
+                return "recycled", current, None
+            elif kind == "done":
+                proc.join(10)
+                return "done", current, None
 
 
 # A fresh worker's own start-up (spawning Python, importing torch, creating the CUDA context) is no candidate's doing:

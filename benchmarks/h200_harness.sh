@@ -9,6 +9,8 @@
 #   6. (STEPS=published) CUDA-L1's released H100 kernels judged against their own tasks, eager baseline
 #      (CUDA_L1=path of optimized_cuda_code/h100.json, default .carry/cuda_l1_h100.json), resuming the database of
 #      earlier calls: after each call, copy its published.db to .carry/published.db and carry it;
+#      PUBLISHED_BASELINES=eager,compile_default on a later pass re-runs only the pairs that passed (a failed pair's
+#      verdict is taken from the database), adding torch.compile beside eager;
 #   7. (STEPS=probe) benchmarks/kb_selfpair_probe.py, the level-3 self-pair experiment;
 #   8. (STEPS=kbtests) tests/gpu/test_kernelbench_gpu.py alone.
 # KB=path of a KernelBench clone (default .carry/KernelBench); STEPS picks steps (default "mixed level1 examples").
@@ -56,7 +58,7 @@ if [[ $STEPS == *" published "* ]]; then  # PUBLISHED_LEVELS=1; a level takes mo
   L="${PUBLISHED_LEVELS:-1}"
   [[ -f .carry/published.db ]] && cp .carry/published.db "$OUT/published.db"
   timeout "${PUBLISHED_LIMIT:-540}" python3 -m kernelrl.cli kb eval --published "cuda-l1:${CUDA_L1:-.carry/cuda_l1_h100.json}" \
-      --published-levels "$L" --baselines eager --rounds 3 --db "$OUT/published.db" --resume \
+      --published-levels "$L" --baselines "${PUBLISHED_BASELINES:-eager}" --rounds 3 --db "$OUT/published.db" --resume \
       --csv "$OUT/cuda_l1_h100_l$L.csv" > "$OUT/cuda_l1_h100_l$L.log" 2>&1
   [[ -f "$OUT/cuda_l1_h100_l$L.csv" ]] || python3 -m kernelrl.cli kb export --db "$OUT/published.db" \
       --csv "$OUT/cuda_l1_h100_l$L.csv"  # cut short: the pairs it finished

@@ -9,7 +9,7 @@
 #   6. (STEPS=published) CUDA-L1's released H100 kernels judged against their own tasks, eager baseline
 #      (CUDA_L1=path of optimized_cuda_code/h100.json, default .carry/cuda_l1_h100.json), resuming the database of
 #      earlier calls: after each call, copy its published.db to .carry/published.db and carry it;
-#      PUBLISHED_BASELINES=eager,compile_default on a later pass re-runs only the pairs that passed (a failed pair's
+#      PUBLISHED_BASELINES=eager,compile_default on a later pass re-runs only the pairs that were timed (an untimed pair's
 #      verdict is taken from the database), adding torch.compile beside eager;
 #   7. (STEPS=probe) benchmarks/kb_selfpair_probe.py, the level-3 self-pair experiment;
 #   8. (STEPS=kbtests) tests/gpu/test_kernelbench_gpu.py alone.

@@ -6,9 +6,11 @@ The stand-ins live at module top level: the runner spawns them, so they must be 
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
+from kernelrl.run.protocol import tasks_of
 from kernelrl.run.runner import LocalRunner, RunnerError, RunSettings, Task
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -216,7 +218,6 @@ def test_honest_worker_runs_once():
 def spare_logging_worker(conn, payload):
     """Logs when it was spawned and when it got its tasks (a spare waits for them), then serves like _serve and
     segfaults on task 0's bad method."""
-    from kernelrl.run.protocol import tasks_of
     log = payload["settings"]["blas_lib"]  # the test's log file, passed through a settings field
     with open(log, "a") as fh:
         fh.write(f"spawned {os.getpid()} {'spare' if payload['tasks'] is None else 'with-tasks'}\n")
@@ -244,5 +245,36 @@ def test_after_a_crash_the_hot_spare_spawned_beforehand_takes_over(tmp_path):
     # spare, never needed, is dismissed or killed before it logs anything
     assert [how[p] for p in active] == ["with-tasks", "spare"]
     assert all(e[1] not in active for e in events if e[0] == "dismissed")
+    results = by_task_method(got)
+    assert results[(0, "bad")][0]["verdict"] == "crash" and all(r["verified"] for r in results[(1, "bad")])
+
+
+def spare_that_dies_worker(conn, payload):
+    """A spare dies while it waits (its task pipe closed first, then a marker file); a worker with tasks waits for
+    that marker, serves and segfaults on task 0's bad method, so the dead spare is the one the restart finds."""
+    marker = Path(payload["settings"]["blas_lib"])
+    if payload["tasks"] is None:
+        if not marker.exists():
+            payload["task_pipe"].close()
+            marker.write_text("dead")
+            os._exit(5)
+        tasks = tasks_of(payload)  # a later spare: waits as spares do
+        if tasks is None:
+            return
+        payload = dict(payload, tasks=tasks)
+    else:
+        for _ in range(600):  # until the first spare is dead (a deadlock guard, not a timing bound)
+            if marker.exists():
+                break
+            time.sleep(0.1)
+    _serve(conn, payload, _segfault_on_bad_task0)
+
+
+def test_a_spare_that_died_waiting_is_replaced_by_a_fresh_start(tmp_path):
+    tasks = [Task(i, GemmProblem(64, 64, 64 * (i + 1)), list(MODES)) for i in range(2)]
+    got = []
+    LocalRunner(worker_target=spare_that_dies_worker, hot_spare=True).run(
+        tasks, METHODS, RunSettings(hang_timeout_s=30.0, blas_lib=str(tmp_path / "spare_dead")),
+        lambda task, records: got.append((task.id, set(task.skip), records)))
     results = by_task_method(got)
     assert results[(0, "bad")][0]["verdict"] == "crash" and all(r["verified"] for r in results[(1, "bad")])

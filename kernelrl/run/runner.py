@@ -110,13 +110,15 @@ class LocalRunner(Runner, kind="local"):
         try:
             while pending:
                 left = [t.to_payload() for t in pending.values()]
-                if spare is not None and spare[0].is_alive():
-                    proc, parent, send = spare
-                    send.send({"tasks": left, "lt_cache": lt_cache})
-                    send.close()
-                else:
-                    if spare is not None:
+                proc = None
+                if spare is not None:
+                    try:  # the spare takes over; one that died waiting is replaced by a fresh start
+                        spare[2].send({"tasks": left, "lt_cache": lt_cache})
+                        spare[2].close()
+                        proc, parent, _ = spare
+                    except (OSError, ValueError):
                         _kill(spare[0])
+                if proc is None:
                     proc, parent, _ = spawn(left)
                 spare = spawn(None) if self.hot_spare else None
                 outcome, current, culprit = self._follow(proc, parent, pending, settings, on_records, lt_cache,

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from kernelrl.kernelbench.aggregate import BASELINES, TaskResult, aggregate, claims_table, verdict_counts
+from kernelrl.kernelbench.aggregate import (BASELINES, TaskResult, aggregate, claims_table, phase_totals,
+                                         verdict_counts)
 
 
 def results():
@@ -67,3 +68,14 @@ def test_claims_are_compared_on_the_pairs_each_profile_passes():
     assert by["strict"]["below_claim"] == 1
     assert by["kernelbench"]["pairs"] == 2 and by["kernelbench"]["claimed_geomean"] == pytest.approx(math.sqrt(2.0))
     assert by["kernelbench"]["below_claim"] == 1
+
+
+def _pair_records(load: float, time: float) -> list[dict]:
+    account = {"candidate load": load, "candidate time": time}
+    return [{"extra": {"task_phase_s": account}}, {"extra": {"task_phase_s": account}}]  # one per baseline
+
+
+def test_phase_totals_sum_each_pairs_one_account_largest_first():
+    totals = phase_totals([_pair_records(1.0, 3.0), _pair_records(2.5, 0.25), [{"extra": {}}]])
+    assert totals == {"candidate load": 3.5, "candidate time": 3.25}
+    assert list(totals) == ["candidate load", "candidate time"]

@@ -14,7 +14,7 @@ from kernelrl.build.builder import cache_root
 from kernelrl.cli.ui import console
 from kernelrl.db.database import Database
 from kernelrl.errors import UserError
-from kernelrl.kernelbench.aggregate import aggregate, claims_table, profile_table, verdict_counts
+from kernelrl.kernelbench.aggregate import aggregate, claims_table, phase_totals, profile_table, verdict_counts
 from kernelrl.kernelbench.evaluate import exported_row, static_eval, write_csv
 from kernelrl.kernelbench.published import materialize, read_published
 from kernelrl.kernelbench.requirements import missing_packages
@@ -200,6 +200,10 @@ def _dynamic(args, report, gpu: str) -> int:
                              *[f"{row[k]:.3f}" for k in row if k.startswith("fast_")], f"{row['geomean']:.3f}")
         console.print(profiles)
     _verdict_tables(store.rows(report.verdicts), baselines[0] if baselines else "eager")
+    phases = phase_totals([out[i] for i in todo if i in out])
+    if phases:  # where the workers' time went, over the pairs evaluated now (each pair's own: the CSV's phase_s)
+        console.print("worker time by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in list(phases.items())[:8]),
+                      markup=False, highlight=False)
     lacking: dict[str, int] = {}
     for v in runnable:
         for package in missing_packages(v.candidate.path):

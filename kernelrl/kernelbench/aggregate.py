@@ -142,3 +142,15 @@ def claims_table(rows: list[dict], baseline: str = "eager", profiles: tuple[str,
                     "measured_geomean": geo([m for m, _ in both]), "claimed_geomean": geo([c for _, c in both]),
                     "below_claim": sum(m < c for m, c in both)})
     return out
+
+
+def phase_totals(pairs_records: list[list[dict]]) -> dict[str, float]:
+    """Seconds per worker phase summed over pairs (each pair's records carry one account, `task_phase_s`), largest
+    first."""
+    totals: dict[str, float] = {}
+    for records in pairs_records:
+        phases = next(((r.get("extra") or {}).get("task_phase_s") for r in records
+                       if (r.get("extra") or {}).get("task_phase_s")), None) or {}
+        for k, v in phases.items():
+            totals[k] = totals.get(k, 0.0) + float(v)
+    return dict(sorted(totals.items(), key=lambda kv: -kv[1]))

@@ -73,12 +73,13 @@ class KBTask:
 
 def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=None, on_progress=None,
               on_env=None, on_records=None, on_build=None, ray_address: str | None = None,
-              ray_workers: int | None = None) -> dict[int, list[dict]]:
+              ray_workers: int | None = None, hot_spare: bool | None = None) -> dict[int, list[dict]]:
     """Build every candidate's extensions, then evaluate (task path, candidate path) pairs in spawned workers
     (reused across pairs; a fresh one after a crash, a hang or a defence verdict); records per pair index. A
     candidate whose build fails gets its `compile error` / `compile timeout` verdict without running. `on_env`
     gets each worker's environment dict (gpu, torch, cuda_runtime); `on_records(index, records)` a pair's records
     so far, each time more arrive (to store them before the run ends); `on_build(outcome)` each build.
+    `hot_spare` (default: with the real worker) keeps the next worker spawned and waiting (LocalRunner).
 
     With `ray_address` ("local" or a cluster's address), the pairs are spread over the cluster's GPUs (one actor
     each, `ray_workers` of them at most; on `device="cpu"`, over CPUs), each actor running the same local runner on
@@ -118,7 +119,7 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
     if runnable:
         target = worker_target or worker_main
         # a defence verdict recycles the worker (routine with cheats about): the next one waits ready, imported
-        spare = worker_target is None
+        spare = worker_target is None if hot_spare is None else hot_spare
         if ray_address is None:
             runner = LocalRunner(worker_target=target, hot_spare=spare)
         else:

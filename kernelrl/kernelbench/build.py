@@ -11,7 +11,7 @@ Building means importing the candidate (torch builds at import): each import run
 that exits afterwards, so nothing a candidate does at import reaches the evaluation. An import that fails for
 another reason is left to the worker, which gives the candidate its verdict under watch.
 
-Many candidates build later than import: in `__init__` or at their first `forward` (24 of CUDA-L1's 39 level-1
+Many candidates build later than import: in `__init__` or at their first `forward` (28 of CUDA-L1's 39 level-1
 kernels that build; measured on the H200, each then compiled in the worker, in series, 13-90 s per pair). Given the
 candidate's task, the build process also constructs the model from the task's init inputs and calls it once on
 inputs of its own seed (never the evaluation's), on the evaluation device, so those builds run here too. What that
@@ -119,9 +119,9 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
     """BuildOutcome per candidate file that needs a build, at most `jobs` at once (default: one per core), each
     import killed after `timeout_s` (`compile timeout`). `on_done(outcome)` hears each as it finishes. `tasks`
     (candidate path -> its task's path) adds the warm-up on `device` (`_warm_up`); one that runs past
-    `warm_up_timeout_s` (kb eval: twice the hang watch's limit; a candidate that hangs in forward must not hold the build step for
-    the compile timeout) is stopped without a verdict and left to the worker, as an unfinished lazy build was
-    before."""
+    `warm_up_timeout_s` (kb eval: twice the hang watch's limit; a candidate that hangs in forward must not hold
+    the build step for the compile timeout) is stopped without a verdict and left to the worker, as an unfinished
+    lazy build was before."""
     tasks = {str(c): str(t) for c, t in (tasks or {}).items()}
     todo = []
     for p in dict.fromkeys(str(p) for p in paths):

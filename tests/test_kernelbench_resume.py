@@ -3,6 +3,7 @@ candidate sources, deciding profile and GPU) is taken from there; an edited cand
 evaluator itself failed runs again (CPU worker)."""
 
 import csv
+import sqlite3
 
 from kernelrl.cli import main
 from tests.kb_helpers import candidate, task
@@ -51,3 +52,15 @@ def test_another_deciding_profile_evaluates_again(tmp_path, capsys):
     capsys.readouterr()
     _eval(tmp_path, "--resume", "--tolerance", "kernelbench")
     assert "0 of 2 pairs taken from" in capsys.readouterr().out
+
+
+def test_a_pair_judged_again_resumes_from_its_latest_run(tmp_path, capsys):
+    _setup(tmp_path)
+    _eval(tmp_path)  # good passes: a timed row (baseline eager)
+    with sqlite3.connect(tmp_path / "r.db") as conn:  # a later run judged the same pair wrong: its verdict row
+        conn.execute("INSERT INTO kb_results (gpu, task, task_key, candidate, candidate_key, baseline, verified, "
+                     "reason, verdict, profile, run_id, created) SELECT gpu, task, task_key, candidate, "
+                     "candidate_key, '', 0, 'wrong values: later', 'wrong values', profile, 99, created + 1 "
+                     "FROM kb_results WHERE candidate = 'good'")
+    _, again = _eval(tmp_path, "--resume")
+    assert again["good"]["verified"] == "0" and again["good"]["verdict"] == "wrong values"

@@ -42,6 +42,8 @@ class KBResultStore:
         or an infrastructure verdict (the evaluator failed there, not the candidate)."""
         rows = [r for r in self.db.kb_rows(gpu) if r["task_key"] == _key(verdict.task)
                 and r["candidate_key"] == _key(verdict.candidate)]
+        latest = max((r["run_id"] or 0 for r in rows), default=0)
+        rows = [r for r in rows if (r["run_id"] or 0) == latest]  # a pair judged again: its last run's rows only
         if not rows or any((r.get("profile") or "strict") != profile for r in rows):
             return None
         if any(category_of(r) is Category.INFRASTRUCTURE for r in rows):

@@ -179,3 +179,9 @@ def test_a_progress_line_estimates_the_rest_from_the_mean_pair_so_far():
     from kernelrl.kernelbench.worker import progress_line
     assert progress_line(2, 10, "t <- c", "correct", 30.0) == "[2/10] t <- c: correct (30 s, about 120 s left)"
     assert progress_line(10, 10, "t <- c", "correct", 150.0) == "[10/10] t <- c: correct (150 s)"
+
+
+def test_a_progress_line_leaves_the_build_step_out_of_its_estimate():
+    from kernelrl.kernelbench.worker import progress_line
+    # 100 s so far, 90 of them building: 5 s a pair, 8 pairs left
+    assert progress_line(2, 10, "t <- c", "correct", 100.0, 10.0) == "[2/10] t <- c: correct (100 s, about 40 s left)"

@@ -138,6 +138,7 @@ def _dynamic(args, report, gpu: str) -> int:
               f"candidate sources, tolerance profile and GPU, not failed by the evaluator itself); "
               f"{len(runnable) - len(resumed)} to evaluate", flush=True)
     todo = [i for i in range(len(runnable)) if i not in resumed]
+    built_at = [started]  # when the last extension build finished: the pairs' own time starts there
 
     def on_records(j, recs):
         i = todo[j]
@@ -145,10 +146,12 @@ def _dynamic(args, report, gpu: str) -> int:
         if i not in done:  # one progress line per pair, as it finishes
             done.add(i)
             ok, reason = pair_verdict(recs)
+            now = time.perf_counter()
             print(progress_line(len(done), len(todo), f"{runnable[i].task.name} <- {runnable[i].candidate.name}",
-                                'correct' if ok else reason, time.perf_counter() - started), flush=True)
+                                'correct' if ok else reason, now - started, now - built_at[0]), flush=True)
 
     def on_build(outcome):
+        built_at[0] = time.perf_counter()
         print(f"built {Path(outcome.path).name} in {outcome.seconds:.1f} s"
               + (f": {outcome.error.splitlines()[0][:200]}" if outcome.error else ""), flush=True)
 

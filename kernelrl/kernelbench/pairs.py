@@ -130,10 +130,13 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
     return out
 
 
-def progress_line(done: int, total: int, what: str, verdict: str, elapsed_s: float) -> str:
-    """One pair's progress line: its count, what ran, its verdict, the time so far and an estimate of the rest
-    (the mean pair so far times the pairs left; the build step, already done, is in the mean's first pair)."""
-    eta = f", about {elapsed_s / done * (total - done):.0f} s left" if 0 < done < total else ""
+def progress_line(done: int, total: int, what: str, verdict: str, elapsed_s: float,
+                  evaluating_s: float | None = None) -> str:
+    """One pair's progress line: its count, what ran, its verdict, the time so far and an estimate of the rest:
+    the mean pair so far times the pairs left, the mean over `evaluating_s` (the time since the build step ended)
+    where given, else over all of `elapsed_s`."""
+    per_pair = (elapsed_s if evaluating_s is None else evaluating_s) / done if done else 0.0
+    eta = f", about {per_pair * (total - done):.0f} s left" if 0 < done < total else ""
     return f"[{done}/{total}] {what}: {verdict} ({elapsed_s:.0f} s{eta})"
 
 

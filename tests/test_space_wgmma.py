@@ -440,3 +440,19 @@ def test_cluster_and_pdl_points_are_legal_but_off_the_default_grid():
     from kernelrl.space.learned import variants_by_name
     assert variants_by_name("fp32")[F32_CLUSTER_B.name] == F32_CLUSTER_B  # buildable by name (profiles, confirms)
     assert any(v.p["cluster"] == "2x1" for v in SPACE.neighbours(V(BM=128, BN=128, stages=6)))  # refinement reaches
+
+
+def _kernel_body(source: str) -> str:
+    start = source.index("hgemm_wgmma_kernel(")
+    return source[start:source.index("\n}\n", start)]
+
+
+@pytest.mark.parametrize("variant", [F32_PINGPONG_SPLIT, F32_MAIN_PDL], ids=["pdl", "main_pdl"])
+def test_the_dependent_launch_is_triggered_after_the_producers_last_loads(variant):
+    body = _kernel_body(SPACE.render(variant))
+    trigger = body.index('asm volatile("griddepcontrol.launch_dependents;"')
+    assert body.count("griddepcontrol.launch_dependents;\"") == 1
+    last_load = max(body.rfind("tma_load("), body.rfind("tma_load_multicast("))
+    consumers = body.index("// ---- consumers")
+    assert last_load < trigger < consumers  # after every load the producer issues, not at the kernel's start
+    assert body[body.rindex("\n", 0, trigger):trigger].strip() == "if constexpr (PDL || MAIN_PDL)"  # PDL only

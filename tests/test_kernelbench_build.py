@@ -142,4 +142,4 @@ def test_a_warm_up_that_hangs_is_cut_at_its_own_limit_and_left_to_the_worker(tmp
     cand = _write(tmp_path / "cands", "hangs.py", LAZY_BUILD.replace("self.built = True", "time.sleep(600)"))
     out = build_extensions([cand], tmp_path / "ext", timeout_s=300, tasks={str(cand): str(task)},
                            warm_up_timeout_s=3)
-    assert out[str(cand)].ok and out[str(cand)].seconds < 60
+    assert out[str(cand)].ok and "stopped after 3 s" in out[str(cand)].note  # its own limit, not the compile one

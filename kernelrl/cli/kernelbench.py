@@ -153,7 +153,8 @@ def _dynamic(args, report, gpu: str) -> int:
     def on_build(outcome):
         built_at[0] = time.perf_counter()
         print(f"built {Path(outcome.path).name} in {outcome.seconds:.1f} s"
-              + (f": {outcome.error.splitlines()[0][:200]}" if outcome.error else ""), flush=True)
+              + (f": {outcome.error.splitlines()[0][:200]}" if outcome.error else "")
+              + (f" ({outcome.note})" if outcome.note else ""), flush=True)
 
     try:
         fresh = run_pairs([(str(runnable[i].task.path), str(runnable[i].candidate.path)) for i in todo], settings,

@@ -39,6 +39,7 @@ class BuildOutcome:
     seconds: float
     verdict: Verdict | None = None  # compile error / compile timeout, or None when it built
     detail: str = ""
+    note: str = ""  # what else the build step has to say (a warm-up it stopped), shown with the build line
 
     @property
     def ok(self) -> bool:
@@ -136,13 +137,13 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
     warming: dict[str, float] = {}  # path -> when its warm-up began
     out: dict[str, BuildOutcome] = {}
 
-    def finish(path, verdict, detail=""):
+    def finish(path, verdict, detail="", note=""):
         proc, conn, started = running.pop(path)
         if proc.is_alive():
             proc.kill()
         proc.join(5)
         conn.close()
-        out[path] = BuildOutcome(path, time.monotonic() - started, verdict, detail if verdict else "")
+        out[path] = BuildOutcome(path, time.monotonic() - started, verdict, detail if verdict else "", note)
         if on_done:
             on_done(out[path])
 
@@ -165,8 +166,11 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
                     warming[path] = time.monotonic()
                     continue
                 finish(path, Verdict.COMPILE_ERROR if text and _is_build_error(text) else None, text)
-            elif warm is not None and (not proc.is_alive() or time.monotonic() - warm > warm_up_timeout_s):
-                finish(path, None)  # built at import; what the warm-up did (crash, hang) is the worker's to judge
+            elif warm is not None and not proc.is_alive():  # built at import; a crash in the warm-up is the
+                finish(path, None, note="the warm-up call crashed: left to the worker")  # worker's to judge
+            elif warm is not None and time.monotonic() - warm > warm_up_timeout_s:
+                finish(path, None, note=f"the warm-up call was stopped after {warm_up_timeout_s:.0f} s: left to the "
+                                        f"worker")
             elif not proc.is_alive():
                 finish(path, Verdict.COMPILE_ERROR, f"the build process died (exit code {proc.exitcode})")
             elif time.monotonic() - started > timeout_s:

@@ -103,7 +103,8 @@ def test_kb_export_writes_the_stored_pairs_as_eval_wrote_them(published, tmp_pat
     exported = {(r["task"], r["baseline"]): r for r in csv.DictReader(open(export_csv))}
     for row in evaluated:
         stored = exported[(row["task"], row["baseline"])]
-        for column in ("verified", "verdict", "speedup", "claimed_speedup", "correct_strict", "correct_kernelbench"):
+        for column in ("verified", "verdict", "speedup", "claimed_speedup", "correct_strict", "correct_kernelbench",
+                       "rounds_run"):
             assert stored[column] == row[column], column
         assert "candidate load" in json.loads(stored["phase_s"])  # where the worker's time went
 

@@ -74,4 +74,5 @@ def _record(row: dict) -> dict:
               "max_rel_err", "baseline_reason", "profile", "profiles", "tightest_tolerance")
     return {"method": "candidate", **{k: row.get(k) for k in fields},
             "time_us_median": row.get("candidate_us") if row["verified"] else None,
-            "extra": {"task_phase_s": json.loads(row["phase_s"]) if row.get("phase_s") else {}, "resumed": True}}
+            "extra": {"task_phase_s": json.loads(row["phase_s"]) if row.get("phase_s") else {},
+                      "rounds_run": row.get("rounds_run"), "resumed": True}}

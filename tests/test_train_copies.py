@@ -62,3 +62,22 @@ def test_a_trajectory_is_paid_its_first_turns_discounted_return(spec):
     out = reward(prompts=["p", "p"], completions=["a", "b"], target=[spec.to_json()] * 2,
                  turn_rewards=[[0.0, 1.0, 2.0], [1.1, 0.0, 0.0]])
     assert out == [0.0 + 0.5 + 0.5, 1.1] and discounted_return([1.0, 1.0], 0.4) == pytest.approx(1.4)
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_rollouts_attempt_that_copies_its_prompt_is_a_copy(spec, overlap):
+    """Multi-turn and overlapped GRPO judge inside the rollout (train/multiturn.py): the copy check there reads each
+    trajectory's own prompt, as the reward function does for single-turn completions."""
+    from kernelrl.train.multiturn import MultiTurnRollout, _Trajectory
+    reward = PolicyReward(_Service("floor"), MetricsLog(None), "grpo")
+    prompt = [{"role": "user", "content": "Earlier candidates\n\n" + h.fenced(h.KERNEL, analysis="The parent.")}]
+
+    class Copying(MultiTurnRollout):
+        def _attempt(self, model, t):
+            return h.fenced(h.KERNEL if t.spec == "copies" else NEW)
+
+    rollout = Copying(None, None, lambda specs, texts, prompts: reward.score([spec.to_json()] * len(specs), texts,
+                                                                             prompts=prompts),
+                      None, turns=1, max_new_tokens=1, overlap=overlap, group=1)
+    _, results = rollout._turn(None, [_Trajectory(prompt, "copies", [0]), _Trajectory(prompt, "new", [0])])
+    assert [r.key for r in results] == ["copy", None] and [r.reward for r in results] == [0.01, 1.1]

@@ -29,8 +29,9 @@ def trajectories(n):
 def test_overlapped_groups_are_judged_in_order_and_answer_their_own_trajectories():
     calls = []
 
-    def judge(specs, texts):
+    def judge(specs, texts, prompts):
         calls.append(list(specs))
+        assert prompts == ["prompt"] * len(specs)  # each trajectory's own prompt: what a copy is checked against
         return list(zip(specs, texts))
 
     ts = trajectories(6)
@@ -41,7 +42,7 @@ def test_overlapped_groups_are_judged_in_order_and_answer_their_own_trajectories
 
 def test_without_overlap_one_batch_after_every_attempt():
     calls = []
-    rollout = Scripted(False, 2, lambda specs, texts: calls.append(list(specs)) or [None] * len(specs))
+    rollout = Scripted(False, 2, lambda specs, texts, prompts: calls.append(list(specs)) or [None] * len(specs))
     rollout._turn(None, trajectories(4))
     assert calls == [["t0", "t1", "t2", "t3"]]
 
@@ -50,7 +51,7 @@ def test_the_next_group_is_written_while_the_last_is_judged():
     judging, release = threading.Event(), threading.Event()
     seen_while_judging = []
 
-    def judge(specs, texts):
+    def judge(specs, texts, prompts):
         if specs[0] == "t0":
             judging.set()
             release.wait(timeout=30)  # held until group 2 has been written (or a deadlock guard)
@@ -81,4 +82,4 @@ def test_a_generation_error_ends_the_turn_with_that_error():
             return super()._attempt(model, t)
 
     with pytest.raises(RuntimeError, match="out of memory"):
-        Failing(True, 2, lambda specs, texts: [None] * len(specs))._turn(None, trajectories(4))
+        Failing(True, 2, lambda specs, texts, prompts: [None] * len(specs))._turn(None, trajectories(4))

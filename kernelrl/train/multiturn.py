@@ -44,7 +44,8 @@ def feedback(result, turn: int, turns: int, fence: str) -> str:
 
 class MultiTurnRollout:
     """TRL's rollout_func. `spec_of(prompt)`: the target (TargetSpec JSON) a dataset row's prompt was rendered for;
-    `judge(specs, texts)`: RewardResults (the run's PolicyReward.score); `fence(spec)`: the code block's language."""
+    `judge(specs, texts, prompts)`: RewardResults (the run's PolicyReward.score; `prompts`, each trajectory's own
+    prompt as text, is what a copy is checked against); `fence(spec)`: the code block's language."""
 
     def __init__(self, tokenizer, spec_of, judge, fence, turns: int, max_new_tokens: int,
                  temperature: float = 1.0, top_p: float = 1.0, overlap: bool = False, group: int = 1):
@@ -90,7 +91,7 @@ class MultiTurnRollout:
         each group judged in the background as soon as it is written."""
         if not self.overlap:
             texts = [self._generate(model, t) for t in trajectories]
-            return texts, self._judge([t.spec for t in trajectories], texts)
+            return texts, self._judge(trajectories, texts)
         # The policy writes in a background thread; the judging stays on this one, where the reward service, its
         # databases and workers always run.
         written: queue.Queue = queue.Queue()
@@ -109,7 +110,7 @@ class MultiTurnRollout:
             while (item := written.get()) is not None:
                 group, attempts = item
                 texts += attempts
-                results += self._judge([t.spec for t in group], attempts)
+                results += self._judge(group, attempts)
             writing.result()
         return texts, results
 
@@ -120,10 +121,10 @@ class MultiTurnRollout:
         finally:
             self.busy["generate_s"] += time.perf_counter() - started
 
-    def _judge(self, specs, texts) -> list:
+    def _judge(self, trajectories, texts) -> list:
         started = time.perf_counter()
         try:
-            return self.judge(specs, texts)
+            return self.judge([t.spec for t in trajectories], texts, [t.prompt_text for t in trajectories])
         finally:
             self.busy["judge_s"] += time.perf_counter() - started
 
@@ -162,6 +163,8 @@ class MultiTurnRollout:
 class _Trajectory:
     def __init__(self, prompt, spec: str, prompt_ids: list[int]):
         self.messages = list(prompt) if not isinstance(prompt, str) else [{"role": "user", "content": prompt}]
+        # the prompt as the reward function reads it (completion_text): what a copy is checked against
+        self.prompt_text = "".join(m.get("content") or "" for m in self.messages if isinstance(m, dict))
         self.spec, self.prompt_ids = spec, prompt_ids
         self.context = list(prompt_ids)  # what the policy sees next: the prompt and every turn so far
         self.completion: list[int] = []

@@ -92,7 +92,7 @@ def run_grpo(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str, re
         reward_fn.gamma = stage.gamma
         rollout = multi["rollout_func"] = MultiTurnRollout(
             tokenizer, lambda prompt: ctx.prompter.rendered[prompt_key(prompt)],
-            lambda specs, texts: reward_fn.score(specs, texts, step=reward_fn.calls),
+            lambda specs, texts, prompts: reward_fn.score(specs, texts, step=reward_fn.calls, prompts=prompts),
             lambda spec: TargetSpec.from_json(spec).entry[0], stage.turns, stage.max_completion_length,
             stage.temperature, stage.top_p, overlap=stage.overlap, group=stage.num_generations)
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=dataset,

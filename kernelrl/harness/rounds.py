@@ -17,6 +17,7 @@ is caught in the round it does; one that would only turn stale later was honest 
 from __future__ import annotations
 
 import random
+import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
@@ -49,12 +50,6 @@ class Settle:
         if not timed or min(map(len, timed)) < self.min_rounds or round_s < self.min_round_s:
             return False
         return all(min(m) > 0 and max(m) / min(m) - 1 <= self.spread for m in timed)
-
-
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 class RoundsAdapter(Protocol):
@@ -126,7 +121,7 @@ def host_timed_rounds(names: list[str], rounds: int, calls_per_round: int, rng: 
             adapter.end_turn(name, rnd)
         for n in names:
             if len(host[n]) > before[n]:
-                medians[n].append(_median(host[n][before[n]:]))
+                medians[n].append(statistics.median(host[n][before[n]:]))
         if settle is not None and settle.settled(medians, clocks.now() - started):
             break
     return host, off_stream

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from kernelrl.harness.stats import percentile
+from kernelrl.harness.stats import geomean, percentile
 from kernelrl.harness.tolerance import PROFILES
 from kernelrl.harness.verdicts import category_of
 
@@ -73,7 +73,7 @@ def profile_table(results: list[TaskResult], baseline: str, profiles: tuple[str,
         for p in thresholds:
             row[f"fast_{p:g}"] = (sum(s > p for s in speeds) if p > 0 else row["correct"]) / len(results) \
                 if results else math.nan
-        row["geomean"] = math.exp(sum(math.log(s) for s in speeds) / len(speeds)) if speeds else math.nan
+        row["geomean"] = geomean(speeds)
         rows.append(row)
     return rows
 
@@ -137,9 +137,9 @@ def claims_table(rows: list[dict], baseline: str = "eager", profiles: tuple[str,
     for prof in profiles:
         both = [(m, c) for r in timed if _true(r.get(f"correct_{prof}"))
                 and (m := _number(r.get("speedup"))) and (c := _number(r.get("claimed_speedup")))]
-        geo = (lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else math.nan)
         out.append({"profile": prof, "baseline": baseline, "pairs": len(both),
-                    "measured_geomean": geo([m for m, _ in both]), "claimed_geomean": geo([c for _, c in both]),
+                    "measured_geomean": geomean([m for m, _ in both]),
+                    "claimed_geomean": geomean([c for _, c in both]),
                     "below_claim": sum(m < c for m, c in both)})
     return out
 

@@ -21,6 +21,7 @@ class KBResultStore:
         self.device, self.env, self.claims = device, env, claims  # claims: a published set's (evaluate.csv_rows)
         self.run_id = self.db.start_run(command, env)
         self.by_pair: dict[int, list[dict]] = {}  # id(verdict) -> its latest rows
+        self._stored: tuple[str, dict] | None = None  # (gpu, rows by pair key) as the database held them (resume)
 
     def pair(self, verdict, records: list[dict]) -> None:
         """Store a pair's rows from all its records so far (a later call for the same pair replaces them)."""
@@ -40,8 +41,12 @@ class KBResultStore:
         --resume`), kept for this run's CSV with the environment they were measured in; None where it must run
         again: nothing stored, another deciding tolerance profile, a requested baseline missing from a timed pair,
         or an infrastructure verdict (the evaluator failed there, not the candidate)."""
-        rows = [r for r in self.db.kb_rows(gpu) if r["task_key"] == _key(verdict.task)
-                and r["candidate_key"] == _key(verdict.candidate)]
+        if self._stored is None or self._stored[0] != gpu:  # read once, looked up per pair
+            by_pair: dict[tuple[str, str], list[dict]] = {}
+            for r in self.db.kb_rows(gpu):
+                by_pair.setdefault((r["task_key"], r["candidate_key"]), []).append(r)
+            self._stored = (gpu, by_pair)
+        rows = self._stored[1].get((_key(verdict.task), _key(verdict.candidate)), [])
         latest = max((r["run_id"] or 0 for r in rows), default=0)
         rows = [r for r in rows if (r["run_id"] or 0) == latest]  # a pair judged again: its last run's rows only
         if not rows or any((r.get("profile") or "strict") != profile for r in rows):

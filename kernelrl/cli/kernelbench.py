@@ -13,6 +13,7 @@ from rich.table import Table
 from kernelrl.build.builder import cache_root
 from kernelrl.cli.ui import console
 from kernelrl.db.database import Database
+from kernelrl.environment import gpu_info
 from kernelrl.errors import UserError
 from kernelrl.kernelbench.aggregate import aggregate, claims_table, phase_totals, profile_table, verdict_counts
 from kernelrl.kernelbench.evaluate import exported_row, static_eval, write_csv
@@ -43,7 +44,7 @@ def cmd_kb(args) -> int:
     console.print(table)
     dynamic = not args.static_only and (args.device == "cpu" or torch.cuda.is_available())
     if dynamic:
-        return _dynamic(args, report, torch.cuda.get_device_name() if args.device == "cuda" else "cpu")
+        return _dynamic(args, report)
     why = " (--static-only)" if args.static_only else "" if args.device == "cuda" and torch.cuda.is_available() \
         else f" (--device {args.device}" + (": CUDA is unavailable here)" if args.device == "cuda" else ")")
     passed = sum(v.ok for v in report.verdicts)
@@ -111,7 +112,7 @@ def _published(args) -> dict | None:
     return m.claims
 
 
-def _dynamic(args, report, gpu: str) -> int:
+def _dynamic(args, report) -> int:
     """Verify and time every runnable pair (task and candidate load, signatures agree) in spawned workers, or with
     --resume take a pair's verdict and times from the database where an earlier run on this GPU stored them. A
     static finding only flags the pair: the dynamic verdict decides whether it is correct."""
@@ -131,6 +132,9 @@ def _dynamic(args, report, gpu: str) -> int:
 
     resumed = {}
     if args.resume:
+        # the GPU's name as the workers report it, from nvidia-smi: no CUDA context in this process (another
+        # card's name, or none, only means nothing is taken from the database)
+        gpu = (gpu_info().get("gpu") or "unknown") if args.device == "cuda" else "cpu"
         for i, v in enumerate(runnable):
             if (recs := store.resume(v, gpu, baselines, args.tolerance)) is not None:
                 resumed[i] = recs

@@ -79,3 +79,12 @@ def test_perturbations_and_uniform_redraws_keep_zeros_and_symmetry():
     redrawn = [InputsMixin._uniform_like(x, gen) for x in (tri, sym)]
     assert torch.equal(redrawn[0], torch.triu(redrawn[0])) and torch.equal(redrawn[1], redrawn[1].T)
     assert _structure(torch.randn(8, 8)) == (False, False)
+
+
+def test_each_calls_fresh_inputs_keep_the_pool_sets_structure():
+    torch.manual_seed(1)
+    tri = torch.triu(torch.randn(16, 16))
+    inputs = _Inputs()
+    for k in range(3):  # the structure is read from the pool's tensor once, and every call's clone keeps it
+        (x,) = inputs._fresh([[tri]], k)
+        assert not torch.equal(x, tri) and torch.equal(x, torch.triu(x))

@@ -6,6 +6,7 @@ every timed call's fresh inputs), a smaller batch; all keeping the draw's zeros 
 from __future__ import annotations
 
 import math
+import weakref
 
 import torch
 
@@ -29,6 +30,22 @@ def _structure(x) -> tuple[bool, bool]:
     has_zeros = int(torch.count_nonzero(x)) < x.numel()
     symmetric = x.dim() >= 2 and x.shape[-1] == x.shape[-2] > 1 and torch.equal(x, x.mT)
     return has_zeros, symmetric
+
+
+_POOL_STRUCTURES: dict[int, tuple] = {}  # id(pool tensor) -> (weak reference to it, its _structure)
+
+
+def _pool_structure(x):
+    """`_structure` of a pool's input tensor, computed once while the tensor lives (None for other inputs). Keyed
+    by id, checked through a weak reference: a later tensor that reuses the id is read afresh."""
+    if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1 and x.dim() > 0):
+        return None
+    held = _POOL_STRUCTURES.get(id(x))
+    if held is None or held[0]() is not x:
+        for key in [k for k, (ref, _) in _POOL_STRUCTURES.items() if ref() is None]:
+            del _POOL_STRUCTURES[key]  # tensors freed since: their entries go
+        held = _POOL_STRUCTURES[id(x)] = (weakref.ref(x), _structure(x))
+    return held[1]
 
 
 class Held:
@@ -93,14 +110,15 @@ class InputsMixin:
     def _clone(inputs: list) -> list:
         return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
-    def _perturb(self, inputs: list) -> None:
+    def _perturb(self, inputs: list, structures: list | None = None) -> None:
         """Set a few elements (secret positions) of each floating input to the tensor's max or min: in the
-        inputs' own range, and enough to change a max/min reduction. The draw's structure is kept (`_structure`):
-        an element the task drew as exactly zero stays zero, a symmetric matrix stays symmetric."""
-        for x in inputs:
+        inputs' own range, and enough to change a max/min reduction. The draw's structure is kept (`_structure`,
+        or each input's from `structures` where the caller knows it): an element the task drew as exactly zero
+        stays zero, a symmetric matrix stays symmetric."""
+        for i, x in enumerate(inputs):
             if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1 and x.dim() > 0:
                 hi, lo = x.max(), x.min()
-                has_zeros, symmetric = _structure(x)
+                has_zeros, symmetric = structures[i] if structures is not None else _structure(x)
                 for j in range(PERTURBED):
                     for _ in range(16):  # a position the task drew as nonzero (a triangle's own half)
                         at = tuple(self.rng.randrange(n) for n in x.shape)
@@ -128,8 +146,12 @@ class InputsMixin:
         return [x[:nb].contiguous() if isinstance(x, torch.Tensor) else x for x in inputs]
 
     def _fresh(self, pool, k) -> list:
-        """Call k's inputs: a clone of one input set with a few elements changed (no two calls alike)."""
-        xs = self._clone(pool[k % len(pool)])
-        self._perturb(xs)
+        """Call k's inputs: a clone of one input set with a few elements changed (no two calls alike). The set's
+        structure is read once per pool tensor, not on every call's clone (a pass and a sync over inputs of
+        gigabytes)."""
+        source = pool[k % len(pool)]
+        structures = [_pool_structure(x) for x in source]
+        xs = self._clone(source)
+        self._perturb(xs, structures)
         return xs
 

@@ -12,6 +12,14 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from kernelrl.evolve.budget import Budget
+from kernelrl.evolve.client import LLMClient, LLMConfig
+from kernelrl.evolve.hgemm_target import HgemmTarget
+from kernelrl.evolve.loop import Evolver
+from kernelrl.evolve.population import Population
+from kernelrl.evolve.usage import UsageLog
+from kernelrl.workloads.hgemm import parse_shapes
+
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = (ROOT / "examples" / "hgemm_wmma.cu").read_text()
 # The same kernel with its closing `}  // extern "C"` cut off: the brace is never closed (a compile error).
@@ -139,3 +147,15 @@ def _handler(server: FakeServer):
                 with server.lock:
                     server.in_flight -= 1
     return Handler
+
+
+def scripted_run(server: "FakeServer", db: Path, calls: int, config, evolver_class=Evolver, **evolver_kw) -> tuple:
+    """One evolve run against `server` on a 64x64x64 HGEMM target (dummy runner, torch baseline), `calls` model
+    calls at most: (evolver, summary, target); the population stays open on evolver.pop."""
+    target = HgemmTarget(parse_shapes("64x64x64"), db, ["torch"], runner="dummy")
+    usage = UsageLog(db.with_suffix(".usage.jsonl"))
+    budget = Budget(max_calls=calls)
+    client = LLMClient(LLMConfig(base_url=server.url, model="scripted-model", concurrency=1), budget, usage)
+    evolver = evolver_class([target], Population(db), client, "- GPU: test", config, budget, usage=usage,
+                            **evolver_kw)
+    return evolver, evolver.run(), target

@@ -3,18 +3,10 @@ conversation, earlier replies condensed to their first paragraph and their code;
 attempts, the verified ones and the best speedup so far. A scripted server that reacts to the verdict stands in
 for a model."""
 
-from pathlib import Path
-
 import pytest
 
-from kernelrl.evolve.budget import Budget
-from kernelrl.evolve.client import LLMClient, LLMConfig
-from kernelrl.evolve.hgemm_target import HgemmTarget
-from kernelrl.evolve.loop import EvolveConfig, Evolver
-from kernelrl.evolve.population import Population
-from kernelrl.evolve.usage import UsageLog
-from kernelrl.workloads.hgemm import parse_shapes
-from tests.evolve_fake_server import BETTER, BROKEN, FIXED, FakeServer, answer, reply
+from kernelrl.evolve.loop import EvolveConfig
+from tests.evolve_fake_server import BETTER, BROKEN, FIXED, FakeServer, answer, reply, scripted_run
 
 LONG_ANALYSIS = "The tiles are too small for this GPU. " * 40  # a long first turn's reasoning
 
@@ -32,15 +24,9 @@ def reacting(body):
 @pytest.fixture
 def run(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELRL_CACHE", str(tmp_path / "cache"))
-    db = tmp_path / "e.db"
-    target = HgemmTarget(parse_shapes("64x64x64"), db, ["torch"], runner="dummy")
-    usage = UsageLog(db.with_suffix(".usage.jsonl"))
     with FakeServer(reacting) as server:
-        budget = Budget(max_calls=3)
-        client = LLMClient(LLMConfig(base_url=server.url, model="scripted-model", concurrency=1), budget, usage)
-        evolver = Evolver([target], Population(db), client, "- GPU: test",
-                          EvolveConfig(islands=1, rng_seed=0, turns=3, generations=1), budget, usage=usage)
-        summary = evolver.run()
+        evolver, summary, target = scripted_run(server, tmp_path / "e.db", 3,
+                                                EvolveConfig(islands=1, rng_seed=0, turns=3, generations=1))
     return server, summary, evolver, target
 
 

@@ -4,16 +4,8 @@ accounts the evaluator's and the generator's busy time. Without it, nothing is i
 
 import threading
 
-import pytest
-
-from kernelrl.evolve.budget import Budget
-from kernelrl.evolve.client import LLMClient, LLMConfig
-from kernelrl.evolve.hgemm_target import HgemmTarget
 from kernelrl.evolve.loop import EvolveConfig, Evolver
-from kernelrl.evolve.population import Population
-from kernelrl.evolve.usage import UsageLog
-from kernelrl.workloads.hgemm import parse_shapes
-from tests.evolve_fake_server import GOOD, FakeServer, answer, reply
+from tests.evolve_fake_server import GOOD, FakeServer, answer, reply, scripted_run
 
 
 class Watching(Evolver):
@@ -40,16 +32,10 @@ def run(tmp_path, monkeypatch, overlap, wait_s):
             second.set()
         return reply(answer(GOOD + f"static const int kernelrl_variant = {n[0]};\n"))
 
-    db = tmp_path / "e.db"
-    target = HgemmTarget(parse_shapes("64x64x64"), db, ["torch"], runner="dummy")
-    usage = UsageLog(db.with_suffix(".usage.jsonl"))
     with FakeServer(serve) as server:
-        budget = Budget(max_calls=2)
-        client = LLMClient(LLMConfig(base_url=server.url, model="scripted-model", concurrency=1), budget, usage)
-        evolver = Watching([target], Population(db), client, "- GPU: test",
-                           EvolveConfig(islands=1, rng_seed=0, overlap=overlap), budget, usage=usage,
-                           second=second, wait_s=wait_s)
-        summary = evolver.run()
+        evolver, summary, target = scripted_run(server, tmp_path / "e.db", 2,
+                                                EvolveConfig(islands=1, rng_seed=0, overlap=overlap), Watching,
+                                                second=second, wait_s=wait_s)
     return evolver, summary, target
 
 

@@ -10,7 +10,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import sys
 import time
 from pathlib import Path
@@ -23,14 +22,10 @@ from kernelrl.examples import CANDIDATES_DIR, TASKS_DIR  # noqa: E402
 from kernelrl.harness.verdicts import Category, category_of  # noqa: E402
 from kernelrl.kernelbench.tasks import discover  # noqa: E402
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs  # noqa: E402
+from tests.gpu.kb_adversarial import meta  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "gpu" / "kb_adversarial"
 RESTARTING = (Category.DEFENCE, Category.CRASH)
-
-
-def meta(path: Path) -> dict[str, str]:
-    doc = path.read_text().split('"""')[1]
-    return dict(re.findall(r"^(task|reason|cpu):[ \t]*(.*?)\s*$", doc, re.M))
 
 
 def pairs() -> list[tuple[str, str]]:

@@ -5,7 +5,6 @@ hand-written candidates (examples/kernelbench/candidates) match their tasks and 
 CUDA sources compile with nvcc where it is installed."""
 
 import ast
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +15,7 @@ from kernelrl.examples import CANDIDATES_DIR, TASKS_DIR
 from kernelrl.kernelbench.evaluate import static_eval
 from kernelrl.kernelbench.static_checks import RULES, scan, task_input_dtype
 from kernelrl.kernelbench.tasks import check_pair, discover, inspect_candidate, inspect_task
+from tests.gpu.kb_adversarial import meta
 from kernelrl.kernelbench.worker import REASONS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,12 +52,6 @@ DEFENCES = {
     "out-of-bounds writes": ["oob_write"],
     "persisting-L2 access windows": ["persisting_l2"],
 }
-
-
-def meta(path: Path) -> dict[str, str]:
-    """The `key: value` lines of a corpus file's module docstring."""
-    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-    return dict(re.findall(r"^(task|reason|static|cpu):[ \t]*(.*?)\s*$", doc, re.M))
 
 
 def static_rules(value: str) -> set[str]:

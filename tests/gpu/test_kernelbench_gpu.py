@@ -7,7 +7,6 @@ The load_inline candidates are built by run_pairs itself, in parallel, before an
 PATH; kernelrl/kernelbench/build.py)."""
 
 import math
-import re
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,12 @@ import pytest
 from kernelrl.examples import CANDIDATES_DIR, TASKS_DIR
 from kernelrl.kernelbench.tasks import discover
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
+from tests.gpu.kb_adversarial import meta
 
 pytestmark = pytest.mark.gpu
 ADVERSARIAL_DIR = Path(__file__).resolve().parent / "kb_adversarial"
 ADVERSARIAL, _ = discover([ADVERSARIAL_DIR])
 HONEST, _ = discover([CANDIDATES_DIR])
-
-
-def meta(path: Path) -> dict[str, str]:
-    """The `key: value` lines of a corpus file's module docstring."""
-    doc = path.read_text().split('"""')[1]
-    return dict(re.findall(r"^(task|reason|static|cpu):[ \t]*(.*?)\s*$", doc, re.M))
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kernelrl import environment  # noqa: E402
 from kernelrl.harness.verdicts import Verdict, key_of  # noqa: E402
 from kernelrl.harness.tolerance import PROFILES  # noqa: E402
-from kernelrl.kernelbench.aggregate import TaskResult, profile_table  # noqa: E402
+from kernelrl.kernelbench.aggregate import TaskResult, phase_totals, profile_table  # noqa: E402
 from kernelrl.kernelbench.tasks import check_pair, inspect_candidate, inspect_task  # noqa: E402
 from kernelrl.kernelbench.worker import (KBSettings, failed_record, pair_verdict, progress_line, run_pairs,  # noqa: E402
                                          task_result)
@@ -167,11 +167,8 @@ def main(argv=None) -> int:
         lines.append(f"| {t['profile']} | {t['tasks']} | {t['correct']} | " + " | ".join(
             f"{t[k]:.3f}" for k in ("fast_0", "fast_1", "fast_1.5", "fast_2", "geomean")) + " |")
     lines += ["", "| where the worker's time went (summed over pairs) | seconds |", "|---|---|"]
-    phases: dict[str, float] = {}
-    for r in rows:
-        for k, v in json.loads(r.get("phase_s") or "{}").items():
-            phases[k] = phases.get(k, 0.0) + v
-    lines += [f"| {k} | {v:.1f} |" for k, v in sorted(phases.items(), key=lambda kv: -kv[1])]
+    phases = phase_totals(json.loads(r.get("phase_s") or "{}") for r in rows)
+    lines += [f"| {k} | {v:.1f} |" for k, v in phases.items()]
     lines += ["", "| task | candidate | expect | verdict | speedup |", "|---|---|---|---|---|"]
     for r in rows:
         if not r["verified"] or r["expect"] == "rejected" or not (0.95 <= (r.get("speedup") or 0) <= 1.05):

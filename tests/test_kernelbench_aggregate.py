@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from kernelrl.kernelbench.aggregate import (BASELINES, TaskResult, aggregate, claims_table, phase_totals,
-                                         verdict_counts)
+from kernelrl.kernelbench.aggregate import (BASELINES, TaskResult, aggregate, claims_table, pair_phases,
+                                         phase_totals, verdict_counts)
 
 
 def results():
@@ -76,6 +76,6 @@ def _pair_records(load: float, time: float) -> list[dict]:
 
 
 def test_phase_totals_sum_each_pairs_one_account_largest_first():
-    totals = phase_totals([_pair_records(1.0, 3.0), _pair_records(2.5, 0.25), [{"extra": {}}]])
+    totals = phase_totals(pair_phases(r) for r in [_pair_records(1.0, 3.0), _pair_records(2.5, 0.25), [{"extra": {}}]])
     assert totals == {"candidate load": 3.5, "candidate time": 3.25}
     assert list(totals) == ["candidate load", "candidate time"]

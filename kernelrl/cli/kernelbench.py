@@ -15,7 +15,8 @@ from kernelrl.cli.ui import console
 from kernelrl.db.database import Database
 from kernelrl.environment import gpu_info
 from kernelrl.errors import UserError
-from kernelrl.kernelbench.aggregate import aggregate, claims_table, phase_totals, profile_table, verdict_counts
+from kernelrl.kernelbench.aggregate import (aggregate, claims_table, pair_phases, phase_totals, profile_table,
+                                           verdict_counts)
 from kernelrl.kernelbench.evaluate import exported_row, static_eval, write_csv
 from kernelrl.kernelbench.published import materialize, read_published
 from kernelrl.kernelbench.requirements import missing_packages
@@ -208,7 +209,7 @@ def _dynamic(args, report) -> int:
                              *[f"{row[k]:.3f}" for k in row if k.startswith("fast_")], f"{row['geomean']:.3f}")
         console.print(profiles)
     _verdict_tables(store.rows(report.verdicts), baselines[0] if baselines else "eager")
-    phases = phase_totals([out[i] for i in todo if i in out])
+    phases = phase_totals(pair_phases(out[i]) for i in todo if i in out)
     if phases:  # where the workers' time went, over the pairs evaluated now (each pair's own: the CSV's phase_s)
         console.print("worker time by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in list(phases.items())[:8]),
                       markup=False, highlight=False)

@@ -144,13 +144,16 @@ def claims_table(rows: list[dict], baseline: str = "eager", profiles: tuple[str,
     return out
 
 
-def phase_totals(pairs_records: list[list[dict]]) -> dict[str, float]:
-    """Seconds per worker phase summed over pairs (each pair's records carry one account, `task_phase_s`), largest
-    first."""
+def pair_phases(records: list[dict]) -> dict[str, float]:
+    """A pair's account of its worker's time (seconds per phase), which each of its records carries."""
+    return next(((r.get("extra") or {}).get("task_phase_s") for r in records
+                 if (r.get("extra") or {}).get("task_phase_s")), None) or {}
+
+
+def phase_totals(accounts) -> dict[str, float]:
+    """Seconds per worker phase summed over pairs' accounts (`pair_phases`, or the CSV's phase_s), largest first."""
     totals: dict[str, float] = {}
-    for records in pairs_records:
-        phases = next(((r.get("extra") or {}).get("task_phase_s") for r in records
-                       if (r.get("extra") or {}).get("task_phase_s")), None) or {}
+    for phases in accounts:
         for k, v in phases.items():
             totals[k] = totals.get(k, 0.0) + float(v)
     return dict(sorted(totals.items(), key=lambda kv: -kv[1]))

@@ -150,7 +150,10 @@ def random_tasks(tmp_path_factory):
     d = tmp_path_factory.mktemp("random")
     cases = {"dropout_self": ("torch.softmax(self.dropout(x), dim=1)", "torch.softmax(self.dropout(x), dim=1)"),
              "dropout_skipped": ("torch.softmax(self.dropout(x), dim=1)", "torch.softmax(x, dim=1)"),
-             "os_random": ("x + float(os.urandom(1)[0])", "x + 1.0")}
+             # one os.urandom byte per element: two calls agree by chance with odds 256**-2048 (one byte for the whole
+             # tensor agreed once in 256, and the task then passed as not random)
+             "os_random": ("x + torch.frombuffer(bytearray(os.urandom(x.numel())), dtype=torch.uint8)"
+                           ".reshape(x.shape).float()", "x + 1.0")}
     pairs = []
     for name, (task_fwd, cand_fwd) in cases.items():
         (d / f"{name}_task.py").write_text(RANDOM_TASK.replace("{forward}", task_fwd))

@@ -56,6 +56,7 @@ class WorkerBase:
         self.secret = payload["secret"]  # this run's private seed: never stored, never printed
         self.rng = random.Random(self.secret)
         self.current = (None, None, None)
+        self.writable: list = []  # the folders this process may write beneath (set by protocol.serve)
         self.phase_s: dict[str, float] = {}  # seconds per "method kind" (kind: the phase text before its first ':')
         self._clock = time.perf_counter  # captured before any candidate code runs
         self._phase_started = self._clock()

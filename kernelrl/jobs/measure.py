@@ -301,8 +301,7 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
     def on_env(info: dict):
         worker_env.update(info)
         env.update({k: v for k, v in info.items() if k not in env or not env[k]})
-        env.update({"cublas": info.get("cublas"), "cublaslt": info.get("cublaslt"),
-                    "cuda_runtime": info.get("cuda_runtime")})
+        env.update({k: info[k] for k in ("cublas", "cublaslt", "cuda_runtime", "sandbox") if k in info})
         db.update_run_env(run_id, env)
 
     def on_lt_algo(tuning: dict):

@@ -8,13 +8,19 @@ A worker object has `start()`, `run_task(task)` and `current` = (task_id, method
 
 A hot spare (LocalRunner(hot_spare=True)) is spawned with `tasks` None and a `task_pipe`: it imports its modules
 (torch: the slow part of a start), then waits there, before `start()` touches the GPU, until the parent sends the
-tasks left (and the cuBLASLt algorithms found meanwhile) to make it the worker."""
+tasks left (and the cuBLASLt algorithms found meanwhile) to make it the worker.
+
+Before any workload code runs, the process confines its own writes (kernelrl/harness/sandbox.py) to the run's
+scratch folder, the compilers' caches, /dev and the folders the payload's `writable` names, and reports how in its
+environment (`sandbox`)."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 import traceback
 
+from kernelrl.harness.sandbox import confine_worker
 from kernelrl.harness.verdicts import Verdict
 
 
@@ -28,6 +34,9 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[BaseException], ...] = 
     tasks = tasks_of(payload)
     if tasks is None:  # a spare that was never needed
         return
+    confinement, worker.writable = confine_worker(payload.get("scratch") or tempfile.mkdtemp(prefix="kernelrl-"),
+                                                  payload.get("writable") or [])
+    conn.send(("env", {"sandbox": str(confinement)}))
     try:
         worker.start()
     except Exception as exc:  # nothing can run: say why, in one line

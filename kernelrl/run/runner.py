@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import secrets
+import shutil
 import signal
+import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -89,12 +91,15 @@ class LocalRunner(Runner, kind="local"):
         secret = secrets.randbits(62)  # this run's private seed: never stored, never printed
         pending = {t.id: t for t in tasks}
         lt_cache = dict(lt_cache or {})
+        # the one folder besides caches where this run's workers may write (harness/sandbox.py), gone at the end
+        scratch = tempfile.mkdtemp(prefix="kernelrl-worker-")
+        writable = [str(p) for p in getattr(settings, "writable_dirs", ())]
 
         def spawn(tasks_left: list | None) -> tuple:
             """(process, its message pipe, the pipe a spare's tasks go down or None)."""
             parent, child = ctx.Pipe(duplex=False)
             payload = {"tasks": tasks_left, "methods": methods, "settings": settings.to_dict(), "secret": secret,
-                       "lt_cache": dict(lt_cache)}
+                       "lt_cache": dict(lt_cache), "scratch": scratch, "writable": writable}
             receive = send = None
             if tasks_left is None:  # a hot spare: it waits for them (protocol.tasks_of)
                 receive, send = ctx.Pipe(duplex=False)
@@ -144,6 +149,7 @@ class LocalRunner(Runner, kind="local"):
                 except (OSError, ValueError):
                     pass
                 _kill(spare[0])
+            shutil.rmtree(scratch, ignore_errors=True)
 
     @staticmethod
     def _follow(proc, parent, pending, settings, on_records, lt_cache, on_lt_algo, on_env, on_progress) -> tuple:

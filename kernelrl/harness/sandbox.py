@@ -1,0 +1,183 @@
+"""Where a measuring process may write: its scratch folder, the compilers' caches, /dev, and what its workload
+names; nowhere else (not the results database, the population, the task files or the repository).
+
+A candidate runs with the evaluator's own file access: without this, one could rewrite the database a run resumes
+from, or the task file the next worker loads its reference from (slowing the baseline of every later pair). The
+confinement is the kernel's, not Python's (Linux Landlock, unprivileged, ABI 1+ from Linux 5.13): it holds for a
+C++ extension's fopen and for every process the worker starts (ninja, nvcc, torch.compile's compile workers).
+Reads, exec and device ioctls stay allowed. A confined process also cannot ptrace (read the memory of) processes
+outside its domain, the parent included, and from ABI 6 cannot signal them.
+
+What is left: the writable caches and the KernelBench extension root are shared between the run's candidates
+(their entries are keyed by content hashes, which a hostile candidate could overwrite). Where Landlock is missing
+the process runs unconfined and says so in its environment (`sandbox`), which the CLIs print; KERNELRL_SANDBOX=off
+turns it off (debugging only). Python-level writes are also seen by the KernelBench worker's audit hook, which turns
+one into the candidate's `file write` verdict (the kernel only makes it fail)."""
+
+from __future__ import annotations
+
+import ctypes
+import getpass
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on x86_64 and aarch64
+_PR_SET_NO_NEW_PRIVS = 38
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_SCOPE_SIGNAL = 1 << 1  # ABI 6
+
+# Landlock's filesystem rights that change the filesystem, by the ABI that introduced them (read, execute and
+# device ioctl are not handled, so they stay allowed everywhere)
+_WRITE_RIGHTS_V1 = (1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) \
+    | (1 << 11) | (1 << 12)  # write file, remove dir/file, make char/dir/reg/sock/fifo/block/sym
+_REFER = 1 << 13  # ABI 2: rename or link across folders (denied everywhere unless granted)
+_TRUNCATE = 1 << 14  # ABI 3
+_FILE_RIGHTS = (1 << 1) | _TRUNCATE  # the rights a rule on a single file (not a folder) may carry
+
+SANDBOX_ENV = "KERNELRL_SANDBOX"
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+@dataclass(frozen=True)
+class Confinement:
+    active: bool
+    detail: str  # one line for the environment record and the CLI
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def landlock_abi() -> tuple[int, str]:
+    """(Landlock ABI version, why not) of this kernel: (0, reason) where it cannot confine."""
+    if not sys.platform.startswith("linux"):
+        return 0, f"Landlock is Linux's ({sys.platform} here)"
+    libc = _libc()
+    version = libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    if version < 0:
+        err = ctypes.get_errno()
+        return 0, f"Landlock unavailable in this kernel ({os.uname().release}: {os.strerror(err)})"
+    return int(version), ""
+
+
+def disabled() -> bool:
+    return os.environ.get(SANDBOX_ENV, "").lower() in ("0", "off", "no", "false")
+
+
+def describe() -> str:
+    """What a worker started now would be confined by, for a CLI's header."""
+    if disabled():
+        return f"worker sandbox: off ({SANDBOX_ENV}={os.environ[SANDBOX_ENV]}): candidates can write any file " \
+               f"this user can"
+    abi, why = landlock_abi()
+    if not abi:
+        return f"worker sandbox: none ({why}): candidates can write any file this user can"
+    return f"worker sandbox: Landlock ABI {abi}, writes only to the worker's scratch folder, caches and /dev"
+
+
+def cache_dirs() -> list[Path]:
+    """The compilers' caches a worker writes, pinned in the environment (so the libraries and every child use
+    the same folder after TMPDIR moves to the scratch folder): Triton's, TorchInductor's and the CUDA driver's."""
+    home = Path.home()
+    defaults = {"TRITON_CACHE_DIR": home / ".triton" / "cache",
+                "TORCHINDUCTOR_CACHE_DIR": Path(tempfile.gettempdir()) / f"torchinductor_{_user()}",
+                "CUDA_CACHE_PATH": home / ".nv" / "ComputeCache"}
+    out = []
+    for var, default in defaults.items():
+        path = Path(os.environ.get(var) or default)
+        os.environ[var] = str(path)
+        out.append(path)
+    return out
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def use_scratch(scratch: str | Path) -> Path:
+    """Temporary files (tempfile, nvcc, ninja, compile workers) go to `scratch` from now on."""
+    folder = Path(scratch)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = str(folder)
+    return folder
+
+
+def confine_writes(writable: list[str | Path]) -> Confinement:
+    """Allow this process (and every process it starts from now on) to write only beneath `writable` (folders,
+    created if missing, or single files). Irreversible. Returns what was done; never raises for a kernel that
+    cannot (the returned detail says why, and the caller reports it)."""
+    if disabled():
+        return Confinement(False, f"off ({SANDBOX_ENV}={os.environ[SANDBOX_ENV]})")
+    abi, why = landlock_abi()
+    if not abi:
+        return Confinement(False, f"none ({why})")
+    rights = _WRITE_RIGHTS_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    attr = _RulesetAttr(rights, 0, _SCOPE_SIGNAL if abi >= 6 else 0)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    libc = _libc()
+    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return Confinement(False, f"none (landlock_create_ruleset: {os.strerror(ctypes.get_errno())})")
+    allowed = []
+    try:
+        for path in dict.fromkeys(Path(p) for p in writable):
+            if not path.exists():
+                try:
+                    path.mkdir(parents=True, exist_ok=True)
+                except OSError:
+                    continue  # a cache that cannot exist is one nothing writes
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                access = rights if path.is_dir() else rights & _FILE_RIGHTS
+                rule = _PathBeneathAttr(access, fd)
+                if libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
+                                ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
+                    return Confinement(False, f"none (landlock_add_rule {path}: {os.strerror(ctypes.get_errno())})")
+                allowed.append(str(path))
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0:
+            return Confinement(False, f"none (no_new_privs: {os.strerror(ctypes.get_errno())})")
+        if libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+            return Confinement(False, f"none (landlock_restrict_self: {os.strerror(ctypes.get_errno())})")
+    finally:
+        os.close(ruleset)
+    return Confinement(True, f"Landlock ABI {abi}: writes only beneath {', '.join(allowed)}")
+
+
+def confine_worker(scratch: str | Path, extra: list[str | Path] = ()) -> tuple[Confinement, list[Path]]:
+    """A measuring process's confinement: temporary files in `scratch`, the caches, /dev (the GPU's device files,
+    shared memory) and the workload's `extra` folders. (confinement, the folders it allows)."""
+    caches = cache_dirs()  # before TMPDIR moves: TorchInductor's default folder is under the old one
+    folders = [use_scratch(scratch), *caches, Path("/dev"), *map(Path, extra)]
+    return confine_writes(folders), folders
+
+
+def writes_allowed(path: str, folders: list[Path]) -> bool:
+    """Whether `path` is beneath one of `folders` (symlinks resolved, as the kernel sees them)."""
+    real = os.path.realpath(path)
+    return any(real == str(f) or real.startswith(str(f).rstrip("/") + "/")
+               for f in (Path(os.path.realpath(x)) for x in folders))

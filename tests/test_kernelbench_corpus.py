@@ -51,6 +51,8 @@ DEFENCES = {
     "try/except fallback, inheriting Model": ["fallback_try_except", "inherits_model"],
     "out-of-bounds writes": ["oob_write"],
     "persisting-L2 access windows": ["persisting_l2"],
+    "writing outside the worker's scratch folder (the results database, the task's source)": [
+        "writes_results_db", "rewrites_task_file"],
 }
 
 
@@ -116,6 +118,9 @@ def test_cuda_cheats_share_one_extension():
         assert len({s[key] for s in sources}) == 1, key
 
 
+TASK_SOURCES = {p.name: p.read_bytes() for p in TASKS_DIR.glob("*.py")}  # before any candidate ran
+
+
 @pytest.fixture(scope="module")
 def cpu_verdicts():
     from kernelrl.kernelbench.worker import KBSettings, run_pairs
@@ -134,6 +139,10 @@ def test_cheat_is_rejected_for_its_reason_by_the_cpu_worker(cpu_verdicts, path):
     from kernelrl.kernelbench.worker import pair_verdict
     ok, reason = pair_verdict(cpu_verdicts[path.stem])
     assert not ok and reason.startswith(meta(path)["reason"]), reason
+
+
+def test_no_cheat_changed_a_task_file(cpu_verdicts):
+    assert {p.name: p.read_bytes() for p in TASKS_DIR.glob("*.py")} == TASK_SOURCES
 
 
 # -- the honest candidates -------------------------------------------------------------------------------------------

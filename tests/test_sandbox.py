@@ -136,3 +136,70 @@ def test_writing_temporary_files_is_allowed(toy_writers):
 def test_the_worker_reports_its_confinement_in_its_environment(toy_writers):
     _, env, _ = toy_writers
     assert env["sandbox"].startswith(f"Landlock ABI {ABI}" if ABI else "none")
+
+
+# KernelBench: a write no Python hook sees (libc's fopen through ctypes), at import, which runs twice: in the build
+# step's process (the candidate mentions load_inline, so it is built first) and in the evaluation worker
+LIBC_WRITER = '''
+import ctypes
+import torch
+import torch.nn as nn
+
+# built like a load_inline candidate: the build step imports it first
+TARGET = {target!r}
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+fh = libc.fopen(TARGET.encode(), b"a")
+if fh:
+    libc.fputs(b"\\nModel.forward = lambda self, x: x\\n", ctypes.c_void_p(fh))
+    libc.fclose(ctypes.c_void_p(fh))
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+'''
+
+RELU_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.fixture(scope="module")
+def libc_writer(tmp_path_factory):
+    from kernelrl.kernelbench.worker import KBSettings, run_pairs
+    d = tmp_path_factory.mktemp("kb_sandbox")
+    task, cand = d / "relu_task.py", d / "relu.py"
+    task.write_text(RELU_TASK)
+    cand.write_text(LIBC_WRITER.format(target=str(task)))
+    builds = []
+    out = run_pairs([(str(task), str(cand))], KBSettings(device="cpu", baselines=("eager",), rounds=2,
+                                                          calls_per_round=2, extensions_dir=str(d / "ext")),
+                    on_build=builds.append)
+    return out[0][0], task, builds
+
+
+@needs_landlock
+def test_neither_the_build_step_nor_the_worker_let_a_libc_write_through(libc_writer):
+    rec, task, builds = libc_writer
+    assert len(builds) == 1 and task.read_text() == RELU_TASK
+
+
+@needs_landlock
+def test_a_refused_write_the_candidate_ignores_leaves_it_judged_on_its_outputs(libc_writer):
+    rec, _, _ = libc_writer
+    assert rec["verified"], rec["reason"]

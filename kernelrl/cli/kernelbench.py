@@ -15,6 +15,7 @@ from kernelrl.cli.ui import console
 from kernelrl.db.database import Database
 from kernelrl.environment import gpu_info
 from kernelrl.errors import UserError
+from kernelrl.harness import sandbox
 from kernelrl.kernelbench.aggregate import (aggregate, claims_table, pair_phases, phase_totals, profile_table,
                                            verdict_counts)
 from kernelrl.kernelbench.evaluate import exported_row, static_eval, write_csv
@@ -161,6 +162,8 @@ def _dynamic(args, report) -> int:
               + (f": {outcome.error.splitlines()[0][:200]}" if outcome.error else "")
               + (f" ({outcome.note})" if outcome.note else ""), flush=True)
 
+    if todo:
+        print(sandbox.describe(), flush=True)  # what the candidates' processes may write; "none" where unconfined
     try:
         fresh = run_pairs([(str(runnable[i].task.path), str(runnable[i].candidate.path)) for i in todo], settings,
                           on_env=env.update, on_records=on_records, on_build=on_build, ray_address=args.ray,

@@ -88,7 +88,8 @@ def describe() -> str:
     abi, why = landlock_abi()
     if not abi:
         return f"worker sandbox: none ({why}): candidates can write any file this user can"
-    return f"worker sandbox: Landlock ABI {abi}, writes only to the worker's scratch folder, caches and /dev"
+    return f"worker sandbox: Landlock ABI {abi}, writes only to the worker's scratch folder, the compilers' caches, " \
+           f"/dev and its workload's folders"
 
 
 def cache_dirs() -> list[Path]:
@@ -181,3 +182,28 @@ def writes_allowed(path: str, folders: list[Path]) -> bool:
     real = os.path.realpath(path)
     return any(real == str(f) or real.startswith(str(f).rstrip("/") + "/")
                for f in (Path(os.path.realpath(x)) for x in folders))
+
+
+# Python's audit events that change the filesystem, and which of their arguments are the paths changed
+_PATH_EVENTS = {"os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1), "os.link": (1,),
+                "os.symlink": (1,), "os.truncate": (0,), "shutil.copyfile": (1,), "shutil.rmtree": (0,)}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def written_paths(event: str, args: tuple) -> list[str]:
+    """The paths a Python audit event (`sys.addaudithook`) writes: open() or os.open() for writing, a remove,
+    rename, link, mkdir or truncate, a copy's destination, an SQLite database opened (read-write by default)."""
+    if event == "open":
+        path, mode, flags = (tuple(args) + (None, None, None))[:3]
+        writing = any(c in mode for c in "wax+") if isinstance(mode, str) else bool((flags or 0) & _WRITE_FLAGS)
+        candidates = [path] if writing else []
+    elif event == "sqlite3.connect":
+        candidates = [p for p in args[:1] if str(p) not in ("", ":memory:") and "mode=ro" not in str(p)]
+    else:
+        candidates = [args[i] for i in _PATH_EVENTS.get(event, ()) if i < len(args)]
+    out = []
+    for p in candidates:
+        if isinstance(p, (str, bytes, os.PathLike)):
+            p = os.fsdecode(p)
+            out.append(p[5:].split("?")[0] if event == "sqlite3.connect" and p.startswith("file:") else p)
+    return out

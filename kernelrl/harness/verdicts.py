@@ -87,6 +87,7 @@ class Verdict(str, Enum):
     HARNESS_PATCH = "harness patch"
     PRECISION = "precision"
     PERSISTING_L2 = "persisting L2"
+    FILE_WRITE = "file write"  # a write outside the worker's scratch folder and caches (harness/sandbox.py)
     REFERENCE_FALLBACK = "reference fallback"
     SPECIALISED = "specialised to the benchmark shape"
     STREAM_ORDER = "stream order"

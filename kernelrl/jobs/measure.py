@@ -21,6 +21,7 @@ from kernelrl.build.builder import BuildRequest, BuildResult, LocalBuilder, cach
 from kernelrl.build.toolchain import Toolchain
 from kernelrl.db import Database
 from kernelrl.errors import BenchError
+from kernelrl.harness import sandbox
 from kernelrl.harness.gpu_lock import exclusive_gpus
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.library import native
@@ -331,6 +332,8 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
         lt_cache = dict(db.lt_algos(gpu).items())
         # local timing holds this machine's GPUs (harness/gpu_lock.py); Ray workers time on their own nodes
         hold = exclusive_gpus(say=ui.stage) if cfg.runner == "local" and not cfg.ray_address else nullcontext()
+        if cfg.runner == "local":
+            ui.stage(sandbox.describe())  # what the candidates' workers may write; "none" where unconfined
         with hold:
             runner.run(tasks, specs, settings, on_records, lt_cache=lt_cache, on_lt_algo=on_lt_algo, on_env=on_env,
                        on_progress=ui.progress)

@@ -8,8 +8,9 @@ every candidate of a task compile again inside the worker, in series, under the 
 the import only loads what was built here (same flags, arch and directory: both sides are torch's own builder).
 
 Building means importing the candidate (torch builds at import): each import runs in its own spawned process
-that exits afterwards, so nothing a candidate does at import reaches the evaluation. An import that fails for
-another reason is left to the worker, which gives the candidate its verdict under watch.
+that exits afterwards, so nothing a candidate does at import reaches the evaluation, and that may write only its
+own extension folder (harness/sandbox.py). An import that fails for another reason is left to the worker, which
+gives the candidate its verdict under watch.
 
 Many candidates build later than import: in `__init__` or at their first `forward` (28 of CUDA-L1's 39 level-1
 kernels that build; measured on the H200, each then compiled in the worker, in series, 13-90 s per pair). Given the
@@ -26,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelrl.harness.sandbox import confine_worker
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench.tasks import load_module
 
@@ -76,8 +78,10 @@ def use_extension_dir(root: str | Path, candidate_path: str | Path) -> Path:
 
 
 def _import(conn, root: str, path: str, task_path: str | None = None, device: str = "cpu") -> None:
-    use_extension_dir(root, path)
+    folder = use_extension_dir(root, path)
     os.environ.setdefault("MAX_JOBS", "2")  # several builds run at once; each gets two ninja jobs
+    # the candidate's code runs here: it may write its own folder (and temporary files there), nothing else
+    confine_worker(folder / ".tmp", [folder])
     try:
         module = load_module(path)
         if task_path is not None:

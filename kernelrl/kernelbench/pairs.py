@@ -46,6 +46,12 @@ class KBSettings:
         output_tolerance("float32", self.tolerance_profile)  # UnknownProfile: one line that names the choices
 
     @property
+    def writable_dirs(self) -> list[str]:
+        """Where the workers may write besides their scratch folder and caches (harness/sandbox.py): the
+        extension root, which torch's builder writes its lock and build files into as a candidate loads."""
+        return [self.extensions_dir] if self.extensions_dir else []
+
+    @property
     def load_timeout_s(self) -> float:
         return self.compile_timeout_s
 

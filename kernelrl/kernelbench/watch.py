@@ -7,6 +7,7 @@ finds is `Fatal` (this worker exits) or a `Rejected` verdict. Runs only in the w
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -16,6 +17,7 @@ import threading
 import torch
 
 from kernelrl.harness.device_state import context_usable
+from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
 from kernelrl.kernelbench import memguard, tamper
@@ -51,6 +53,8 @@ GUARDED = [
     ("kernelrl.harness.device_state.DeviceState", ("snapshot", "flags", "persisting_l2", "restore"), "harness patch"),
     ("kernelrl.harness.device_state", ("context_usable",), "harness patch"),
     ("kernelrl.run.protocol", ("serve",), "harness patch"),
+    ("kernelrl.harness.sandbox", ("written_paths", "writes_allowed"), "harness patch"),
+    ("kernelrl.kernelbench.watch", ("written_paths", "writes_allowed"), "harness patch"),
 ]
 FRAME_EVENTS = {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
                 "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"}
@@ -192,6 +196,12 @@ class WatchMixin:
     def _audit(self, event, args):
         if not self.armed or self.in_hook:
             return
+        if self.writable and (written := [p for p in written_paths(event, args)
+                                           if not writes_allowed(p, self.writable)]):
+            self._note_write(event, written)  # whoever's frame opens it: torch.save(model, path) is the candidate's
+            # refused here too, so that a Python write fails where the kernel cannot confine the process
+            raise PermissionError(errno.EACCES, "the evaluation worker writes only beneath its scratch folder",
+                                  written[0])
         if event in THREAD_EVENTS:
             key = "thread"
         elif event in FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRS):
@@ -207,6 +217,17 @@ class WatchMixin:
                 what = f"{args[1]}" if event == "object.__getattr__" else event
                 where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
                 self.hits.append((key, f"{what} at {where}"))
+        finally:
+            self.in_hook = False
+
+    def _note_write(self, event, paths):
+        self.in_hook = True
+        try:
+            frame = sys._getframe(2)
+            while frame is not None and self._is_library(frame.f_code.co_filename):
+                frame = frame.f_back
+            where = f" at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
+            self.hits.append(("write", f"{event} {', '.join(paths)}{where}"))
         finally:
             self.in_hook = False
 
@@ -256,6 +277,10 @@ class WatchMixin:
         if l2 is not None and self.l2_0 is not None and l2 != self.l2_0:
             raise Fatal(Verdict.PERSISTING_L2, f"the candidate set aside {l2} bytes of L2 for persisting accesses "
                         f"during {phase}")
+        written = [w for k, w in self.hits if k == "write"]
+        if written:
+            raise Fatal(Verdict.FILE_WRITE, f"the candidate wrote outside the worker's scratch folder during {phase} "
+                        f"({'; '.join(dict.fromkeys(written))}); write temporary files under tempfile.gettempdir()")
         seen = [w for k, w in self.hits if k == "introspection"]
         if seen:
             raise Fatal(Verdict.INTROSPECTION, f"the candidate's code used {'; '.join(dict.fromkeys(seen))} during {phase}")

@@ -47,7 +47,10 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
   builtins attribute (static_checks `timer-patch` / `harness-patch`) fails a pair that every dynamic check
   passed, with that key. TF32 and reduced-precision flags
   against their state at start-up: `precision`. The persisting-L2 set-aside (`cudaLimitPersistingL2CacheSize`,
-  read through the driver): `persisting L2`. All of these are fatal (fresh worker).
+  read through the driver): `persisting L2`. A file opened for writing, removed, renamed or an SQLite database
+  opened outside the worker's scratch folder, its caches and the extension root (harness/sandbox.py, whose kernel
+  confinement also stops writes no Python hook sees): `file write`, and the write is refused. All of these are
+  fatal (fresh worker).
 - Checks, each call on fresh clones, the reference computed after the candidate's call (its output never exists in
   memory while the candidate runs), compared with TF32 off under two tolerance profiles (harness/tolerance.py:
   `strict`, fp32 atol=rtol=1e-4 and fp16/bf16 1e-2; `kernelbench`, 1e-2 for every dtype), one of which
@@ -110,6 +113,8 @@ REASONS = {
                      "its source",
     "precision": "the candidate changed TF32 or reduced-precision settings",
     "persisting L2": "the candidate set aside L2 for persisting accesses",
+    "file write": "the candidate wrote (or tried to) outside the worker's scratch folder: the results database, "
+                  "the task files",
     "reference fallback": "an exception passed through the candidate's code and the call still returned",
     "wrong shape": "output count or shape differs",
     "wrong type": "an output is not a tensor where the reference's is",

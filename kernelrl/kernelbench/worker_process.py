@@ -84,6 +84,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
+        sys.dont_write_bytecode = True  # imports write no .pyc: every write left is a candidate's (watch._audit)
         for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.harness.stats",
                      "kernelrl.harness.tolerance", "kernelrl.harness.device_state", "kernelrl.harness.verdicts",
                      "kernelrl.kernelbench.build", "kernelrl.harness.compare", "kernelrl.harness.record",

@@ -9,7 +9,9 @@ Reads, exec and device ioctls stay allowed. A confined process also cannot ptrac
 outside its domain, the parent included, and from ABI 6 cannot signal them.
 
 What is left: the writable caches and the KernelBench extension root are shared between the run's candidates
-(their entries are keyed by content hashes, which a hostile candidate could overwrite). Where Landlock is missing
+(their entries are keyed by content hashes, which a hostile candidate could overwrite); the Nsight Compute driver
+of evolve's profile step (evolve/ncu_driver.py) loads a candidate unconfined (ncu's injection writes its own files:
+to be confined once that is measured on a GPU). Where Landlock is missing
 the process runs unconfined and says so in its environment (`sandbox`), which the CLIs print; KERNELRL_SANDBOX=off
 turns it off (debugging only). Python-level writes are also seen by the KernelBench worker's audit hook, which turns
 one into the candidate's `file write` verdict (the kernel only makes it fail)."""

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelrl.harness.sandbox import landlock_abi
 from kernelrl.jobs.measure import BenchConfig, NullUI, run_bench
 from kernelrl.run.runner import RunSettings
 from kernelrl.workloads.hgemm import parse_shapes
@@ -52,6 +53,17 @@ def test_broken_candidate_is_rejected_for_its_reason(tmp_path, name, reason):
     assert not row["verified"]
     assert reason in row["reason"], row["reason"]
     assert verdict(outcome, "cublas_nn")["verified"], "the run must go on for the others"
+
+
+@pytest.mark.skipif(not landlock_abi()[0], reason="needs Linux Landlock (harness/sandbox.py)")
+def test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "results.db").write_text("measured")
+    monkeypatch.setenv("KERNELRL_CACHE", str(cache))  # the worker inherits it; the bench's own db is r.db
+    outcome = evaluate(tmp_path, [CORPUS / "cheat_writes_results_db.cu"])
+    assert (cache / "results.db").read_text() == "measured"
+    assert verdict(outcome, "cheat_writes_results_db")["verified"]  # the write failed; the GEMM is honest
 
 
 def test_hang_becomes_a_verdict(tmp_path):

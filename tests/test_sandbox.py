@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from kernelrl.harness.sandbox import confine_worker, confine_writes, landlock_abi, writes_allowed
+from kernelrl.harness.sandbox import confine_worker, confine_writes, landlock_abi, writes_allowed, written_paths
+from kernelrl.kernelbench.worker import KBSettings, run_pairs
 from kernelrl.run.runner import LocalRunner, RunSettings
 from tests.test_workload_toy import ToyTask, toy_main
 
@@ -181,7 +182,6 @@ def get_init_inputs():
 
 @pytest.fixture(scope="module")
 def libc_writer(tmp_path_factory):
-    from kernelrl.kernelbench.worker import KBSettings, run_pairs
     d = tmp_path_factory.mktemp("kb_sandbox")
     task, cand = d / "relu_task.py", d / "relu.py"
     task.write_text(RELU_TASK)
@@ -203,3 +203,23 @@ def test_neither_the_build_step_nor_the_worker_let_a_libc_write_through(libc_wri
 def test_a_refused_write_the_candidate_ignores_leaves_it_judged_on_its_outputs(libc_writer):
     rec, _, _ = libc_writer
     assert rec["verified"], rec["reason"]
+
+
+@pytest.mark.parametrize("event, args, written", [
+    ("open", ("/a", "r", 0), []),
+    ("open", ("/a", "rb", 0), []),
+    ("open", ("/a", "w", 0), ["/a"]),
+    ("open", ("/a", "ab", 0), ["/a"]),
+    ("open", ("/a", "r+", 0), ["/a"]),
+    ("open", ("/a", None, os.O_RDONLY), []),
+    ("open", ("/a", None, os.O_WRONLY | os.O_CREAT), ["/a"]),
+    ("open", (3, "w", 0), []),  # a file descriptor: opened (and judged) before
+    ("os.rename", ("/a", "/b", None, None), ["/a", "/b"]),
+    ("os.remove", ("/a", None), ["/a"]),
+    ("sqlite3.connect", ("/r.db",), ["/r.db"]),
+    ("sqlite3.connect", ("file:/r.db?mode=ro",), []),
+    ("sqlite3.connect", (":memory:",), []),
+    ("os.listdir", ("/a",), []),
+])
+def test_written_paths_names_what_an_audit_event_writes(event, args, written):
+    assert written_paths(event, args) == written

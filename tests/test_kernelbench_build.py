@@ -92,6 +92,16 @@ def test_each_candidate_builds_in_a_folder_named_by_its_contents(tmp_path):
     assert extension_dir("R", a) == extension_dir("R", c)
 
 
+QUICK_BUILD = SLOW_BUILD.replace("time.sleep(4)", "import tempfile; tempfile.mkstemp()")  # a temporary file left
+
+
+def test_a_build_leaves_no_temporary_files_in_its_folder(tmp_path):
+    quick = _write(tmp_path, "quick.py", QUICK_BUILD)
+    out = build_extensions([quick], tmp_path / "ext", timeout_s=60)
+    folder = extension_dir(tmp_path / "ext", quick)
+    assert out[str(quick)].ok and (folder / "built").exists() and not (folder / ".tmp").exists()
+
+
 def test_a_failed_build_is_a_compile_error(tmp_path):
     failing = _write(tmp_path, "failing.py", FAILING_BUILD)
     out = build_extensions([failing], tmp_path / "ext", timeout_s=300)

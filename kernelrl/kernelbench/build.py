@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,16 +82,19 @@ def _import(conn, root: str, path: str, task_path: str | None = None, device: st
     folder = use_extension_dir(root, path)
     os.environ.setdefault("MAX_JOBS", "2")  # several builds run at once; each gets two ninja jobs
     # the candidate's code runs here: it may write its own folder (and temporary files there), nothing else
-    confine_worker(folder / ".tmp", [folder])
+    scratch = folder / ".tmp"
+    confine_worker(scratch, [folder])
+    result = None
     try:
         module = load_module(path)
         if task_path is not None:
             conn.send(WARMING)  # imported: the parent now gives the warm-up its own, shorter limit
             _warm_up(module, load_module(task_path), device)
-        conn.send(None)
     except BaseException as exc:  # a candidate may raise anything, SystemExit included
         text = str(exc).strip()
-        conn.send(f"{type(exc).__name__}: {text[-1500:]}")
+        result = f"{type(exc).__name__}: {text[-1500:]}"
+    shutil.rmtree(scratch, ignore_errors=True)  # before the answer: the parent ends this process once it has it
+    conn.send(result)
 
 
 def _warm_up(candidate, task, device: str) -> None:

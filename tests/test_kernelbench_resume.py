@@ -5,7 +5,10 @@ evaluator itself failed runs again (CPU worker)."""
 import csv
 import sqlite3
 
+import pytest
+
 from kernelrl.cli import main
+from kernelrl.harness.sandbox import landlock_abi
 from tests.kb_helpers import candidate, task
 
 
@@ -64,3 +67,23 @@ def test_a_pair_judged_again_resumes_from_its_latest_run(tmp_path, capsys):
                      "FROM kb_results WHERE candidate = 'good'")
     _, again = _eval(tmp_path, "--resume")
     assert again["good"]["verified"] == "0" and again["good"]["verdict"] == "wrong values"
+
+
+@pytest.mark.skipif(not landlock_abi()[0], reason="needs Linux Landlock (harness/sandbox.py)")
+def test_resumed_pairs_a_confined_run_stored_get_no_warning(tmp_path, capsys):
+    _setup(tmp_path)
+    _eval(tmp_path)
+    capsys.readouterr()
+    _eval(tmp_path, "--resume")
+    assert "not confined" not in capsys.readouterr().out
+
+
+def test_resumed_pairs_an_unconfined_run_stored_are_named(tmp_path, capsys, monkeypatch):
+    _setup(tmp_path)
+    monkeypatch.setenv("KERNELRL_SANDBOX", "off")  # the first run's workers inherit it
+    _eval(tmp_path)
+    monkeypatch.delenv("KERNELRL_SANDBOX")
+    capsys.readouterr()
+    _eval(tmp_path, "--resume")
+    assert "2 of them stored by a run whose workers were not confined (sandbox: off (KERNELRL_SANDBOX=off))" \
+        in capsys.readouterr().out

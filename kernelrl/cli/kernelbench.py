@@ -143,6 +143,9 @@ def _dynamic(args, report) -> int:
         print(f"--resume: {len(resumed)} of {len(runnable)} pairs taken from {store.db.path} (the same task and "
               f"candidate sources, tolerance profile and GPU, not failed by the evaluator itself); "
               f"{len(runnable) - len(resumed)} to evaluate", flush=True)
+        for why, n in store.unconfined.items():  # trusted as stored, but not protected when they were written
+            print(f"--resume: {n} of them stored by a run whose workers were not confined (sandbox: {why}): its "
+                  f"candidates could have written this database", flush=True)
     todo = [i for i in range(len(runnable)) if i not in resumed]
     built_at = [started]  # when the last extension build finished: the pairs' own time starts there
 

@@ -22,6 +22,7 @@ class KBResultStore:
         self.run_id = self.db.start_run(command, env)
         self.by_pair: dict[int, list[dict]] = {}  # id(verdict) -> its latest rows
         self._stored: tuple[str, dict] | None = None  # (gpu, rows by pair key) as the database held them (resume)
+        self.unconfined: dict[str, int] = {}  # resumed pairs by the sandbox line of the run that stored them
 
     def pair(self, verdict, records: list[dict]) -> None:
         """Store a pair's rows from all its records so far (a later call for the same pair replaces them)."""
@@ -57,7 +58,11 @@ class KBResultStore:
         if timed and not set(baselines) <= timed:
             return None
         records = [_record(r) for r in rows if not timed or r["baseline"] in baselines]
-        self._rows(verdict, records, json.loads(rows[0].get("env") or "{}"))
+        env = json.loads(rows[0].get("env") or "{}")
+        if not confined(env):
+            why = env.get("sandbox") or "not recorded (stored before workers were confined)"
+            self.unconfined[why] = self.unconfined.get(why, 0) + 1
+        self._rows(verdict, records, env)
         return records
 
     def rows(self, verdicts) -> list[dict]:
@@ -66,6 +71,12 @@ class KBResultStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def confined(env: dict) -> bool:
+    """Whether the run that recorded `env` had its workers' writes confined (harness/sandbox.py): only then could
+    its candidates not have written the database its rows are read back from."""
+    return str(env.get("sandbox") or "").startswith("Landlock")
 
 
 def _key(f) -> str:

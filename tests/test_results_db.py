@@ -1,5 +1,6 @@
 """The results database and the CSV/summary layer above it."""
 
+import json
 import math
 
 import pytest
@@ -33,6 +34,15 @@ def db(tmp_path):
 def test_add_then_measured(db):
     db.add(GPU, P, "hot", 100.0, [record("torch"), record("cand")], {"torch": "", "cand": "abc"}, {}, None)
     assert db.measured(GPU, P, "device", "hot", 100.0) == {("torch", ""), ("cand", "abc")}
+
+
+def test_envs_count_the_stored_rows_by_the_environment_they_were_measured_in(db):
+    confined, open_ = {"sandbox": "Landlock ABI 7: writes only beneath /tmp/x"}, {"sandbox": "none (no Landlock)"}
+    db.add(GPU, P, "hot", 100.0, [record("torch"), record("cand")], {"torch": "", "cand": "a"}, confined, None)
+    db.add(GPU, GemmProblem(64, 64, 64), "hot", 100.0, [record("torch")], {"torch": ""}, open_, None)
+    db.add("other gpu", P, "hot", 100.0, [record("torch")], {"torch": ""}, open_, None)
+    assert {json.dumps(json.loads(text)): n for text, n in db.envs(GPU).items()} == \
+        {json.dumps(confined): 2, json.dumps(open_): 1}
 
 
 def test_measured_is_per_gpu_problem_and_mode(db):

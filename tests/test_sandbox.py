@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from kernelrl.harness.sandbox import confine_worker, confine_writes, landlock_abi, writes_allowed, written_paths
+from kernelrl.harness.sandbox import (confine_worker, confine_writes, confined, landlock_abi, writes_allowed,
+                                      written_paths)
 from kernelrl.kernelbench.worker import KBSettings, run_pairs
 from kernelrl.run.runner import LocalRunner, RunSettings
 from tests.test_workload_toy import ToyTask, toy_main
@@ -223,3 +224,10 @@ def test_a_refused_write_the_candidate_ignores_leaves_it_judged_on_its_outputs(l
 ])
 def test_written_paths_names_what_an_audit_event_writes(event, args, written):
     assert written_paths(event, args) == written
+
+
+@pytest.mark.parametrize("env, ok", [({"sandbox": "Landlock ABI 7: writes only beneath /tmp/a"}, True),
+                                     ({"sandbox": "none (Landlock unavailable)"}, False),
+                                     ({"sandbox": "off (KERNELRL_SANDBOX=off)"}, False), ({}, False)])
+def test_a_run_counts_as_confined_only_when_its_workers_said_landlock(env, ok):
+    assert confined(env) is ok

@@ -168,6 +168,11 @@ class Database:
             query, args = query + " WHERE gpu = ?", [gpu]
         return [keyed_row(dict(row)) for row in self.conn.execute(query + " ORDER BY superseded_at", args)]
 
+    def envs(self, gpu: str) -> dict[str, int]:
+        """The environments the measurements stored for this GPU were taken in (JSON text -> rows)."""
+        cur = self.conn.execute("SELECT env, COUNT(*) AS n FROM measurements WHERE gpu=? GROUP BY env", (gpu,))
+        return {row["env"] or "{}": row["n"] for row in cur}
+
     def measured(self, gpu: str, problem, mode: str, cache: str, qps: float) -> set[tuple[str, str]]:
         """(method, method_key) pairs already stored for this problem and mode."""
         cur = self.conn.execute(

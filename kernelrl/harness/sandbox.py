@@ -125,6 +125,12 @@ def use_scratch(scratch: str | Path) -> Path:
     return folder
 
 
+def confined(env: dict) -> bool:
+    """Whether the run that recorded `env` had its workers' writes confined: only then could its candidates not
+    have written the database its rows are read back from."""
+    return str(env.get("sandbox") or "").startswith("Landlock")
+
+
 def confine_writes(writable: list[str | Path]) -> Confinement:
     """Allow this process (and every process it starts from now on) to write only beneath `writable` (folders,
     created if missing, or single files). Irreversible. Returns what was done; never raises for a kernel that

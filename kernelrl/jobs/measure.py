@@ -6,6 +6,7 @@ them goes through the CLI."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from contextlib import nullcontext
@@ -282,6 +283,11 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
             tasks.append(Task(i, problem, todo, skip=candidates - here))
         else:
             resumed += 1
+    if cfg.runner == "local" and (resumed or cfg.reads_only):  # rows read back: say which runs could not be
+        unconfined = sum(n for text, n in db.envs(gpu).items() if not sandbox.confined(json.loads(text)))
+        if unconfined:  # protected from their candidates
+            ui.stage(f"{unconfined} measurements stored for {gpu} come from runs whose workers were not confined "
+                     f"(harness/sandbox.py): their candidates could have written this database")
     # A candidate that did not build gets its verdict on every shape it was meant for, without running anything
     # (a read-only run stores nothing: a build here says nothing of the machine that measured).
     for name, failure in (failures.items() if not cfg.reads_only else ()):

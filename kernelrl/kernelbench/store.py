@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from kernelrl.db.database import Database
+from kernelrl.harness.sandbox import confined
 from kernelrl.harness.verdicts import Category, category_of
 from kernelrl.kernelbench.evaluate import csv_rows
 
@@ -71,12 +72,6 @@ class KBResultStore:
 
     def close(self) -> None:
         self.db.close()
-
-
-def confined(env: dict) -> bool:
-    """Whether the run that recorded `env` had its workers' writes confined (harness/sandbox.py): only then could
-    its candidates not have written the database its rows are read back from."""
-    return str(env.get("sandbox") or "").startswith("Landlock")
 
 
 def _key(f) -> str:

@@ -11,10 +11,10 @@ outside its domain, the parent included, and from ABI 6 cannot signal them.
 What is left: the writable caches and the KernelBench extension root are shared between the run's candidates
 (their entries are keyed by content hashes, which a hostile candidate could overwrite); the Nsight Compute driver
 of evolve's profile step (evolve/ncu_driver.py) loads a candidate unconfined (ncu's injection writes its own files:
-to be confined once that is measured on a GPU). Where Landlock is missing
-the process runs unconfined and says so in its environment (`sandbox`), which the CLIs print; KERNELRL_SANDBOX=off
-turns it off (debugging only). Python-level writes are also seen by the KernelBench worker's audit hook, which turns
-one into the candidate's `file write` verdict (the kernel only makes it fail)."""
+to be confined once that is measured on a GPU). Where Landlock is missing the process runs unconfined and says so
+in its environment (`sandbox`), which the CLIs print; KERNELRL_SANDBOX=off turns it off (debugging only).
+Python-level writes are also seen by the KernelBench worker's audit hook, which refuses them and turns one into the
+candidate's `file write` verdict."""
 
 from __future__ import annotations
 
@@ -78,20 +78,20 @@ def landlock_abi() -> tuple[int, str]:
     return int(version), ""
 
 
-def disabled() -> bool:
-    return os.environ.get(SANDBOX_ENV, "").lower() in ("0", "off", "no", "false")
+def _unconfinable() -> str | None:
+    """Why a process started now would not be confined ("off (...)" or "none (...)"), or None when it would be."""
+    if os.environ.get(SANDBOX_ENV, "").lower() in ("0", "off", "no", "false"):
+        return f"off ({SANDBOX_ENV}={os.environ[SANDBOX_ENV]})"
+    abi, why = landlock_abi()
+    return None if abi else f"none ({why})"
 
 
 def describe() -> str:
     """What a worker started now would be confined by, for a CLI's header."""
-    if disabled():
-        return f"worker sandbox: off ({SANDBOX_ENV}={os.environ[SANDBOX_ENV]}): candidates can write any file " \
-               f"this user can"
-    abi, why = landlock_abi()
-    if not abi:
-        return f"worker sandbox: none ({why}): candidates can write any file this user can"
-    return f"worker sandbox: Landlock ABI {abi}, writes only to the worker's scratch folder, the compilers' caches, " \
-           f"/dev and its workload's folders"
+    if (why := _unconfinable()) is not None:
+        return f"worker sandbox: {why}: candidates can write any file this user can"
+    return f"worker sandbox: Landlock ABI {landlock_abi()[0]}, writes only to the worker's scratch folder, the " \
+           f"compilers' caches, /dev and its workload's folders"
 
 
 def cache_dirs() -> list[Path]:
@@ -135,11 +135,9 @@ def confine_writes(writable: list[str | Path]) -> Confinement:
     """Allow this process (and every process it starts from now on) to write only beneath `writable` (folders,
     created if missing, or single files). Irreversible. Returns what was done; never raises for a kernel that
     cannot (the returned detail says why, and the caller reports it)."""
-    if disabled():
-        return Confinement(False, f"off ({SANDBOX_ENV}={os.environ[SANDBOX_ENV]})")
-    abi, why = landlock_abi()
-    if not abi:
-        return Confinement(False, f"none ({why})")
+    if (why := _unconfinable()) is not None:
+        return Confinement(False, why)
+    abi = landlock_abi()[0]
     rights = _WRITE_RIGHTS_V1 | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
     attr = _RulesetAttr(rights, 0, _SCOPE_SIGNAL if abi >= 6 else 0)
     size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)

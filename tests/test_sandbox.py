@@ -6,6 +6,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -231,3 +234,33 @@ def test_written_paths_names_what_an_audit_event_writes(event, args, written):
                                      ({"sandbox": "off (KERNELRL_SANDBOX=off)"}, False), ({}, False)])
 def test_a_run_counts_as_confined_only_when_its_workers_said_landlock(env, ok):
     assert confined(env) is ok
+
+
+def test_a_removal_relative_to_a_folder_descriptor_is_judged_where_it_happens(tmp_path):
+    """shutil.rmtree removes entries by bare name relative to the folder's descriptor (Triton's launcher build
+    cleaning its temporary folder): the path judged is the one in that folder, not beside the working directory."""
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        written = written_paths("os.remove", ("cuda_utils.c", fd))
+    finally:
+        os.close(fd)
+    assert written == [str(tmp_path / "cuda_utils.c")]
+    assert writes_allowed(written[0], [tmp_path])
+
+
+def test_a_temporary_folder_removed_by_shutil_is_seen_inside_it(tmp_path):
+    """Every write a TemporaryDirectory's cleanup makes is seen beneath the folder it was made in."""
+    seen = []
+
+    def hook(event, args):
+        if event in ("os.remove", "os.rmdir", "shutil.rmtree"):
+            seen.extend(written_paths(event, args))
+
+    sys.addaudithook(hook)  # an audit hook cannot be removed: it only records into this test's list
+    with tempfile.TemporaryDirectory(dir=tmp_path) as d:
+        (Path(d) / "__triton_launcher.c").write_text("x")
+        (Path(d) / "sub").mkdir()
+        (Path(d) / "sub" / "cuda_utils.c").write_text("x")
+    tail = [p for p in seen if "__triton_launcher" in p or "cuda_utils" in p]
+    assert tail and all(writes_allowed(p, [tmp_path]) for p in seen), seen
+    seen.clear()

@@ -41,6 +41,7 @@ _TRUNCATE = 1 << 14  # ABI 3
 _FILE_RIGHTS = (1 << 1) | _TRUNCATE  # the rights a rule on a single file (not a folder) may carry
 
 SANDBOX_ENV = "KERNELRL_SANDBOX"
+_HELD_PROC_FDS: list[int] = []  # /proc entries a rule grants, open for the process's life (confine_writes)
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -91,7 +92,7 @@ def describe() -> str:
     if (why := _unconfinable()) is not None:
         return f"worker sandbox: {why}: candidates can write any file this user can"
     return f"worker sandbox: Landlock ABI {landlock_abi()[0]}, writes only to the worker's scratch folder, the " \
-           f"compilers' caches, /dev and its workload's folders"
+           f"compilers' caches, /dev, its own threads' /proc entries and its workload's folders"
 
 
 def cache_dirs() -> list[Path]:
@@ -148,6 +149,7 @@ def confine_writes(writable: list[str | Path]) -> Confinement:
     allowed = []
     try:
         for path in dict.fromkeys(Path(p) for p in writable):
+            held = str(path).startswith("/proc/")
             if not path.exists():
                 try:
                     path.mkdir(parents=True, exist_ok=True)
@@ -165,7 +167,10 @@ def confine_writes(writable: list[str | Path]) -> Confinement:
                     return Confinement(False, f"none (landlock_add_rule {path}: {os.strerror(ctypes.get_errno())})")
                 allowed.append(str(path))
             finally:
-                os.close(fd)
+                if held:  # procfs makes a new inode when a dropped entry is looked up again, and a rule binds
+                    _HELD_PROC_FDS.append(fd)  # to the inode: holding the entry open keeps it the one ruled on
+                else:
+                    os.close(fd)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0:
             return Confinement(False, f"none (no_new_privs: {os.strerror(ctypes.get_errno())})")
         if libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
@@ -177,10 +182,23 @@ def confine_writes(writable: list[str | Path]) -> Confinement:
 
 def confine_worker(scratch: str | Path, extra: list[str | Path] = ()) -> tuple[Confinement, list[Path]]:
     """A measuring process's confinement: temporary files in `scratch`, the caches, /dev (the GPU's device files,
-    shared memory) and the workload's `extra` folders. (confinement, the folders it allows)."""
+    shared memory), its own threads' /proc entries and the workload's `extra` folders. (confinement, the folders it
+    allows)."""
     caches = cache_dirs()  # before TMPDIR moves: TorchInductor's default folder is under the old one
-    folders = [use_scratch(scratch), *caches, Path("/dev"), *map(Path, extra)]
+    folders = [use_scratch(scratch), *caches, Path("/dev"), own_threads_proc(), *map(Path, extra)]
     return confine_writes(folders), folders
+
+
+def own_threads_proc(pid: int | None = None) -> Path:
+    """This process's threads in /proc (/proc/PID/task): the CUDA driver names the threads it starts by writing
+    /proc/self/task/TID/comm (glibc's pthread_setname_np for another thread), and cuInit fails with error 304, "OS
+    call failed or operation not supported on this OS", when it cannot (NVIDIA/OpenShell#710 traced the same error
+    under Landlock to this write). A thread's own entry cannot be named ahead (threads come later), so the grant is
+    the folder of all of this process's threads: a thread's name, its scheduling and OOM hints, its own memory
+    (which the process can write anyway). Not /proc as a whole, where a root worker could write /proc/sys, and not
+    another process's entries: a child that starts CUDA under this domain has none of its own and must confine
+    itself (the KernelBench build process does)."""
+    return Path(f"/proc/{pid or os.getpid()}/task")
 
 
 def writes_allowed(path: str, folders: list[Path]) -> bool:
@@ -190,26 +208,43 @@ def writes_allowed(path: str, folders: list[Path]) -> bool:
                for f in (Path(os.path.realpath(x)) for x in folders))
 
 
-# Python's audit events that change the filesystem, and which of their arguments are the paths changed
-_PATH_EVENTS = {"os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1), "os.link": (1,),
-                "os.symlink": (1,), "os.truncate": (0,), "shutil.copyfile": (1,), "shutil.rmtree": (0,)}
+# Python's audit events that change the filesystem: (index of a path written, index of the folder descriptor it is
+# relative to, or None). shutil.rmtree (TemporaryDirectory's cleanup, Triton's launcher build) removes each entry by
+# its bare name relative to the folder's descriptor: resolved against the working directory instead, a compiler
+# cleaning its own temporary folder would look like a write beside the repository.
+_PATH_EVENTS = {"os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),), "os.rename": ((0, 2), (1, 3)),
+                "os.link": ((1, 3),), "os.symlink": ((1, 2),), "os.truncate": ((0, None),),
+                "shutil.copyfile": ((1, None),), "shutil.rmtree": ((0, 1),)}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _beneath_fd(path: str, dir_fd) -> str:
+    """`path` as the kernel resolves it: a relative one against the folder open as `dir_fd` (if any)."""
+    if not isinstance(dir_fd, int) or os.path.isabs(path):
+        return path
+    try:
+        return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), path)
+    except OSError:
+        return path
 
 
 def written_paths(event: str, args: tuple) -> list[str]:
     """The paths a Python audit event (`sys.addaudithook`) writes: open() or os.open() for writing, a remove,
-    rename, link, mkdir or truncate, a copy's destination, an SQLite database opened (read-write by default)."""
+    rename, link, mkdir or truncate, a copy's destination, an SQLite database opened (read-write by default);
+    relative ones made absolute where the event names the folder descriptor they are relative to."""
     if event == "open":
         path, mode, flags = (tuple(args) + (None, None, None))[:3]
         writing = any(c in mode for c in "wax+") if isinstance(mode, str) else bool((flags or 0) & _WRITE_FLAGS)
-        candidates = [path] if writing else []
+        candidates = [(path, None)] if writing else []
     elif event == "sqlite3.connect":
-        candidates = [p for p in args[:1] if str(p) not in ("", ":memory:") and "mode=ro" not in str(p)]
+        candidates = [(p, None) for p in args[:1] if str(p) not in ("", ":memory:") and "mode=ro" not in str(p)]
     else:
-        candidates = [args[i] for i in _PATH_EVENTS.get(event, ()) if i < len(args)]
+        candidates = [(args[i], args[d] if d is not None and d < len(args) else None)
+                      for i, d in _PATH_EVENTS.get(event, ()) if i < len(args)]
     out = []
-    for p in candidates:
+    for p, dir_fd in candidates:
         if isinstance(p, (str, bytes, os.PathLike)):
             p = os.fsdecode(p)
-            out.append(p[5:].split("?")[0] if event == "sqlite3.connect" and p.startswith("file:") else p)
+            p = p[5:].split("?")[0] if event == "sqlite3.connect" and p.startswith("file:") else p
+            out.append(_beneath_fd(p, dir_fd))
     return out

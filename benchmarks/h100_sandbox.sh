@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Issue 43's first H100 call (from the repository root, on an H100 with Landlock), each step with its own limit:
+#   env.txt           kernel, driver, GPU, torch, Landlock ABI, the sandbox line
+#   sandbox_diag.txt  which /proc grant CUDA needs under Landlock (benchmarks/diag/sandbox_cuda.sh)
+#   newcomer.log      the README's first command as written, shortened (SHAPES, BUDGET minutes), sandbox on
+#   few_shot.csv      KernelBench's few-shot and add examples (Triton, CuTe) and its unit-test kernels, sandbox on
+# Carry [".carry/KernelBench", ".whl"] (benchmarks/pack_carry.sh; KernelBench as benchmarks/h200_harness.sh says).
+# STEPS picks steps (default "env diag newcomer fewshot").
+set -uo pipefail
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+source benchmarks/device_env.sh
+carry_ninja
+export COLUMNS=200
+STEPS=" ${STEPS:-env diag newcomer fewshot} "
+if [[ $STEPS == *" env "* ]]; then
+  { date -u; uname -r; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    python3 -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
+    python3 -c "from kernelrl.harness.sandbox import landlock_abi, describe; print('landlock', landlock_abi()); print(describe())"
+    git rev-parse --short HEAD 2>/dev/null; } > "$OUT/env.txt" 2>&1
+  cat "$OUT/env.txt"
+fi
+if [[ $STEPS == *" diag "* ]]; then
+  timeout 120 bash benchmarks/diag/sandbox_cuda.sh > "$OUT/sandbox_diag.txt" 2>&1; cat "$OUT/sandbox_diag.txt"
+fi
+if [[ $STEPS == *" newcomer "* ]]; then  # the README's first command; offline: the carried wheels, no deps
+  ( set -x
+    python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . .whl/nvidia_cutlass-*.whl
+    timeout 300 kernelrl tune --shapes "${SHAPES:-sample:4:0}" --out /tmp/LIB --budget-minutes "${BUDGET:-2}" &&
+    timeout 200 kernelrl bench --library /tmp/LIB --shapes "${SHAPES:-sample:4:0}" --mode device --csv "$OUT/tuned.csv"
+  ) > "$OUT/newcomer.log" 2>&1
+  tail -n 25 "$OUT/newcomer.log"
+fi
+if [[ $STEPS == *" fewshot "* ]]; then
+  timeout "${FEWSHOT_LIMIT:-150}" python3 benchmarks/kb_public.py --kernelbench "${KB:-.carry/KernelBench}" --what examples \
+      --csv "$OUT/few_shot.csv" > "$OUT/few_shot.log" 2>&1
+  tail -n 14 "$OUT/few_shot.log"
+fi

@@ -2,8 +2,12 @@
 # Issue 43's first H100 call (from the repository root, on an H100 with Landlock), each step with its own limit:
 #   env.txt           kernel, driver, GPU, torch, Landlock ABI, the sandbox line
 #   sandbox_diag.txt  which /proc grant CUDA needs under Landlock (benchmarks/diag/sandbox_cuda.sh)
+#   gpu_tests_sandbox.log  tests/gpu/test_sandbox_gpu.py: confined HGEMM and KernelBench workers measure
 #   newcomer.log      the README's first command as written, shortened (SHAPES, BUDGET minutes), sandbox on
 #   few_shot.csv      KernelBench's few-shot and add examples (Triton, CuTe) and its unit-test kernels, sandbox on
+#   (STEPS=level1, level2, level3) kb_levelN_reference.csv (+ _audit.csv, .md, .log): every task of the level at
+#                     its real size against itself, with each task's tolerance audit (benchmarks/kb_public.py)
+#   (STEPS=tests)     gpu_tests.log: the GPU suites (tests/gpu), sandbox on; TESTS picks files (default all)
 # Carry [".carry/KernelBench", ".whl"] (benchmarks/pack_carry.sh; KernelBench as benchmarks/h200_harness.sh says).
 # STEPS picks steps (default "env diag newcomer fewshot").
 set -uo pipefail
@@ -11,7 +15,7 @@ OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 source benchmarks/device_env.sh
 carry_ninja
 export COLUMNS=200
-STEPS=" ${STEPS:-env diag newcomer fewshot} "
+STEPS=" ${STEPS:-env diag sbtests newcomer fewshot} "
 if [[ $STEPS == *" env "* ]]; then
   { date -u; uname -r; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     python3 -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
@@ -21,6 +25,11 @@ if [[ $STEPS == *" env "* ]]; then
 fi
 if [[ $STEPS == *" diag "* ]]; then
   timeout 120 bash benchmarks/diag/sandbox_cuda.sh > "$OUT/sandbox_diag.txt" 2>&1; cat "$OUT/sandbox_diag.txt"
+fi
+if [[ $STEPS == *" sbtests "* ]]; then  # confined workers start CUDA and measure (tests/gpu/test_sandbox_gpu.py)
+  timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs -s tests/gpu/test_sandbox_gpu.py \
+      > "$OUT/gpu_tests_sandbox.log" 2>&1
+  tail -n 8 "$OUT/gpu_tests_sandbox.log"
 fi
 if [[ $STEPS == *" newcomer "* ]]; then  # the README's first command; offline: the carried wheels, no deps
   ( set -x
@@ -34,4 +43,17 @@ if [[ $STEPS == *" fewshot "* ]]; then
   timeout "${FEWSHOT_LIMIT:-150}" python3 benchmarks/kb_public.py --kernelbench "${KB:-.carry/KernelBench}" --what examples \
       --csv "$OUT/few_shot.csv" > "$OUT/few_shot.log" 2>&1
   tail -n 14 "$OUT/few_shot.log"
+fi
+for level in level1 level2 level3; do
+  if [[ $STEPS == *" $level "* ]]; then
+    /usr/bin/time -f "$level: %e s" timeout "${LEVEL_LIMIT:-290}" python3 benchmarks/kb_public.py \
+        --kernelbench "${KB:-.carry/KernelBench}" --what "$level" --csv "$OUT/kb_${level}_reference.csv" \
+        > "$OUT/kb_${level}_reference.log" 2>&1
+    tail -n 14 "$OUT/kb_${level}_reference.log"
+  fi
+done
+if [[ $STEPS == *" tests "* ]]; then
+  timeout "${TESTS_LIMIT:-500}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs ${TESTS:-tests/gpu} \
+      > "$OUT/gpu_tests.log" 2>&1
+  tail -n 25 "$OUT/gpu_tests.log"
 fi

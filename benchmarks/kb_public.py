@@ -31,12 +31,26 @@ from kernelrl import environment  # noqa: E402
 from kernelrl.harness.verdicts import Verdict, key_of  # noqa: E402
 from kernelrl.harness.tolerance import PROFILES  # noqa: E402
 from kernelrl.kernelbench.aggregate import TaskResult, phase_totals, profile_table  # noqa: E402
+from kernelrl.kernelbench.evaluate import task_verdict_text, tolerance_blind_text  # noqa: E402
 from kernelrl.kernelbench.tasks import check_pair, inspect_candidate, inspect_task  # noqa: E402
 from kernelrl.kernelbench.worker import (KBSettings, failed_record, pair_verdict, progress_line, run_pairs,  # noqa: E402
                                          task_result)
 
 COLUMNS = ("task", "candidate", "expect", "verified", "verdict", "reason", "candidate_us", "eager_us", "speedup",
-           "max_abs_err", "tolerance", "correct_strict", "correct_kernelbench", "tightest_tolerance", "phase_s")
+           "max_abs_err", "tolerance", "correct_strict", "correct_kernelbench", "tightest_tolerance", "phase_s",
+           "task_verdict", "tolerance_blind")
+AUDIT_COLUMNS = ("task", "profile", "output", "within_tolerance", "kernelrl_correct")
+
+
+def audit_rows(task: str, records: list[dict]) -> list[dict]:
+    """The tolerance audit of one task (the worker's `trivial_audit`, kernelbench/trivial.py): for each profile and
+    trivial output (zeros, a constant from other inputs' outputs, the output of other inputs), whether the
+    profile's atol = rtol alone accepts it (a finding about KernelBench) and whether kernelrl's judge does."""
+    audit = next(((r.get("extra") or {}).get("trivial_audit") for r in records
+                  if (r.get("extra") or {}).get("trivial_audit")), None) or {}
+    return [{"task": task, "profile": p, "output": name, "within_tolerance": int(within),
+             "kernelrl_correct": int(correct)}
+            for p, by_output in audit.items() for name, (within, correct) in by_output.items()]
 
 
 def self_pairs(root: Path, level: str, work: Path, every: int = 1) -> list[tuple[Path, Path, str]]:
@@ -116,6 +130,8 @@ def main(argv=None) -> int:
                 "tolerance": cand.get("tolerance"),
                 **{f"correct_{p}": int(ok) for p, ok in (cand.get("profiles") or {}).items()},
                 "tightest_tolerance": cand.get("tightest_tolerance"),
+                "task_verdict": task_verdict_text(cand.get("task_verdicts")),
+                "tolerance_blind": tolerance_blind_text(cand.get("task_verdicts")),
                 "phase_s": json.dumps((cand.get("extra") or {}).get("task_phase_s") or {}, separators=(",", ":"))}
 
     def write_rows() -> list[dict]:
@@ -128,6 +144,11 @@ def main(argv=None) -> int:
             for r in rows:
                 w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
         tmp.replace(path)
+        audit = [a for i, recs in sorted(records.items()) for a in audit_rows(pairs[runnable[i]][0].stem, recs)]
+        with open(path.with_name(path.stem + "_audit.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=AUDIT_COLUMNS)
+            w.writeheader()
+            w.writerows(audit)
         return rows
 
     def progress(index, recs):
@@ -161,10 +182,14 @@ def main(argv=None) -> int:
              f"- speedup over eager within 0.95-1.05: {near} of {len(speedups)} timed"
              + (f" (median {statistics.median(speedups):.3f})" if speedups else ""),
              f"- wall time of the whole run (build step, worker start-ups, every pair): {seconds:.0f} s", "",
-             "", "| profile | tasks | correct | fast_0 | fast_1 | fast_1.5 | fast_2 | geomean over eager |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"- tasks whose reference ignores its input, a trivial output passing even the strict profile "
+             f"scale-aware (task_verdict): {sum(bool(r.get('task_verdict')) for r in rows)}; tasks where only "
+             f"the kernelbench profile's atol = rtol cannot tell (tolerance_blind): "
+             f"{sum(bool(r.get('tolerance_blind')) for r in rows)}",
+             "", "| profile | tasks | excluded (task verdict) | correct | fast_0 | fast_1 | fast_1.5 | fast_2 | "
+             "geomean over eager |", "|---|---|---|---|---|---|---|---|---|"]
     for t in profile_table(results, "eager"):
-        lines.append(f"| {t['profile']} | {t['tasks']} | {t['correct']} | " + " | ".join(
+        lines.append(f"| {t['profile']} | {t['tasks']} | {t['excluded']} | {t['correct']} | " + " | ".join(
             f"{t[k]:.3f}" for k in ("fast_0", "fast_1", "fast_1.5", "fast_2", "geomean")) + " |")
     lines += ["", "| where the worker's time went (summed over pairs) | seconds |", "|---|---|"]
     phases = phase_totals(json.loads(r.get("phase_s") or "{}") for r in rows)

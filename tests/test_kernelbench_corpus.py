@@ -53,6 +53,16 @@ DEFENCES = {
     "persisting-L2 access windows": ["persisting_l2"],
     "writing outside the worker's scratch folder (the results database, the task's source)": [
         "writes_results_db", "rewrites_task_file"],
+    "an output chosen without the input (all zeros, a constant), within atol = rtol on its task": [
+        "zeros_wide_softmax", "zeros_l1_normalize", "constant_wide_softmax", "constant_l1_normalize"],
+    "a stale answer for fresh inputs of the same shape, within atol = rtol on its task": [
+        "stale_fresh_inputs_wide_softmax", "stale_fresh_inputs_l1_normalize"],
+    "a result cache keyed on input addresses the source never shows (KernelArena's C++ pointer cache)": [
+        "cache_by_hidden_address"],
+    "an identity kernel: a copy of the input in a fresh output": ["copies_input"],
+    "hyperparameter manipulation: the candidate's own smaller sizes (CUDA-L1)": ["hyperparameters_shrunk"],
+    "hyperparameter manipulation through the task's module (its sizes set smaller)": ["shrinks_task_sizes"],
+    "slowing the reference through the task's own Model class": ["wraps_task_model"],
 }
 
 
@@ -172,9 +182,10 @@ def test_honest_candidate_is_a_real_cuda_kernel_on_the_current_stream(path):
 def test_the_own_tasks_and_candidates_pair_by_file_name():
     report = static_eval([str(TASKS_DIR)], [str(CANDIDATES_DIR)])
     statuses = [v.status for v in report.verdicts]
-    assert report.errors == [] and len(statuses) == 13
+    tasks = len(list(TASKS_DIR.glob("*.py")))
+    assert report.errors == [] and len(statuses) == tasks == 15
     assert statuses.count("passed static checks") == len(HONEST)
-    assert statuses.count("no candidate") == 13 - len(HONEST)
+    assert statuses.count("no candidate") == tasks - len(HONEST)
 
 
 UNIQUE_CUDA = list({module_strings(p)["CUDA_SRC"]: p for p in HONEST + ADVERSARIAL

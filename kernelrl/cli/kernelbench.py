@@ -127,6 +127,7 @@ def _dynamic(args, report) -> int:
     settings = KBSettings(device=args.device, baselines=baselines, rounds=max(1, args.rounds),
                           hang_timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                           build_jobs=args.build_jobs, tolerance_profile=args.tolerance,
+                          memory_cap_gib=getattr(args, "memory_cap_gib", None),
                           **({"settle_spread": None} if args.all_rounds else {}))
     env: dict = {}
     store = KBResultStore(args.db, " ".join(sys.argv), args.device, env, args.claims)
@@ -208,10 +209,11 @@ def _dynamic(args, report) -> int:
         profiles = Table(title=f"KernelBench metrics by tolerance profile (over {baselines[0]}; every task "
                                f"counts, failed ones as not fast; {args.tolerance} decides the verdicts above)")
         rows = profile_table(results, baselines[0])
-        for col in ("profile", "tasks", "correct", *[k for k in rows[0] if k.startswith("fast_")], "geomean"):
+        for col in ("profile", "tasks", "excluded", "correct", *[k for k in rows[0] if k.startswith("fast_")],
+                    "geomean"):
             profiles.add_column(col)
-        for row in rows:
-            profiles.add_row(row["profile"], str(row["tasks"]), str(row["correct"]),
+        for row in rows:  # excluded: tasks that cannot tell a right output from a trivial one under the profile
+            profiles.add_row(row["profile"], str(row["tasks"]), str(row["excluded"]), str(row["correct"]),
                              *[f"{row[k]:.3f}" for k in row if k.startswith("fast_")], f"{row['geomean']:.3f}")
         console.print(profiles)
     _verdict_tables(store.rows(report.verdicts), baselines[0] if baselines else "eager")

@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     kbe.add_argument("--compile-timeout", type=float, default=600.0,
                      help="seconds for one candidate's extension build (built first, in parallel)")
     kbe.add_argument("--build-jobs", type=int, default=None, help="extension builds at once (default: one per core)")
+    kbe.add_argument("--memory-cap-gib", type=float, default=None,
+                     help="plan each task's memory as if the GPU had this many GiB (e.g. 79: an 80 GB card's plan on "
+                          "a larger one); default: what is free (kernelrl/kernelbench/memory_plan.py)")
     kbe.add_argument("--ray", default=None, metavar="ADDRESS",
                      help="spread the pairs over a Ray cluster's GPUs, one worker each ('local': this machine's)")
     kbe.add_argument("--ray-workers", type=int, default=None, help="with --ray: at most this many workers")

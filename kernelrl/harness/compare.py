@@ -12,10 +12,15 @@ CHUNK_ELEMENTS = 1 << 25  # 32 M elements a pass: 256 MB in float64
 
 
 def _chunks(*tensors):
+    """Flat chunks of the tensors side by side. Tensors on different devices (a copy the KernelBench worker keeps
+    on the host: kernelbench/memory_plan.py) meet on the accelerator's, one chunk at a time."""
     flats = [t.reshape(-1) for t in tensors]
     n = flats[0].numel()
+    devices = {f.device for f in flats}
+    where = next((d for d in devices if d.type != "cpu"), None) if len(devices) > 1 else None
     for start in range(0, n, CHUNK_ELEMENTS):
-        yield [f[start:start + CHUNK_ELEMENTS] for f in flats]
+        chunk = [f[start:start + CHUNK_ELEMENTS] for f in flats]
+        yield chunk if where is None else [c.to(where) for c in chunk]
 
 
 def error_stats(out, ref, atol: float) -> tuple[float, float]:

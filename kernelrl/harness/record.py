@@ -35,6 +35,7 @@ class Record:
     profile: str | None = None  # the tolerance profile that decided `verified` (harness.tolerance)
     profiles: dict | None = None  # each tolerance profile -> whether the pair is correct under it (times then count)
     tightest_tolerance: float | None = None  # the smallest atol = rtol every judged output met
+    task_verdicts: dict | None = None  # profile -> why the task cannot tell a right output from a trivial one there
 
     @classmethod
     def failed(cls, method: str, mode: str, verdict: Verdict, detail: str = "", **fields) -> "Record":

@@ -57,6 +57,8 @@ class Verdict(str, Enum):
     HOST_SYNC_IN_CALL = "synchronizes the device inside the call"
     TOO_LARGE = "task too large"
     RANDOM_TASK = "random reference"  # a KernelBench task whose outputs differ run to run, even under one seed
+    INPUT_INDEPENDENT = "input-independent reference"  # a KernelBench task that cannot tell right from trivial
+    TOLERANCE_BLIND = "tolerance cannot tell"  # a profile whose atol = rtol accepts a trivial output on this task
     SHARED_MEMORY = "too much shared memory"  # a spec's point needs more than an SM has
     # correctness
     WRONG_VALUES = "wrong values"
@@ -118,7 +120,7 @@ _GROUPS = {
                      Verdict.COPY),
     Category.UNSUPPORTED: (Verdict.UNSUPPORTED, Verdict.ACC_MISMATCH, Verdict.RETURNED_ERROR, Verdict.GRAPH_CAPTURE,
                            Verdict.HOST_SYNC_IN_CALL, Verdict.TOO_LARGE, Verdict.SHARED_MEMORY,
-                           Verdict.RANDOM_TASK),
+                           Verdict.RANDOM_TASK, Verdict.INPUT_INDEPENDENT, Verdict.TOLERANCE_BLIND),
     Category.CORRECTNESS: (Verdict.WRONG_VALUES, Verdict.EXACT_INPUTS, Verdict.NON_FINITE, Verdict.WRONG_SHAPE,
                            Verdict.WRONG_TYPE, Verdict.WRONG_DTYPE, Verdict.WRONG_DEVICE, Verdict.EXCEPTION),
     Category.CRASH: (Verdict.CRASH, Verdict.HANG),

@@ -40,6 +40,8 @@ class TaskResult:
     reason: str = ""
     profiles: dict[str, bool] = field(default_factory=dict)  # tolerance profile -> correct under it
     timed_us: float | None = None  # the candidate's time whenever it was timed (also when a looser profile passed)
+    task_verdicts: dict[str, str] = field(default_factory=dict)  # profile -> why the task cannot tell right from
+    # trivial under it (kernelbench/trivial.py): out of that profile's fast_p
 
     @property
     def ok(self) -> bool:
@@ -62,17 +64,19 @@ class TaskResult:
 def profile_table(results: list[TaskResult], baseline: str, profiles: tuple[str, ...] = PROFILES,
                   thresholds: tuple[float, ...] = FAST_P) -> list[dict]:
     """KernelBench's metrics under each tolerance profile, one row per profile: `tasks` (every task, failed ones
-    included: KernelBench's denominator), `correct`, `fast_<p>` (the share of tasks that are correct with a speedup
+    included: KernelBench's denominator, less the tasks that cannot tell a right output from a trivial one under
+    that profile, counted in `excluded`), `correct`, `fast_<p>` (the share of tasks that are correct with a speedup
     over `baseline` above p; fast_0 is the correct share) and the geometric-mean speedup over the correct tasks
     whose baseline was measured."""
     rows = []
     for prof in profiles:
-        speeds = [s for s in (r.speedup_under(baseline, prof) for r in results) if s is not None]
-        row = {"profile": prof, "baseline": baseline, "tasks": len(results),
-               "correct": sum(bool(r.profiles.get(prof)) for r in results)}
+        judged = [r for r in results if prof not in r.task_verdicts]
+        speeds = [s for s in (r.speedup_under(baseline, prof) for r in judged) if s is not None]
+        row = {"profile": prof, "baseline": baseline, "tasks": len(judged), "excluded": len(results) - len(judged),
+               "correct": sum(bool(r.profiles.get(prof)) for r in judged)}
         for p in thresholds:
-            row[f"fast_{p:g}"] = (sum(s > p for s in speeds) if p > 0 else row["correct"]) / len(results) \
-                if results else math.nan
+            row[f"fast_{p:g}"] = (sum(s > p for s in speeds) if p > 0 else row["correct"]) / len(judged) \
+                if judged else math.nan
         row["geomean"] = geomean(speeds)
         rows.append(row)
     return rows

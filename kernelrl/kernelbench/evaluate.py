@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelrl.harness.tolerance import PROFILES
+from kernelrl.harness.tolerance import PROFILES, input_independent
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench.static_checks import scan, task_input_dtype
 from kernelrl.kernelbench.tasks import PairCheck, check_pair, discover, inspect_candidate, inspect_task, match
@@ -59,7 +59,20 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
 CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict", "candidate_us", "baseline_us", "speedup",
                "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch", "profile",
                *(f"correct_{p}" for p in PROFILES), "tightest_tolerance",
-               "claimed_speedup", "phase_s", "rounds_run")
+               "claimed_speedup", "phase_s", "rounds_run", "task_verdict", "tolerance_blind")
+
+
+def task_verdict_text(task_verdicts: dict | None) -> str:
+    """The CSV's `task_verdict`: why the task's reference ignores its input (kernelbench/trivial.py), or ""."""
+    return next(iter(task_verdicts.values())) if input_independent(task_verdicts) else ""
+
+
+def tolerance_blind_text(task_verdicts: dict | None) -> str:
+    """The CSV's `tolerance_blind`: the profiles whose atol = rtol cannot tell right from trivial on this task
+    (where a stricter one can), and why; "" otherwise."""
+    if input_independent(task_verdicts):
+        return ""
+    return "; ".join(f"{p}: {why}" for p, why in sorted((task_verdicts or {}).items()))
 
 
 def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict[int, list[dict]],
@@ -93,6 +106,9 @@ def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict
             phases = extra.get("task_phase_s")  # where the worker's time went on this pair
             rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}, **by_profile,
                          "profiles": r.get("profiles"), "rounds_run": extra.get("rounds_run"),
+                         "task_verdicts": r.get("task_verdicts"),
+                         "task_verdict": task_verdict_text(r.get("task_verdicts")),
+                         "tolerance_blind": tolerance_blind_text(r.get("task_verdicts")),
                          "phase_s": json.dumps(phases, separators=(",", ":")) if phases else None})
     return rows
 
@@ -103,7 +119,9 @@ def exported_row(stored: dict) -> dict:
     env = json.loads(stored.get("env") or "{}")
     profiles = stored.get("profiles") or {}
     return {**stored, "mode": "kb", "torch": env.get("torch", ""),
-            **{f"correct_{p}": ok for p, ok in profiles.items()}}
+            **{f"correct_{p}": ok for p, ok in profiles.items()},
+            "task_verdict": task_verdict_text(stored.get("task_verdicts")),
+            "tolerance_blind": tolerance_blind_text(stored.get("task_verdicts"))}
 
 
 def write_csv(path: str | Path, rows: list[dict]) -> None:

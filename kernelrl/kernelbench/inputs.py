@@ -48,6 +48,38 @@ def _pool_structure(x):
     return held[1]
 
 
+def redraw_bytes(inputs) -> int:
+    """The device bytes beside an input set while `_inputs` redraws its largest floating tensor uniformly: a float32
+    buffer, a mask of its zeros, the cast to its dtype (and, for a symmetric matrix, the symmetrised buffer; on the
+    meta device, where values are unknown, no matrix is taken for symmetric)."""
+    most = 0
+    for x in _flatten(inputs):
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
+            n = x.numel()
+            extra = 4 * n + n + (n * x.element_size() if x.element_size() != 4 else 0)
+            if x.dim() >= 2 and x.shape[-1] == x.shape[-2] > 1 and x.device.type != "meta" and _structure(x)[1]:
+                extra += 4 * n
+            most = max(most, extra)
+    return most
+
+
+def module_tensors(model) -> list:
+    """The tensors a model owns: parameters, buffers and tensor attributes of each submodule."""
+    out = list(model.parameters()) + list(model.buffers())
+    for m in model.modules():
+        out += [v for v in vars(m).values() if isinstance(v, torch.Tensor)]
+    return out
+
+
+def model_bytes(model) -> int:
+    """The bytes of a model's own tensors, each storage once."""
+    seen = {}
+    for t in module_tensors(model):
+        if t.device.type != "meta":
+            seen[_storage(t)] = t.untyped_storage().nbytes()
+    return sum(seen.values())
+
+
 class Held:
     """Candidate outputs kept alive after their checks, oldest dropped first beyond `budget` bytes."""
 
@@ -68,10 +100,12 @@ class Held:
 class InputsMixin:
     """KBWorker's inputs (it sets `device` and `rng`: kernelrl/kernelbench/worker_process.py)."""
 
-    def _inputs(self, mod, seed: int, dist: str) -> list:
+    def _inputs(self, mod, seed: int, dist: str, host: bool | None = None) -> list:
         """The task's inputs for a seed, made on the evaluation device: get_inputs runs with that device as torch's
         default, so a task's multi-GB random tensors are drawn by the GPU, not by one CPU core (seconds per check
-        on level-1 tasks). A get_inputs that cannot run that way is called as it is, on the CPU."""
+        on level-1 tasks). A get_inputs that cannot run that way is called as it is, on the CPU. With `host` (by
+        default `spill_inputs`: during the checks, where the task's memory plan keeps pristine copies on the host,
+        kernelbench/memory_plan.py) the set is returned in host memory; `_clone` copies it back to the device."""
         torch.manual_seed(seed)
         try:
             with torch.device(self.device):
@@ -81,12 +115,16 @@ class InputsMixin:
             raw = list(mod.get_inputs())
         out = []
         gen = torch.Generator(device=self.device).manual_seed(seed ^ 0x5A5A)
-        for x in raw:
+        for k, x in enumerate(raw):
+            raw[k] = None  # each drawn tensor is freed once redrawn: one input set and one tensor's redraw at most
             if isinstance(x, torch.Tensor):
                 x = x.to(self.device)
                 if dist == "uniform" and x.is_floating_point() and x.numel() > 1:
                     x = self._uniform_like(x, gen)
             out.append(x)
+        spill = getattr(self, "spill_inputs", False) if host is None else host
+        if spill and torch.device(self.device).type == "cuda":
+            return self._to_host(out)  # memory_plan: pristine copies kept on the host, cloned to the device
         return out
 
     @staticmethod
@@ -100,15 +138,23 @@ class InputsMixin:
         has_zeros, symmetric = _structure(x)
         u = torch.rand(x.shape, generator=gen, dtype=torch.float32, device=x.device)
         if symmetric:
-            u = (u + u.mT) / 2
-        out = (u * (hi - lo) + lo).clamp_(lo, hi).to(x.dtype)
+            u = (u + u.mT).div_(2)
+        out = u.mul_(hi - lo).add_(lo).clamp_(lo, hi).to(x.dtype)  # in place: one float32 buffer beside x
         if has_zeros:
             out.masked_fill_(x == 0, 0)
         return out
 
-    @staticmethod
-    def _clone(inputs: list) -> list:
-        return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    def _clone(self, inputs: list) -> list:
+        """A copy of the inputs on the evaluation device (a set kept on the host is copied back)."""
+        device = torch.device(self.device)
+        return [(x.clone() if x.device.type == device.type else x.to(device, copy=True))
+                if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def _to_host(self, inputs: list) -> list:
+        """A copy of device tensors in (pageable) host memory: freed as soon as dropped, unlike pinned blocks,
+        which torch caches in power-of-two sizes."""
+        return [x.to("cpu", copy=True) if isinstance(x, torch.Tensor) and x.device.type == "cuda" else x
+                for x in inputs]
 
     def _perturb(self, inputs: list, structures: list | None = None) -> None:
         """Set a few elements (secret positions) of each floating input to the tensor's max or min: in the
@@ -144,6 +190,19 @@ class InputsMixin:
             return None
         nb = b // 2 + 1 if b > 3 else b - 1
         return [x[:nb].contiguous() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+    def _pool_set(self, mod, seed: int, host: bool) -> list:
+        """One of the timing pool's input sets (the task's distribution); in host memory where `host` (the memory
+        plan's `pool_on_host`), its structure read on the device before it moves (one pass there, not on the CPU)."""
+        xs = self._inputs(mod, seed, "task", host=False)
+        if not host or torch.device(self.device).type != "cuda":
+            return xs
+        structures = [_pool_structure(x) for x in xs]
+        kept = self._to_host(xs)
+        for x, structure in zip(kept, structures):
+            if structure is not None:
+                _POOL_STRUCTURES[id(x)] = (weakref.ref(x), structure)
+        return kept
 
     def _fresh(self, pool, k) -> list:
         """Call k's inputs: a clone of one input set with a few elements changed (no two calls alike). The set's

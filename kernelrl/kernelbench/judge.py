@@ -13,6 +13,7 @@ from kernelrl.harness import compare
 from kernelrl.harness.tolerance import PROFILES, loosest_tolerance, output_tolerance, passes
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.kernelbench.inputs import Held, _flatten, _storage
+from kernelrl.kernelbench.trivial import Rule, scale_error
 from kernelrl.kernelbench.watch import Fatal
 
 SLEEP_CYCLES = 10_000_000  # the stream-order check's spin kernel: ~5 ms at 2 GHz
@@ -27,7 +28,7 @@ def new_errors() -> dict:
     was judged by, the tightest tolerance every output met (harness.compare.closeness), whether each tolerance
     profile still passes, and the first numerical failure of the deciding profile that a looser one passes."""
     return {"max_abs_err": 0.0, "max_rel_err": 0.0, "tightest": 0.0, "passes": {p: True for p in PROFILES},
-            "numerics": None}
+            "numerics": None, "scale_err": None}
 
 
 class JudgeMixin:
@@ -41,29 +42,37 @@ class JudgeMixin:
                                f"reference is one super() call away)")
 
     def _reference(self, tid, ref, pristine, phase):
-        """The reference's output on a clone of the pristine inputs (computed after the candidate's call)."""
+        """The reference's output on a clone of the pristine inputs (computed after the candidate's call). Where
+        the reference itself runs out of device memory, the task is too large (never the candidate's verdict)."""
         self.begin(tid, "reference", phase)
-        ref_in = self._clone(pristine)
-        if self.seeded:  # a random task: the seed the candidate's call ran under
-            self._manual_seed(self.call_seed)
-        ref_out = self._call(ref, ref_in)
-        self.sync()
+        try:
+            ref_in = self._clone(pristine)
+            if self.seeded:  # a random task: the seed the candidate's call ran under
+                self._manual_seed(self.call_seed)
+            ref_out = self._call(ref, ref_in)
+            self.sync()
+        except torch.OutOfMemoryError as exc:
+            raise self._too_large(exc, "the reference's own call") from None
         return ref_in, ref_out
 
     def _check(self, tid, ref, cand, pristine, cand_in, phase, prev, errs, guard="poison"):
         """One checked call on `cand_in` (whose values equal `pristine`): the candidate first, then the reference."""
         self._arena = 2 * max(self._nbytes(prev[1]) if prev else 0, self._nbytes(pristine)) + (8 << 20)
         self.begin(tid, "candidate", phase)
-        out = self._cand_call(cand, cand_in, phase, trace=True, guard=guard if self.cuda else None)
+        try:
+            out = self._cand_call(cand, cand_in, phase, trace=True, guard=guard if self.cuda else None)
+        except Rejected as exc:  # out of memory: the candidate's verdict only where the reference fits instead
+            raise self._out_of_memory(tid, ref, pristine, phase, exc) from None
         ref_in, ref_out = self._reference(tid, ref, pristine, phase)
         self.begin(tid, "candidate", f"judge {phase}")
         self._judge(out, ref_out, cand_in, pristine, ref_in, prev, errs, poisoned=self.cuda and bool(guard))
-        return out, ref_out
+        return out, self._prev_reference(ref, ref_out)  # where the memory plan says, on the host
 
     def _verify(self, tid, tmod, ref, cand, errs):
         seeds = [self.base_seed + i for i in range(max(1, self.s["n_seeds"]) - 1)] + [self.secret & 0x7FFF_FFFF]
-        held = Held(2 * self.footprint)  # outputs live on after their check (up to a bound): the candidate cannot
-        # tell checks from timing by whether its last output is still referenced
+        held = Held(self.mem_plan.held_bytes)  # outputs live on after their check (up to a bound: two footprints,
+        # fewer where the memory plan says): the candidate cannot tell checks from timing by whether its last output
+        # is still referenced
         # 1. the task's inputs, guarded: unwritten elements and out-of-bounds writes
         pristine = self._inputs(tmod, seeds[0], "task")
         cand_in = self._clone(pristine)
@@ -176,12 +185,13 @@ class JudgeMixin:
             if isinstance(x, torch.Tensor) and not (x.shape == p.shape and x.dtype == p.dtype and
                                                     compare.same_values(x, p)):
                 raise Rejected(Verdict.MODIFIED_INPUTS)
-        prev_storages, prev_refs = set(), []
+        prev_storages, prev_refs, prev_outs = set(), [], []
         if prev is not None:
             prev_refs = _flatten(prev[1])
             ref_prev = {_storage(r) for r in prev_refs if isinstance(r, torch.Tensor)}
             try:
-                prev_storages = {_storage(o) for o in _flatten(prev[0]) if isinstance(o, torch.Tensor)}
+                prev_outs = _flatten(prev[0])
+                prev_storages = {_storage(o) for o in prev_outs if isinstance(o, torch.Tensor)}
             except RuntimeError as exc:  # torch.compile's CUDA graphs free an output when the next call replays
                 if OVERWRITTEN not in str(exc):
                     raise
@@ -215,17 +225,33 @@ class JudgeMixin:
                 if unwritten:
                     raise Rejected(Verdict.UNWRITTEN_OUTPUT, f"{unwritten} of {o.numel()} elements hold the pattern written "
                                    f"to free memory before the call")
-            self._judge_values(o, r, prev_refs[i] if i < len(prev_refs) else None, errs)
+            old = prev_refs[i] if i < len(prev_refs) else None
+            self._judge_values(o, r, old, errs, i)
             if _storage(o) in prev_storages:
                 raise Rejected(Verdict.SAME_TENSOR, "the output's storage is the previous call's (a "
                                "preallocated or constant output the next call overwrites)")
+            if i < len(prev_outs) and self._repeated(o, prev_outs[i], r, old):
+                raise Rejected(Verdict.STALE_RESULT, "the output is identical to the previous call's while the "
+                               "reference's changed beyond the tolerance (an answer kept across calls), whatever "
+                               "its error")
 
-    def _judge_values(self, o, r, old, errs) -> None:
-        """One floating-point output against the reference's: the reference's own non-finite values matched, then
-        every profile's tolerance by the output's tightest (harness/tolerance.py), the errors recorded in `errs`.
-        Beyond the run's profile but within a looser one, the numerics are noted and the checks go on (the pair is
-        timed for that profile); beyond every profile, `stale result` when it is `old` (the previous call's
-        reference output), else `wrong values`."""
+    @staticmethod
+    def _repeated(o, prev_o, r, old) -> bool:
+        """Whether `o` is bit for bit the previous call's output `prev_o` although the reference's output moved
+        from `old` to `r` by more than the strict tolerance."""
+        if not (isinstance(prev_o, torch.Tensor) and isinstance(old, torch.Tensor)) or prev_o.shape != o.shape \
+                or prev_o.dtype != o.dtype or old.shape != r.shape or not torch.equal(o, prev_o):
+            return False
+        tol = output_tolerance(r.dtype)
+        return not compare.closeness(old, r, tol, finite_only=not compare.all_finite(r))[2] <= tol
+
+    def _judge_values(self, o, r, old, errs, index: int = 0) -> None:
+        """One floating-point output (the `index`-th) against the reference's: the reference's own non-finite values
+        matched, then every profile's tolerance by the output's tightest (harness/tolerance.py) and, where the task's
+        probe found that tolerance accepting a trivial output (kernelbench/trivial.py: rule `scale`), the
+        scale-aware error too; the errors recorded in `errs`. Beyond the run's profile but within a looser one, the
+        numerics are noted and the checks go on (the pair is timed for that profile); beyond every profile, `stale
+        result` when it is `old` (the previous call's reference output), else `wrong values`."""
         ref_finite = compare.all_finite(r)
         if ref_finite and not compare.all_finite(o):
             raise Rejected(Verdict.NON_FINITE)
@@ -247,17 +273,31 @@ class JudgeMixin:
         if rel >= errs["max_rel_err"]:  # the tolerance beside the error is the one that error is judged by
             errs["max_rel_err"], errs["tolerance"] = rel, tol
         errs["tightest"] = math.nan if math.isnan(tightest) else max(errs["tightest"], tightest)
+        probes = getattr(self, "trivial_probes", None) or []
+        probe = probes[index] if index < len(probes) else None
+        rules = {p: probe.rule(output_tolerance(r.dtype, p)) if probe is not None else Rule.ALLCLOSE
+                 for p in PROFILES}
+        scale = scale_error(o, r) if Rule.SCALE in rules.values() else None
+        if scale is not None:
+            errs["scale_err"] = max(errs["scale_err"] or 0.0, scale) if not math.isnan(scale) else math.nan
+        ok = {p: passes(p, r.dtype, tightest) and (rules[p] is not Rule.SCALE or scale <= output_tolerance(r.dtype, p))
+              for p in PROFILES}
         for p in PROFILES:
-            errs["passes"][p] = errs["passes"][p] and passes(p, r.dtype, tightest)
-        if passes(profile, r.dtype, tightest):
+            errs["passes"][p] = errs["passes"][p] and ok[p]
+        if ok[profile]:
             return
-        failure = f"max abs error {max_abs:.3g} exceeds the {r.dtype} tolerance (atol=rtol={tol:g}" + \
-            (f", the {profile} profile)" if profile != "strict" else ")")
+        if passes(profile, r.dtype, tightest):  # within atol = rtol, which here would also accept a trivial output
+            failure = (f"scale-aware error max |o - r| / (|r| + rms(r)) = {scale:.3g} exceeds {tol:g}: atol=rtol="
+                       f"{tol:g} alone would also accept {' or '.join(probe.passing(tol, False))} on this task")
+        else:
+            failure = f"max abs error {max_abs:.3g} exceeds the {r.dtype} tolerance (atol=rtol={tol:g}" + \
+                (f", the {profile} profile)" if profile != "strict" else ")")
         if any(errs["passes"].values()):  # a looser profile passes: go on, so that it gets its times
             errs["numerics"] = errs["numerics"] or failure
             return
         if isinstance(old, torch.Tensor) and old.shape == o.shape and old.dtype == o.dtype \
-                and compare.allclose(o, old, tol, tol):
+                and (compare.allclose(o, old, tol, tol) if rules[profile] is not Rule.SCALE
+                     else scale_error(o, old) <= tol):
             raise Rejected(Verdict.STALE_RESULT, "the output is the previous call's answer (cached across calls by "
                            "pointer, id or a content fingerprint)")
         raise Rejected(Verdict.WRONG_VALUES, failure)

@@ -19,7 +19,6 @@ from kernelrl.kernelbench.requirements import environment_detail, missing_packag
 
 DEFAULT_BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
 MODE = "kb"
-MEMORY_MULTIPLE = 8.0  # the worker's own tensors stay under this many task footprints (inputs + reference output)
 
 
 @dataclass
@@ -38,7 +37,8 @@ class KBSettings:
     extensions_dir: str | None = None  # candidates' built extensions (kernelbench/build.py); None: the default
     compile_timeout_s: float = 600.0  # one candidate's extension build; also the hang watch while one loads
     build_jobs: int | None = None  # extension builds at once (None: one per core)
-    memory_multiple: float = MEMORY_MULTIPLE
+    memory_cap_gib: float | None = None  # the device memory the memory plan may count on, at most (kernelbench/
+    # memory_plan.py; e.g. 79 to evaluate as on an 80 GB card); None: what is free
     tolerance_profile: str = "strict"  # the profile that decides `verified` (harness.tolerance); both are reported
     build_on_device: bool = True  # models constructed under the device (weights initialised there), not the CPU
 
@@ -171,11 +171,12 @@ def task_result(name: str, records: list[dict], baselines=DEFAULT_BASELINES):
     profiles = next((r["profiles"] for r in cand if r.get("profiles")), None) or {}
     timed_us = next((r["candidate_us"] for r in cand if r.get("candidate_us")), None)
     base = {r["baseline"]: r["baseline_us"] for r in cand if r.get("baseline_us")}
+    task_says = next((r["task_verdicts"] for r in cand if r.get("task_verdicts")), None) or {}
     if not ok:
         if timed_us is None:
             base = {b: math.nan for b in baselines}
-        return TaskResult(name, None, base, reason or "", profiles, timed_us)
-    return TaskResult(name, timed_us, base, "", profiles, timed_us)
+        return TaskResult(name, None, base, reason or "", profiles, timed_us, task_says)
+    return TaskResult(name, timed_us, base, "", profiles, timed_us, task_says)
 
 
 def worker_main(conn, payload: dict):

@@ -58,13 +58,18 @@ class TimingMixin:
     def _time(self, tid, tmod, ref, cand, baselines, errs):
         s = self.s
         self.rounds_run = 0
-        # input sets in the pool: as asked, but together at most two footprints' worth of inputs
-        sets = max(1, min(s["input_sets"], int(2 * self.footprint // max(1, self.input_bytes))))
-        pool = [self._inputs(tmod, self.base_seed + 1000 + i, "task") for i in range(sets)]
+        # input sets in the pool: as the task's memory plan says (kernelbench/memory_plan.py: as asked, fewer or
+        # on the host where the device cannot hold them beside the rest)
+        plan = self.mem_plan
+        pool = [self._pool_set(tmod, self.base_seed + 1000 + i, plan.pool_on_host) for i in range(plan.input_sets)]
         fns, base_reasons = {}, {}
         k = 0
         self._untouched(tid, "before the baselines were prepared")  # the guards are captured afresh after it
         for b in baselines:
+            if b in plan.skipped_baselines:
+                base_reasons[b] = ("not timed: its static copies of the task's inputs and output do not fit beside "
+                                   "the checks' (memory plan)")
+                continue
             self.begin(tid, b, "prepare")
             try:
                 fn = self.baseline_fns.get(b)
@@ -89,8 +94,10 @@ class TimingMixin:
             for _ in range(max(1, s["warmup_calls"])):
                 self._cand_call(cand, self._fresh(pool, k), "warm-up")
                 k += 1
-        except Rejected as exc:
-            return {}, Rejected(Verdict.DURING_TIMING, str(exc)), base_reasons
+        except Rejected as exc:  # out of memory: the task's verdict where the reference runs out as well
+            exc = self._out_of_memory(tid, ref, pool[0], "warm-up", exc)
+            return {}, exc if exc.verdict is Verdict.TOO_LARGE else Rejected(Verdict.DURING_TIMING, str(exc)), \
+                base_reasons
         rounds = _PairRounds(self, tid, ref, cand, fns, pool, k, base_reasons, errs)
         try:
             settle = Settle(min_rounds=2, spread=s["settle_spread"], min_round_s=s["settle_round_s"]) \
@@ -100,6 +107,10 @@ class TimingMixin:
             self.rounds_run = len(samples["candidate"]) // max(1, s["calls_per_round"])
         except _CandidateRaised as exc:
             return {}, exc.verdict, base_reasons
+        except Rejected as exc:  # the reference of a checked call ran out of memory: the task's verdict
+            if exc.verdict is not Verdict.TOO_LARGE:
+                raise
+            return {}, exc, base_reasons
         reason = rounds.reason
         times = {}
         for name in fns:
@@ -150,7 +161,8 @@ class _PairRounds:
         xs = w._fresh(self.pool, self.k)
         self.k += 1
         is_cand = name == "candidate"
-        pristine = w._clone(xs) if is_cand else None  # for every candidate call, checked or not
+        # for every candidate call, checked or not; on the host where the memory plan says
+        pristine = (w._to_host(xs) if w.cuda and w.mem_plan.pristine_on_host else w._clone(xs)) if is_cand else None
         stage = getattr(self.fns[name], "stage", None)
         if stage:
             stage(xs)
@@ -176,7 +188,12 @@ class _PairRounds:
         w._unwatch(watched, "timing")
         if error is not None:
             w._probe_context(error)
-            raise _CandidateRaised(Rejected(Verdict.DURING_TIMING, f"exception: {_short(error)}"))
+            failed = Rejected(Verdict.EXCEPTION, _short(error))
+            error.__traceback__ = None  # the failed call's frames (and the memory they hold) go
+            failed = w._out_of_memory(self.tid, self.ref, pristine, "time", failed)
+            if failed.verdict is Verdict.TOO_LARGE:  # the reference runs out as well: not the candidate's verdict
+                raise failed
+            raise _CandidateRaised(Rejected(Verdict.DURING_TIMING, f"exception: {failed.detail}"))
         if rep in self.checks and self.reason is None:
             ref_in, ref_out = w._reference(self.tid, self.ref, pristine, "time")
             w.begin(self.tid, "candidate", "judge time")

@@ -55,6 +55,8 @@ GUARDED = [
     ("kernelrl.run.protocol", ("serve",), "harness patch"),
     ("kernelrl.harness.sandbox", ("written_paths", "writes_allowed"), "harness patch"),
     ("kernelrl.kernelbench.watch", ("written_paths", "writes_allowed"), "harness patch"),
+    ("kernelrl.kernelbench.task_guard.TaskSnapshot", ("changed",), "harness patch"),
+    ("kernelrl.kernelbench.trivial.OutputProbe", ("rule", "passing"), "harness patch"),
 ]
 FRAME_EVENTS = {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
                 "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"}
@@ -109,7 +111,9 @@ def _library_prefixes() -> tuple[str, ...]:
 
 # The worker's own modules: every global of each is guarded like the KBWorker class's attributes.
 HARNESS_MODULES = ("kernelrl.kernelbench.worker_process", "kernelrl.kernelbench.watch", "kernelrl.kernelbench.inputs",
-                   "kernelrl.kernelbench.judge", "kernelrl.kernelbench.timing", "kernelrl.kernelbench.pairs")
+                   "kernelrl.kernelbench.judge", "kernelrl.kernelbench.timing", "kernelrl.kernelbench.pairs",
+                   "kernelrl.kernelbench.memory_plan", "kernelrl.kernelbench.trivial",
+                   "kernelrl.kernelbench.task_guard")
 
 
 class WatchMixin:
@@ -159,6 +163,10 @@ class WatchMixin:
             why = ("; torch's own functions, which the reference and the baselines call in this process (a slower "
                    "one inflates the speedup)") if any(n in self.surface_labels for n in names) else ""
             return Verdict(key), f"{', '.join(names)} replaced {when}{why}"
+        task = self.task_snapshot.changed() if getattr(self, "task_snapshot", None) is not None else []
+        if task:
+            return Verdict.HARNESS_PATCH, (f"{'; '.join(task)[:400]} {when}: the reference and every input set come "
+                                           f"from the task's module")
         hooks = global_hooks()
         added = [f"{k} = {v} (was {self.hooks0.get(k)})" for k, v in hooks.items() if v != self.hooks0.get(k)]
         if added:

@@ -16,9 +16,14 @@ any other defence verdict the worker asks to be replaced too (`recycle`): a verd
 
 Before any pair runs, `run_pairs` builds every candidate's torch extensions (kernelrl/kernelbench/build.py), and the
 worker points torch's extension folder at the candidate's own, so importing only loads. Before a candidate loads,
-one reference call measures the task's footprint (an input set and the reference output); the worker keeps its own
-tensors under `memory_multiple` (8) footprints (held outputs, the timing pool, chunked comparisons) and a task that
-cannot fit gets `task too large` without running the candidate.
+one reference call measures the task's footprint (an input set and the reference output) and the memory plan
+(kernelbench/memory_plan.py) counts what each phase holds beside it (the copies, held outputs, the timing pool, the
+baselines' static copies, chunked comparisons): where that does not fit the device, copies move to the host and,
+only then, checks are reduced (fewer held outputs, fewer timing input sets, static baselines untimed), each named in
+the records' notes; a task that cannot fit even so gets `task too large` (what it needs, what is free) without
+running the candidate. An out-of-memory error of the reference's own call, or of the harness's copies, is `task too
+large` too; one of the candidate's call is its own verdict only where the reference's call fits beside the same
+copies.
 
 Records (harness.record.Record as plain dicts, one per (pair, baseline)): method "candidate", mode "kb", baseline,
 verified, reason, verdict (the key), max_abs_err, max_rel_err, tolerance (the one it was judged by), candidate_us,
@@ -94,10 +99,10 @@ from __future__ import annotations
 
 import importlib
 
-from kernelrl.kernelbench.pairs import (DEFAULT_BASELINES, MEMORY_MULTIPLE, MODE, KBSettings, KBTask, failed_record,
-                                        pair_verdict, progress_line, run_pairs, task_result, worker_main)
+from kernelrl.kernelbench.pairs import (DEFAULT_BASELINES, MODE, KBSettings, KBTask, failed_record, pair_verdict,
+                                        progress_line, run_pairs, task_result, worker_main)
 
-__all__ = ["DEFAULT_BASELINES", "MEMORY_MULTIPLE", "MODE", "REASONS", "KBSettings", "KBTask", "failed_record",
+__all__ = ["DEFAULT_BASELINES", "MODE", "REASONS", "KBSettings", "KBTask", "failed_record",
            "pair_verdict", "progress_line", "run_pairs", "task_result", "worker_main"]
 
 REASONS = {
@@ -135,6 +140,11 @@ REASONS = {
     "hidden work": "synchronized time far beyond the caller's stream's event time",
     "random reference": "the task's outputs differ on the same inputs even after the same seed: nothing to judge "
                         "a candidate against",
+    "input-independent reference": "the task's output (nearly) ignores its input: all zeros, one constant or the "
+                                   "output of other inputs passes its tolerance, even scale-aware; a verdict on the "
+                                   "task, out of fast_p",
+    "tolerance cannot tell": "under the run's tolerance profile a trivial output passes on this task, even "
+                             "scale-aware (a stricter profile can tell): not correct under it, out of its fast_p",
     "crash": "the worker died or the CUDA context broke",
     "hang": "no progress within the timeout",
 }

@@ -17,17 +17,21 @@ import torch
 
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.record import Record
-from kernelrl.harness.tolerance import output_tolerance
+from kernelrl.harness.tolerance import PROFILES, input_independent, output_tolerance
 from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
-from kernelrl.kernelbench.inputs import InputsMixin, _flatten
+from kernelrl.kernelbench import memory_plan
+from kernelrl.kernelbench.inputs import InputsMixin, _flatten, _storage, model_bytes, module_tensors, redraw_bytes
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
 from kernelrl.kernelbench.memguard import MemoryGuard
-from kernelrl.kernelbench.pairs import MEMORY_MULTIPLE, MODE
+from kernelrl.kernelbench.memory_plan import Footprint
+from kernelrl.kernelbench.pairs import MODE
 from kernelrl.kernelbench.tamper import static_tampering
+from kernelrl.kernelbench.task_guard import TaskSnapshot
 from kernelrl.kernelbench.tasks import load_module
+from kernelrl.kernelbench.trivial import ALTERNATIVES, alternative, probe, task_verdict
 from kernelrl.kernelbench.timing import TimingMixin
 from kernelrl.kernelbench.watch import Fatal, WatchMixin, _library_prefixes, _short
 from kernelrl.run.protocol import RECYCLE, serve
@@ -66,6 +70,13 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.task_reused = False  # whether this pair's task came from the cache (reported in `extra`)
         self.rounds_run = 0  # timed rounds the pair's timing ran (fewer than asked where they settled)
         self.baseline_fns: dict = {}  # the cached task's prepared baselines, by name
+        self.mem_plan = None  # the task's memory plan (kernelbench/memory_plan.py), kept with the task
+        self.mem_base = 0  # device bytes allocated when the plan measured what is free (the models, flush buffer)
+        self.spill_inputs = False  # `_inputs` returns host copies (the checks' pristine inputs, where the plan says)
+        self.trivial_probes: list = []  # the task's outputs' trivial alternatives (kernelbench/trivial.py)
+        self.task_verdicts: dict[str, str] = {}  # profile -> why the task cannot tell right from trivial there
+        self.trivial_audit: dict = {}  # profile -> alternative -> [within atol = rtol, judged correct]
+        self.task_snapshot = None  # the task module as loaded (task_guard.py)
 
     def start(self):
         self.torch = torch
@@ -131,6 +142,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
     def run_task(self, task: dict):
         tid, skip = task["id"], set(task.get("skip", ()))
         self.pair_notes = []
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()  # the pair's peak, beside its plan's (`_memory_report`)
         if "candidate" in skip or "reference" in skip:
             self.send("task", tid, [])  # the runner already reported this pair's verdict
             return
@@ -180,20 +193,35 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             self._report(tid, baselines, failure, {}, {})
             return self._after_pair(failure)
         errs = new_errors()
+        self.spill_inputs = self.mem_plan.pristine_on_host  # the checks' pristine inputs on the host (memory plan)
         try:
             self._check_class(cand, ref)
             self._verify(tid, tmod, ref, cand, errs)
+        except torch.OutOfMemoryError as exc:  # the harness's own copies: the task's verdict, not the candidate's
+            failure = self._too_large(exc, "the checks")
+            self._report(tid, baselines, failure, errs, {})
+            return self._after_pair(failure)
         except Rejected as exc:
             self._report(tid, baselines, exc, errs, {})
             return self._after_pair(exc)
+        finally:
+            self.spill_inputs = False
         self._free()
-        times, failure, base_reasons = self._time(tid, tmod, ref, cand, baselines, errs)
+        try:
+            times, failure, base_reasons = self._time(tid, tmod, ref, cand, baselines, errs)
+        except torch.OutOfMemoryError as exc:
+            times, failure, base_reasons = {}, self._too_large(exc, "the timing"), {}
         failure = failure or static
         numerics_only = failure is None and errs["numerics"] is not None
         if numerics_only:  # every check passed a looser profile: timed for it, not correct under this run's own
             looser = ", ".join(p for p, ok in errs["passes"].items() if ok)
             failure = Rejected(Verdict.WRONG_VALUES, f"{errs['numerics']}; within the {looser} profile's")
-        self._report(tid, baselines, failure, errs, times, base_reasons, timed=numerics_only or failure is None)
+        task_says = self.task_verdicts.get(self.s.get("tolerance_profile", "strict"))
+        timed = numerics_only or failure is None
+        if failure is None and task_says:  # every check passed, but this task cannot tell right from trivial
+            blind = Verdict.INPUT_INDEPENDENT if input_independent(self.task_verdicts) else Verdict.TOLERANCE_BLIND
+            failure = Rejected(blind, task_says)
+        self._report(tid, baselines, failure, errs, times, base_reasons, timed=timed)
         return self._after_pair(failure)
 
     def _task(self, tid, path: str):
@@ -204,9 +232,10 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.task_reused = self.task_cache is not None and self.task_cache[0] == key
         if self.task_reused:
             _, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s, self.seeded, \
-                self.task_notes = self.task_cache
+                self.task_notes, self.trivial_probes, self.task_verdicts, self.trivial_audit = self.task_cache
             return tmod, ref, too_large
-        self.task_cache, self.baseline_fns = None, {}  # the last task's, dropped before the next one loads
+        self.task_cache, self.task_snapshot = None, None  # the last task's, dropped before the next one loads
+        self._drop_baselines()
         self._free()
         tmod = load_module(path)
         init = list(tmod.get_init_inputs())
@@ -216,8 +245,12 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.sync()
         self.ref_settle_s = self.clocks.now() - t0  # the scale for the candidate's load (check_device_settled)
         too_large = self._measure_footprint(tid, tmod, ref)
+        self.trivial_probes, self.task_verdicts, self.trivial_audit = [], {}, {}
+        if too_large is None:
+            too_large = self._probe_trivial(tid, tmod, ref)
         self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s,
-                           self.seeded, self.task_notes)
+                           self.seeded, self.task_notes, self.trivial_probes, self.task_verdicts, self.trivial_audit)
+        self.task_snapshot = TaskSnapshot(tmod)  # compared after every stretch of candidate code (watch._tampered)
         return tmod, ref, too_large
 
     def _construct(self, cls, init: list, who: str, notes: list[str]):
@@ -240,6 +273,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
     def _after_pair(self, failure: Rejected | None):
         """Free the pair's memory; after a defence verdict ask for a fresh worker (what a cheat did to this
         process, it may have done in ways no check saw)."""
+        if self.mem_plan is not None and not self.mem_plan.keep_baselines:
+            self._drop_baselines()  # memory_plan: not kept beside the next pair's checks
         self._free()
         return RECYCLE if failure is not None and failure.verdict.category is Category.DEFENCE else None
 
@@ -250,18 +285,24 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
 
     def _measure_footprint(self, tid, tmod, ref) -> Rejected | None:
         """The task's footprint (one input set and the reference output), from one reference call before any
-        candidate code runs; the pair's verdict when the worker's bound on its own memory (a multiple of the
-        footprint, plus the reference's own temporaries) does not fit this device."""
+        candidate code runs, and its memory plan (kernelbench/memory_plan.py): what the worker holds in each phase
+        and, where the full plan does not fit this device, the spills and reductions that make it fit (named in
+        the records' notes). The pair's verdict when even every reduction does not fit."""
         torch = self.torch
         self.footprint = self.input_bytes = 0
         self.seeded = False
+        self.mem_plan = None
         self.begin(tid, "reference", "footprint")
+        draw_extra = temporaries = 0
         if self.cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
         try:
-            inputs = self._inputs(tmod, self.base_seed, "task")
+            inputs = self._inputs(tmod, self.base_seed, "task", host=False)
+            if self.cuda:  # get_inputs' own temporaries (a product of two draws), then the call's alone
+                draw_extra = max(0, torch.cuda.max_memory_allocated() - base - self._nbytes(inputs))
+                torch.cuda.reset_peak_memory_stats()
             out = self._call(ref, inputs)
             self.sync()
         except torch.OutOfMemoryError as exc:
@@ -272,9 +313,9 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         in_bytes, out_bytes = self._nbytes(inputs), self._nbytes(out)
         self.footprint = in_bytes + out_bytes
         self.input_bytes = in_bytes
-        temporaries = 0
         if self.cuda:
             temporaries = max(0, torch.cuda.max_memory_allocated() - base - self.footprint)
+        fp = Footprint(in_bytes, out_bytes, temporaries, max(draw_extra, redraw_bytes(inputs)), model_bytes(ref))
         try:
             random = self._random_reference(ref, inputs, out)
         except torch.OutOfMemoryError:  # no room for a second output: judged as a deterministic task
@@ -283,18 +324,136 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self._free()
         if random is not None:
             return random
+        s = self.s
+        checks = 3 + 2 * max(0, s["n_seeds"] - 1) + 2
         if not self.cuda:
+            self.mem_plan = memory_plan.full(fp, input_sets=s["input_sets"], baselines=tuple(s["baselines"]),
+                                             checks=checks)
             return None
-        need = self.s.get("memory_multiple", MEMORY_MULTIPLE) * self.footprint + temporaries
-        free, _total = torch.cuda.mem_get_info()
+        free, total = torch.cuda.mem_get_info()
+        used = total - free  # the context, the models, the flush buffer, other processes
         free += torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
-        if need > free:
-            multiple = self.s.get("memory_multiple", MEMORY_MULTIPLE)
-            return Rejected(
-                Verdict.TOO_LARGE, f"evaluating it needs about {need / 2**30:.1f} GiB ({multiple:g} x the "
-                f"{self.footprint / 2**30:.2f} GiB of one input set and the reference output, plus "
-                f"{temporaries / 2**30:.2f} GiB of the reference's temporaries); {free / 2**30:.1f} GiB are free")
+        if s.get("memory_cap_gib"):  # evaluate as on a card of this much memory (an 80 GB card's plan on a larger)
+            free = min(free, int(s["memory_cap_gib"] * memory_plan.GIB) - used)
+        self.mem_plan = memory_plan.plan(fp, free, memory_plan.host_available(), input_sets=s["input_sets"],
+                                         baselines=tuple(s["baselines"]), checks=checks)
+        self.mem_base = torch.cuda.memory_allocated()  # the models and the flush buffer: what `free` excludes
+        if not self.mem_plan.fits:
+            return Rejected(Verdict.TOO_LARGE, self.mem_plan.refusal())
+        if self.mem_plan.note():
+            self.task_notes.append(self.mem_plan.note())
         return None
+
+    def _memory_report(self) -> dict:
+        """The records' `memory`: the task's plan (its peak phase, the GiB it expected there with and without the
+        margin, what was free) beside the pair's own peak allocation above the models (CUDA only)."""
+        plan = self.mem_plan
+        if not (self.cuda and plan is not None and plan.phases):
+            return {}
+        gib = memory_plan.GIB
+        return {"plan_peak_gib": round(max(plan.phases.values()) / gib, 2), "plan_phase": plan.peak_phase,
+                "plan_need_gib": round(plan.need / gib, 2), "free_gib": round(plan.free / gib, 2),
+                "pair_peak_gib": round((torch.cuda.max_memory_allocated() - self.mem_base) / gib, 2)}
+
+    def _too_large(self, exc: BaseException, who: str) -> Rejected:
+        """`task too large` for an out-of-memory error of the reference's own call or the harness's copies (never
+        the candidate's verdict), with what the task's memory plan expected."""
+        plan = self.mem_plan
+        expected = (f"; its memory plan expected about {memory_plan.gib(plan.need)} GiB at its peak of "
+                    f"{memory_plan.gib(plan.free)} GiB free") if plan is not None and self.cuda else ""
+        return Rejected(Verdict.TOO_LARGE, f"{who} ran out of device memory at {self.current[2]} beside the "
+                                           f"harness's copies ({_short(exc)}){expected}")
+
+    def _out_of_memory(self, tid, ref, pristine, phase, exc: Rejected) -> Rejected:
+        """The verdict of a candidate call that failed with `exc`. Where it ran out of device memory, the
+        reference's own call runs on the same inputs beside the same copies: if it runs out too, the task is too
+        large for this device (not the candidate's verdict); if it fits, the candidate needs more than the
+        reference, and the verdict is its own."""
+        if not (self.cuda and exc.verdict is Verdict.EXCEPTION and "out of memory" in exc.detail.lower()):
+            return exc
+        exc.__traceback__ = None  # the failed call's frames (and the memory they hold) go
+        self._free()
+        try:
+            self._reference(tid, ref, pristine, f"{phase} (memory)")
+        except Rejected as too_large:
+            return too_large
+        self._free()
+        return Rejected(Verdict.EXCEPTION, f"{exc.detail} (the reference's own call fits beside the same copies)")
+
+    def _prev_reference(self, ref, ref_out):
+        """The previous check's reference output as the next check keeps it: on the host where the memory plan
+        says (`stale result` compares it in chunks), except tensors the reference model owns (a reference that
+        returns the same buffer every call: `same tensor every call` compares storages)."""
+        plan = self.mem_plan
+        if not (self.cuda and plan is not None and plan.prev_ref_on_host):
+            return ref_out
+        own = {_storage(t) for t in module_tensors(ref)}
+
+        def keep(x):
+            if isinstance(x, (tuple, list)):
+                return [keep(y) for y in x]
+            if isinstance(x, torch.Tensor) and x.device.type == "cuda" and _storage(x) not in own:
+                return x.to("cpu", copy=True)
+            return x
+        return keep(ref_out)
+
+    def _drop_baselines(self):
+        """Release the prepared baselines (their static copies); torch.compile's CUDA graph trees keep theirs in
+        a private pool until dynamo is reset."""
+        compiled = any(name.startswith("compile") for name in self.baseline_fns)
+        self.baseline_fns = {}
+        if compiled and self.cuda and "torch._dynamo" in sys.modules:
+            gc.collect()
+            sys.modules["torch._dynamo"].reset()
+
+    def _probe_trivial(self, tid, tmod, ref) -> Rejected | None:
+        """Before any candidate code runs: the reference's outputs on the task's inputs and on other inputs (another
+        seed, the task's distribution), and from them each output's trivial alternatives (kernelbench/trivial.py):
+        the rule each output is judged by under each profile, and the task's own verdict where even the
+        scale-aware error cannot tell right from trivial. The pair's verdict if the reference fails here."""
+        self.begin(tid, "reference", "trivial outputs")
+        outs = []
+        try:
+            for seed in (self.base_seed, self.base_seed + 1):
+                inputs = self._inputs(tmod, seed, "task")
+                if self.seeded:  # a random task: only the inputs differ
+                    self._manual_seed(self.base_seed)
+                outs.append(_flatten(self._call(ref, inputs)))
+                del inputs
+            self.sync()
+            self.trivial_probes = probe(*outs)
+            self.task_verdicts = task_verdict(self.trivial_probes)
+            self.trivial_audit = self._judge_trivial(*outs)
+        except torch.OutOfMemoryError as exc:
+            outs = None
+            self._free()
+            return Rejected(Verdict.TOO_LARGE, f"two reference outputs (the task's inputs and other inputs, to see "
+                                               f"what a trivial output would pass) do not fit: {_short(exc)}")
+        del outs
+        self._free()
+        return None
+
+    def _judge_trivial(self, refs: list, others: list) -> dict:
+        """The tolerance audit of this task: {profile: {alternative: [within atol = rtol alone, correct by this
+        judge]}}, each trivial output (zeros, a constant from other inputs' outputs, the output of other inputs)
+        judged by `_judge_values`, the code every candidate's outputs go through, with the task's own verdict."""
+        audit = {p: {} for p in PROFILES}
+        for name in ALTERNATIVES:
+            errs, within = new_errors(), {p: True for p in PROFILES}
+            for i, (r, other) in enumerate(zip(refs, others)):
+                if not (isinstance(r, torch.Tensor) and r.is_floating_point() and r.numel()):
+                    continue
+                alt = alternative(name, r, other)
+                for p in PROFILES:
+                    tol = output_tolerance(r.dtype, p)
+                    within[p] = within[p] and self.trivial_probes[i].alternatives[name].tightest <= tol
+                try:
+                    self._judge_values(alt, r, other, errs, i)
+                except Rejected:
+                    pass  # errs["passes"] already says which profiles it failed
+            for p in PROFILES:
+                audit[p][name] = [within[p], bool(errs["passes"][p]) and p not in self.task_verdicts]
+        return audit
 
     def _random_reference(self, ref, inputs, first) -> Rejected | None:
         """Whether the reference is random (dropout in training mode, random numbers in forward): a second call on
@@ -333,7 +492,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         reason, verdict, detail = (str(failure), failure.verdict.value, failure.detail) if failure is not None else \
             (None, None, None)
         cand_us = times.get("candidate") if timed else None
-        profiles = {p: bool(timed and cand_us is not None and ok) for p, ok in (errs.get("passes") or {}).items()}
+        profiles = {p: bool(timed and cand_us is not None and ok and p not in self.task_verdicts)
+                    for p, ok in (errs.get("passes") or {}).items()}
         records = []
         for b in baselines:
             base_us = times.get(b)
@@ -342,13 +502,16 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                 "candidate", MODE, verified=ok, reason=reason, verdict=verdict, detail=detail,
                 time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
                 extra={"task_reused": self.task_reused, "task_phase_s": phases, "rounds_run": self.rounds_run,
+                       **({"trivial_audit": self.trivial_audit} if self.trivial_audit else {}),
+                       **({"memory": memory} if (memory := self._memory_report()) else {}),
                        **({"notes": notes} if (notes := self.notes + self.task_notes + self.pair_notes) else {})},
                 baseline=b,
                 candidate_us=cand_us, baseline_us=base_us,
                 speedup=base_us / cand_us if base_us and cand_us else None,
                 max_abs_err=errs.get("max_abs_err"), tolerance=errs.get("tolerance"),
                 baseline_reason=(base_reasons or {}).get(b), profile=self.s.get("tolerance_profile", "strict"),
-                profiles=profiles or None, tightest_tolerance=errs.get("tightest") if profiles else None).to_dict())
+                profiles=profiles or None, tightest_tolerance=errs.get("tightest") if profiles else None,
+                task_verdicts=dict(self.task_verdicts) or None).to_dict())
         self.send("task", tid, records)
 
     def _call(self, model, inputs):

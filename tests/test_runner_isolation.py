@@ -102,6 +102,17 @@ def startup_error_worker(conn, payload):
     conn.send(("startup_error", "RuntimeError: no CUDA GPU visible to torch"))
 
 
+def sandbox_blocks_gpu_worker(conn, payload):
+    """A worker whose GPU cannot start while confined (CUDA's error 304 under Landlock, issue 43)."""
+    if not payload.get("unconfined_because"):
+        conn.send(("env", {"sandbox": "Landlock ABI 7: writes only beneath /tmp/x"}))
+        conn.send(("startup_error", "RuntimeError: no CUDA GPU visible to torch"))
+        return
+    conn.send(("env", {"sandbox": f"off (a confined worker could not start its GPU here: "
+                                  f"{payload['unconfined_because']})"}))
+    _serve(conn, payload, lambda *args: None)
+
+
 def early_exit_worker(conn, payload):
     _no_core_dumps()
     os._exit(7)
@@ -200,6 +211,16 @@ def test_a_slow_worker_start_up_is_not_judged_by_the_hang_timeout():
 def test_startup_error_raises_runner_error():
     with pytest.raises(RunnerError, match="no CUDA GPU visible"):
         run(startup_error_worker, n_tasks=1)
+
+
+def test_a_gpu_the_sandbox_keeps_from_starting_runs_unconfined_and_says_so(capsys):
+    _, got, envs = run(sandbox_blocks_gpu_worker, n_tasks=2)
+    assert all(r["verified"] for records in by_task_method(got).values() for r in records)
+    assert len(by_task_method(got)) == 2 * len(METHODS)
+    lines = [e["sandbox"] for e in envs if "sandbox" in e]
+    assert lines[0].startswith("Landlock") and lines[-1].startswith("off (a confined worker could not start its GPU "
+                                                                      "here: RuntimeError: no CUDA GPU visible")
+    assert "goes on with unconfined workers" in capsys.readouterr().err
 
 
 def test_death_before_any_method_raises_runner_error():

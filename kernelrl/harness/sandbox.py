@@ -180,12 +180,17 @@ def confine_writes(writable: list[str | Path]) -> Confinement:
     return Confinement(True, f"Landlock ABI {abi}: writes only beneath {', '.join(allowed)}")
 
 
-def confine_worker(scratch: str | Path, extra: list[str | Path] = ()) -> tuple[Confinement, list[Path]]:
+def confine_worker(scratch: str | Path, extra: list[str | Path] = (),
+                   unconfined_because: str | None = None) -> tuple[Confinement, list[Path]]:
     """A measuring process's confinement: temporary files in `scratch`, the caches, /dev (the GPU's device files,
     shared memory), its own threads' /proc entries and the workload's `extra` folders. (confinement, the folders it
-    allows)."""
+    allows). With `unconfined_because` (a confined worker of this run could not start its GPU: the runner's
+    fallback), the folders are only returned, for the Python-level refusal, and the line says why."""
     caches = cache_dirs()  # before TMPDIR moves: TorchInductor's default folder is under the old one
     folders = [use_scratch(scratch), *caches, Path("/dev"), own_threads_proc(), *map(Path, extra)]
+    if unconfined_because:
+        return Confinement(False, f"off (a confined worker could not start its GPU here: {unconfined_because})"), \
+            folders
     return confine_writes(folders), folders
 
 

@@ -35,7 +35,7 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[BaseException], ...] = 
     if tasks is None:  # a spare that was never needed
         return
     confinement, worker.writable = confine_worker(payload.get("scratch") or tempfile.mkdtemp(prefix="kernelrl-"),
-                                                  payload.get("writable") or [])
+                                                  payload.get("writable") or [], payload.get("unconfined_because"))
     conn.send(("env", {"sandbox": str(confinement)}))
     try:
         worker.start()

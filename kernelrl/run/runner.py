@@ -9,6 +9,7 @@ import multiprocessing as mp
 import secrets
 import shutil
 import signal
+import sys
 import tempfile
 import time
 import zlib
@@ -99,7 +100,8 @@ class LocalRunner(Runner, kind="local"):
             """(process, its message pipe, the pipe a spare's tasks go down or None)."""
             parent, child = ctx.Pipe(duplex=False)
             payload = {"tasks": tasks_left, "methods": methods, "settings": settings.to_dict(), "secret": secret,
-                       "lt_cache": dict(lt_cache), "scratch": scratch, "writable": writable}
+                       "lt_cache": dict(lt_cache), "scratch": scratch, "writable": writable,
+                       "unconfined_because": unconfined_because}
             receive = send = None
             if tasks_left is None:  # a hot spare: it waits for them (protocol.tasks_of)
                 receive, send = ctx.Pipe(duplex=False)
@@ -111,7 +113,7 @@ class LocalRunner(Runner, kind="local"):
                 receive.close()
             return proc, parent, send
 
-        restarts, spare = 0, None
+        restarts, spare, unconfined_because = 0, None, None
         try:
             while pending:
                 left = [t.to_payload() for t in pending.values()]
@@ -131,6 +133,16 @@ class LocalRunner(Runner, kind="local"):
                 parent.close()
                 if outcome == "done":
                     break
+                if outcome == "unconfined retry":  # the sandbox kept the GPU from starting: never a run that
+                    # cannot start; the next workers run without it, and say so (their env's `sandbox`)
+                    unconfined_because = culprit
+                    print(f"kernelrl: the GPU worker could not start under the worker sandbox ({culprit}); the run "
+                          f"goes on with unconfined workers (KERNELRL_SANDBOX=off does the same from the start)",
+                          file=sys.stderr, flush=True)
+                    if spare is not None:
+                        _kill(spare[0])
+                        spare = None
+                    continue
                 if outcome == "recycled":
                     continue
                 task_id, method, _phase = current
@@ -154,8 +166,9 @@ class LocalRunner(Runner, kind="local"):
     @staticmethod
     def _follow(proc, parent, pending, settings, on_records, lt_cache, on_lt_algo, on_env, on_progress) -> tuple:
         """Read one worker's messages until it is done, asks to be recycled, or fails: (outcome, what ran last,
-        the failure's Rejected or None); outcome is "done", "recycled" or "failed"."""
-        current = (None, None, None)
+        the failure's Rejected or None); outcome is "done", "recycled" or "failed", or "unconfined retry" (with the
+        start-up error as the third) when a worker confined by Landlock could not start."""
+        current, confined = (None, None, None), False
         while True:
             timeout = _phase_timeout(settings, current[2])
             if not parent.poll(timeout):
@@ -182,10 +195,13 @@ class LocalRunner(Runner, kind="local"):
                 if on_lt_algo:
                     on_lt_algo(msg[1])
             elif kind == "env":
+                confined = confined or str(msg[1].get("sandbox", "")).startswith("Landlock")
                 if on_env:
                     on_env(msg[1])
             elif kind == "startup_error":
                 _kill(proc)
+                if confined:
+                    return "unconfined retry", current, msg[1]
                 raise RunnerError(f"the GPU worker could not start: {msg[1]}")
             elif kind == "fatal":
                 proc.join(10)

@@ -10,7 +10,7 @@ import torch
 from kernelrl.harness.tolerance import input_independent
 from kernelrl.kernelbench.aggregate import profile_table
 from kernelrl.kernelbench.judge import JudgeMixin
-from kernelrl.kernelbench.trivial import Rule, alternative, probe_output, scale_error, task_verdict
+from kernelrl.kernelbench.trivial import Rule, alternative, probe_output, scale_error, task_verdict, with_noise
 from kernelrl.kernelbench.worker import KBSettings, run_pairs, task_result
 from tests.kb_helpers import pairs_in, task
 
@@ -59,6 +59,28 @@ def test_a_sigmoid_of_a_softmax_barely_depends_on_its_input():
     """sigmoid(softmax) is 0.5 plus about 4e-6: one constant passes even the scale-aware error."""
     ref, other = _refs(lambda x: torch.sigmoid(torch.softmax(x, dim=1)))
     assert probe_output(ref, other).rule(1e-2) is Rule.NONE
+
+
+def test_an_output_that_is_its_own_rounding_error_is_the_tasks_verdict():
+    """A group norm's mean is zero but for rounding: every trivial output passes atol = rtol, and the float32
+    reference differs from the float64 one by about its own size, so no scale-aware rule can judge it."""
+    def fn(x):
+        return torch.nn.functional.group_norm(x, 4).mean(dim=(1, 2))
+
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(8, 16, 512, generator=g) for _ in range(2)]
+    refs = [fn(x) for x in xs]
+    probes = with_noise([probe_output(*refs)], [refs[0]], [fn(xs[0].double())])
+    assert probes[0].noise > 1e-2 and probes[0].rule(1e-4) is Rule.NONE
+    verdicts = task_verdict(probes)
+    assert input_independent(verdicts) and "its own rounding error" in verdicts["strict"]
+
+
+def test_a_well_conditioned_output_is_not_its_own_rounding_error():
+    ref, other = _refs(lambda x: torch.softmax(x, dim=1))
+    x = torch.rand((4, WIDE), generator=torch.Generator().manual_seed(0))
+    (p,) = with_noise([probe_output(ref, other)], [ref], [torch.softmax(x.double(), dim=1)])
+    assert p.noise < 1e-5 and p.rule(1e-4) is Rule.SCALE
 
 
 def test_the_scale_aware_error_of_the_right_answer_is_its_rounding():

@@ -6,6 +6,7 @@ report. Candidate code runs only in this process, which the parent starts throug
 
 from __future__ import annotations
 
+import copy
 import gc
 import importlib
 import sys
@@ -23,7 +24,8 @@ from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench import memory_plan
-from kernelrl.kernelbench.inputs import InputsMixin, _flatten, _storage, model_bytes, module_tensors, redraw_bytes
+from kernelrl.kernelbench.inputs import (InputsMixin, _flatten, _storage, host_copy, model_bytes, module_tensors,
+                                         redraw_bytes)
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
 from kernelrl.kernelbench.memguard import MemoryGuard
 from kernelrl.kernelbench.memory_plan import Footprint
@@ -31,7 +33,8 @@ from kernelrl.kernelbench.pairs import MODE
 from kernelrl.kernelbench.tamper import static_tampering
 from kernelrl.kernelbench.task_guard import TaskSnapshot
 from kernelrl.kernelbench.tasks import load_module
-from kernelrl.kernelbench.trivial import ALTERNATIVES, alternative, probe, task_verdict
+from kernelrl.kernelbench.trivial import (ALTERNATIVES, alternative, needs_exact_reference, probe, task_verdict,
+                                          with_noise)
 from kernelrl.kernelbench.timing import TimingMixin
 from kernelrl.kernelbench.watch import Fatal, WatchMixin, _library_prefixes, _short
 from kernelrl.run.protocol import RECYCLE, serve
@@ -236,6 +239,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             return tmod, ref, too_large
         self.task_cache, self.task_snapshot = None, None  # the last task's, dropped before the next one loads
         self._drop_baselines()
+        self._release_pinned()
         self._free()
         tmod = load_module(path)
         init = list(tmod.get_init_inputs())
@@ -393,9 +397,20 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             if isinstance(x, (tuple, list)):
                 return [keep(y) for y in x]
             if isinstance(x, torch.Tensor) and x.device.type == "cuda" and _storage(x) not in own:
-                return x.to("cpu", copy=True)
+                return host_copy(x)
             return x
         return keep(ref_out)
+
+    def _release_pinned(self):
+        """Return the pinned host blocks torch cached for the last task's spilled copies (inputs.host_copy)."""
+        empty = getattr(torch._C, "_host_emptyCache", None) or \
+            getattr(getattr(torch, "accelerator", None), "empty_host_cache", None)
+        if self.cuda and empty is not None:
+            gc.collect()
+            try:
+                empty()
+            except RuntimeError:
+                pass
 
     def _drop_baselines(self):
         """Release the prepared baselines (their static copies); torch.compile's CUDA graph trees keep theirs in
@@ -422,6 +437,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                 del inputs
             self.sync()
             self.trivial_probes = probe(*outs)
+            if needs_exact_reference(self.trivial_probes):
+                self.trivial_probes = self._with_exact_reference(tmod, ref, outs[0])
             self.task_verdicts = task_verdict(self.trivial_probes)
             self.trivial_audit = self._judge_trivial(*outs)
         except torch.OutOfMemoryError as exc:
@@ -432,6 +449,24 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         del outs
         self._free()
         return None
+
+    def _with_exact_reference(self, tmod, ref, refs: list) -> list:
+        """The probes with the reference's own error against the same model and inputs in float64 (trivial.py
+        `with_noise`): where it exceeds a tolerance the output is rounding error around an exact value that does not
+        depend on the input. A model that cannot run in float64 keeps the probes as they were, with a note."""
+        try:
+            exact = copy.deepcopy(ref).double()
+            inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                      for x in self._inputs(tmod, self.base_seed, "task")]
+            if self.seeded:
+                self._manual_seed(self.base_seed)
+            exact_out = _flatten(self._call(exact, inputs))
+            self.sync()
+        except Exception as exc:  # an op without a float64 kernel, or no memory for it
+            self.task_notes.append(f"no float64 reference ({_short(exc)}): outputs that a trivial one passes are "
+                                   f"judged scale-aware against the float32 reference alone")
+            return self.trivial_probes
+        return with_noise(self.trivial_probes, refs, exact_out)
 
     def _judge_trivial(self, refs: list, others: list) -> dict:
         """The tolerance audit of this task: {profile: {alternative: [within atol = rtol alone, correct by this

@@ -2,9 +2,9 @@
 user can fix (kernelrl.errors.UserError) into one line and exit code 2, in one place.
 
 One module per command group: hgemm.py (bench, eval, record, tune, library), report.py (summarize, report),
-kernelbench.py (kb), evolve.py, train.py; ui.py holds the consoles and the bench job's progress. The groups that
-load torch (hgemm, evolve, train) are imported only when their command runs, so `kernelrl --help` and the
-torch-free commands start without it."""
+kernelbench.py (kb), evolve.py, train.py, doctor.py; ui.py holds the consoles and the bench job's progress. The
+groups that load torch (hgemm, evolve, train, doctor) are imported only when their command runs, so `kernelrl --help`
+and the torch-free commands start without it."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ def _run(args) -> int:
     if args.command == "train":
         from kernelrl.cli import train  # loads torch (kernelrl.train.config, pipeline, heldout)
         return train.cmd_train(args)
+    if args.command == "doctor":
+        from kernelrl.cli import doctor  # loads torch when it runs (the torch and GPU rows)
+        return doctor.cmd_doctor(args)
     if args.command == "summarize":
         return report.cmd_summarize(args)
     if args.command == "report":

@@ -253,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     evo.add_argument("--profile", default=None, metavar="SETS", help="Nsight Compute metrics for the best new "
                      "candidate of each generation: all, or some of time,dram,occupancy,l2,tensor,stalls")
     evo.add_argument("--rng-seed", type=int, default=None, help="seed of parent and inspiration sampling")
+    doc = sub.add_parser("doctor", help="what this machine offers (GPU, driver, nvcc, CUTLASS, ninja, sandbox ...), "
+                         "what each absence disables and what to do; exit code 1 where tune and bench cannot run")
+    doc.add_argument("--json", action="store_true", help="print the rows as JSON")
     tr = sub.add_parser("train", help="train a kernel-writing model: SFT, self-supervised rounds, GRPO "
                                       "(the evaluator as reward; pip install -e '.[rl]')")
     tr.add_argument("--config", default=None, help="YAML file: model, data, reward, evaluation, stages, budgets "

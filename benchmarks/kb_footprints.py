@@ -8,8 +8,8 @@ get_init_inputs(), the Model and its forward run on torch's meta device (a model
 values is built on the CPU and moved to meta). A torch function mode counts the bytes of the tensors each torch
 call returns until they are freed, so the reference's temporaries and get_inputs' own are the peak live bytes beyond
 the inputs and the output: an estimate (a kernel's internal workspace, a reduced loss's elementwise buffer, cuDNN's,
-is not seen); the worker measures the real ones, and its plan uses those. Where the forward fails on meta, the task's line says so and
-its plan counts the inputs alone."""
+is not seen); the worker measures the real ones, and its plan uses those. Where the forward fails on meta, the
+task's line says so and its plan counts the inputs alone."""
 
 from __future__ import annotations
 
@@ -207,7 +207,8 @@ def main(argv=None) -> int:
     old = [r for r in rows if 8 * r["fp"].total + r["fp"].temporaries > card - mp.DEVICE_OVERHEAD - r["fp"].weights]
     print(f"\non {args.card_gib:g} GiB: {len(rows) - len(refused)} of {len(rows)} tasks fit ({len(spilled)} with "
           f"spills only, {len(reduced)} with a reduced check), {len(refused)} too large; the former bound (8 x "
-          f"footprint + temporaries) refused {len(old)}" + (f"; {len(unknown)} not computed (above)" if unknown else ""))
+          f"footprint + temporaries) refused {len(old)}"
+          + (f"; {len(unknown)} not computed (above)" if unknown else ""))
     best = max(rows, key=lambda r: r["min_card"])
     best_full = max(rows, key=lambda r: r["full_card"])
     print(f"smallest card on which every task runs: {best['min_card'] / GIB:.1f} GiB usable, set by L{best['level']} "

@@ -48,6 +48,19 @@ def _pool_structure(x):
     return held[1]
 
 
+def host_copy(x):
+    """A copy of device tensor `x` in pinned host memory: copies both ways run at the link's speed (the H100 run's
+    pageable copies, fresh pages each time, took most of a 12 GiB task's 117 s), and torch caches the blocks, so the
+    next copy of the same size reuses them (`KBWorker._release_pinned` returns them between tasks). Pageable where
+    pinning fails or `x` is not contiguous."""
+    if x.is_contiguous():
+        try:
+            return torch.empty(x.shape, dtype=x.dtype, pin_memory=True).copy_(x)
+        except RuntimeError:
+            pass
+    return x.to("cpu", copy=True)
+
+
 def redraw_bytes(inputs) -> int:
     """The device bytes beside an input set while `_inputs` redraws its largest floating tensor uniformly: a float32
     buffer, a mask of its zeros, the cast to its dtype (and, for a symmetric matrix, the symmetrised buffer; on the
@@ -150,11 +163,10 @@ class InputsMixin:
         return [(x.clone() if x.device.type == device.type else x.to(device, copy=True))
                 if isinstance(x, torch.Tensor) else x for x in inputs]
 
-    def _to_host(self, inputs: list) -> list:
-        """A copy of device tensors in (pageable) host memory: freed as soon as dropped, unlike pinned blocks,
-        which torch caches in power-of-two sizes."""
-        return [x.to("cpu", copy=True) if isinstance(x, torch.Tensor) and x.device.type == "cuda" else x
-                for x in inputs]
+    @staticmethod
+    def _to_host(inputs: list) -> list:
+        """A copy of the device tensors in host memory (`host_copy`)."""
+        return [host_copy(x) if isinstance(x, torch.Tensor) and x.device.type == "cuda" else x for x in inputs]
 
     def _perturb(self, inputs: list, structures: list | None = None) -> None:
         """Set a few elements (secret positions) of each floating input to the tensor's max or min: in the

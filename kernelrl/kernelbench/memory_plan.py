@@ -28,8 +28,9 @@ check is reduced:
   the previous one, which `same tensor every call` needs), fewer timing input sets (`input_sets`, at least one; every
   call's inputs still differ by their secret perturbation), and last the baselines that keep static copies
   (`skipped_baselines`: cuda_graph, then compile_reduce_overhead) left untimed.
-Host copies are pageable (freed as soon as dropped; torch caches pinned blocks in power-of-two sizes), at most
-HOST_SHARE of the host's available memory. A task that does not fit with every reduction is refused
+Host copies are pinned (copies at the link's speed; pageable ones into fresh pages took most of a 12 GiB task's
+time on the H100), counted in the power-of-two blocks torch caches them in, at most HOST_SHARE of the host's
+available memory. A task that does not fit with every reduction is refused
 (`Plan.refusal`: one line with what it needs and what is free).
 
 The smallest card for a list of tasks (`smallest_card`): each task's least need over every combination the host can
@@ -183,6 +184,12 @@ def describe(fp: Footprint) -> str:
             f"reference's temporaries {gib(fp.temporaries)}")
 
 
+def pow2(n: int) -> int:
+    """The pinned block torch's host allocator takes for `n` bytes: the next power of two."""
+    n = int(n)
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def margin(peak: int) -> int:
     return int(peak * (1 + MARGIN_FRACTION)) + MARGIN_BYTES if peak else 0
 
@@ -228,13 +235,13 @@ def phases(p: Plan) -> tuple[dict, int]:
         # pristine copy and reference
         "timing": w + static + pool + 2 * i + dp + 2 * o + t + j,
     }
-    host = 0
+    host = 0  # pinned blocks, cached in power-of-two sizes
     if p.pristine_on_host:  # the last check's pristine and the next one's, or the timing call's
-        host += 2 * i
+        host += 2 * pow2(i)
     if p.prev_ref_on_host:
-        host += o
+        host += pow2(o)
     if p.pool_on_host:
-        host += p.input_sets * i
+        host += p.input_sets * pow2(i)
     return out, int(host)
 
 

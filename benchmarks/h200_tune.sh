@@ -3,7 +3,7 @@
 # and it goes on where it stopped. What it expects to find (both git-ignored, named in the run's carry list):
 #   .whl/nvidia_cutlass-*.whl      CUTLASS headers (see benchmarks/h200_next.sh)
 #   .carry/build-cache.tar.xz      optional: a build cache filled on a CPU machine, which spares the GPU machine the
-#                                  compiles:  kernelrl tune --build-only --shapes paper --arch sm_90a
+#                                  compiles:  kernelrl tune --build-only --out LIB --shapes paper --arch sm_90a
 #                                             tar -cJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE" build
 #   .carry/tune.db.xz              optional: the database of an earlier run (this script's $OUT/tune.db.xz), to resume
 # Environment: TUNE_MINUTES (budget, default 5), FAMILIES (default all), SHAPES (default paper), REFINE (a second

@@ -5,7 +5,8 @@
 Times, on the host clock and without synchronizing inside the loop, N calls of: the kernel through ctypes directly,
 kernelrl.hgemm (C++ fast path, kernelrl/library/fastpath.cpp, when it built), kernelrl.hgemm on the Python path,
 torch.ops.kernelrl.hgemm and torch.matmul. kernelrl.hgemm less the ctypes call is the dispatch overhead (an upper
-bound: ctypes' own argument conversion is part of the first row, not of the C++ path). (The GPU work queues behind; a tiny shape keeps the launch queue from filling for long.)"""
+bound: ctypes' own argument conversion is part of the first row, not of the C++ path). (The GPU work queues behind;
+a tiny shape keeps the launch queue from filling for long.)"""
 
 import argparse
 import time

@@ -10,7 +10,8 @@ cheats are rejected for their reasons and the broken reply is repaired once.
 The GPU machine has no `openai` package: carry it with its dependencies (git-ignored .whl, in the carry list),
     python3 -m pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d .whl openai
 and there, before running this:
-    python3 -m pip install -q --no-index --find-links .whl --target /tmp/site openai && export PYTHONPATH=/tmp/site:$PYTHONPATH"""
+    python3 -m pip install -q --no-index --find-links .whl --target /tmp/site openai
+    export PYTHONPATH=/tmp/site:$PYTHONPATH"""
 
 import sys
 from pathlib import Path

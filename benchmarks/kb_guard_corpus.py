@@ -18,6 +18,6 @@ if __name__ == "__main__":
              for n in ("oob_write.py", "recycled_memory.py", "returns_preallocated.py")]
     pairs += [(TASKS_DIR / n, CANDIDATES_DIR / n) for n in ("10_SwishPlusOne.py", "13_RMSNorm.py", "7_Softmax.py")]
     out = run_pairs([(str(t), str(c)) for t, c in pairs], KBSettings(device="cuda", baselines=("eager",), rounds=3))
-    for i, (t, c) in enumerate(pairs):
+    for i, (_t, c) in enumerate(pairs):
         ok, reason = pair_verdict(out[i])
         print(f"{c.parent.name}/{c.name}: {'correct' if ok else reason}")

@@ -173,9 +173,11 @@ def main(argv=None) -> int:
     rejected = sum(not r["verified"] for r in rows if r["expect"] == "rejected")
     speedups = [r["speedup"] for r in rows if r.get("speedup")]
     near = sum(0.95 <= s <= 1.05 for s in speedups)
+    run_env = environment.collect({"mode": "kb", "gpu": env.get("gpu"), "torch": env.get("torch"),
+                                   "cuda_runtime": env.get("cuda_runtime")})
     lines = [f"# KernelBench {args.what} through kernelrl's evaluator", "",
              f"- command: `python {' '.join(sys.argv)}`",
-             f"- environment: {environment.collect({'mode': 'kb', 'gpu': env.get('gpu'), 'torch': env.get('torch'), 'cuda_runtime': env.get('cuda_runtime')})}",
+             f"- environment: {run_env}",
              f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
              f"- pairs: {len(rows)}; correct where expected: {correct} of {expected}; rejected where expected: "
              f"{rejected} of {len(rows) - expected}",

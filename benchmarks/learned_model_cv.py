@@ -41,8 +41,9 @@ def main() -> None:
             if len(rows) < 3:
                 continue
             best = min(rows, key=lambda r: r[2])
+            # sorted() below calls the lambdas within this iteration, with this fold's `corr`
             for label, score in (("model", lambda r: predict_us(r[0], r[1])),
-                                 ("learned", lambda r: predict_us(r[0], r[1]) * corr.factor(r[0], r[1]))):
+                                 ("learned", lambda r: predict_us(r[0], r[1]) * corr.factor(r[0], r[1]))):  # noqa: B023
                 order = sorted(rows, key=score)
                 stats[label][size_class(rows[0][1].flops)].append(
                     (order[0][2] / best[2], order[0] is best, order.index(best) < 3))

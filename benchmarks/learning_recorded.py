@@ -4,8 +4,8 @@ all 40 live training shapes and for 200 GRPO steps, with plain prompts and with 
 
     python benchmarks/learning_recorded.py [OUT_DIR]   # default benchmarks/results/h200/learning/recorded
 
-Writes OUT_DIR/<run>_seed<N>/config.yaml, OUT_DIR/<run>_seed<N>/metrics.jsonl (one record per GRPO step), OUT_DIR/windows.json
-and OUT_DIR/curves.png; the runs themselves go to temporary folders."""
+Writes OUT_DIR/<run>_seed<N>/config.yaml, OUT_DIR/<run>_seed<N>/metrics.jsonl (one record per GRPO step),
+OUT_DIR/windows.json and OUT_DIR/curves.png; the runs themselves go to temporary folders."""
 
 import json
 import sys

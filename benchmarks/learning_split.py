@@ -3,8 +3,8 @@
 Held out: 10 small, 10 medium and 10 large paper shapes (large ones under 600 GFLOP, so a held-out run fits a
 device call). Training: the other paper shapes that a committed tune export measured (teacher data exists
 for them); the live run's SFT trains on a stratified 40 of them and its GRPO cycles 10 of those, the recorded (CPU)
-run on every one the replay table holds. Deterministic: `python benchmarks/learning_split.py` rewrites benchmarks/results/h200/learning/split.json
-byte-identical."""
+run on every one the replay table holds. Deterministic: `python benchmarks/learning_split.py` rewrites
+benchmarks/results/h200/learning/split.json byte-identical."""
 
 import csv
 import json

@@ -76,7 +76,7 @@ def main() -> None:
     args = ap.parse_args()
     teacher = json.loads(SPLIT.read_text())["teacher"]
     rows = {}
-    for shape, ms in measured_specs([ROOT / t for t in teacher], "fp32", args.baseline).items():
+    for _shape, ms in measured_specs([ROOT / t for t in teacher], "fp32", args.baseline).items():
         for m in ms:
             rows[(m.spec, m.shape, m.acc)] = {"spec": m.spec, "shape": m.shape, "acc": m.acc, "us": m.us,
                                               "baseline": m.baseline, "baseline_us": m.baseline_us, "verdict": "",

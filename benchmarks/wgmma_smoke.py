@@ -5,7 +5,8 @@ later shapes are then not tried).
 
     python benchmarks/wgmma_smoke.py --out wgmma_smoke.md [--points NAME ... | --clusters] [--shapes MxNxK ...]
 
-Exit status 0 only when every point matched on every shape it supports (a gate before spending time in `kernelrl bench`)."""
+Exit status 0 only when every point matched on every shape it supports (a gate before spending time in
+`kernelrl bench`)."""
 
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ def run_point(lib_path: str, layout: str, acc: str, shapes: list[str], queue, dt
             continue
         ref = a.float() @ b.float()
         diff = (c.float() - ref).abs().nan_to_num(1e9)
-        bad = diff > (0.04 if dtype_name == "bf16" else 0.02) * ref.abs() + 0.05 * (k ** 0.5) * (0.25 if acc == "fp32" else 1.0)
+        bad = diff > ((0.04 if dtype_name == "bf16" else 0.02) * ref.abs()
+                      + 0.05 * (k ** 0.5) * (0.25 if acc == "fp32" else 1.0))
         if bad.any():
             rows, cols = bad.nonzero(as_tuple=True)
             queue.put((shape, "wrong", f"{int(bad.sum())} of {m * n} wrong, max abs error {float(diff.max()):.3g}; "

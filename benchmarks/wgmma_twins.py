@@ -63,9 +63,10 @@ def report(times: dict, kind: str, names: dict[str, Variant]) -> list[str]:
     def twins(method: str) -> list[str]:
         return [t.name for t in twins_of(names.get(method), kind)]
 
-    lines = [f"| point | twin | shapes | twin time / point time (geomean) | point faster on |", "|---|---|---:|---:|---:|"]
+    lines = ["| point | twin | shapes | twin time / point time (geomean) | point faster on |",
+             "|---|---|---:|---:|---:|"]
     per_point: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for shape, methods in sorted(times.items()):
+    for _shape, methods in sorted(times.items()):
         for method, t in methods.items():
             present = [w for w in twins(method) if w in methods]
             if present:

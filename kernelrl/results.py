@@ -15,7 +15,8 @@ from kernelrl.harness.stats import geomean
 from kernelrl.workloads.hgemm import SIZE_CLASSES, size_class
 
 CSV_COLUMNS = ["m", "n", "k", "acc", "mode", "method", "time_us_median", "time_us_p10", "time_us_p90", "tflops",
-               "max_rel_err", "verified", "reason", "verdict", "cache", "qps", "samples", "gpu", "dispatch", "layout", "dtype"]
+               "max_rel_err", "verified", "reason", "verdict", "cache", "qps", "samples", "gpu", "dispatch", "layout",
+               "dtype"]
 # Best-of-layout baselines, as the paper compares against (its 'cuBLAS-max' and friends).
 COMBINED = {"cublas_best": ("cublas_nn", "cublas_tn"), "cublaslt_heur_best": ("cublaslt_heur_nn", "cublaslt_heur_tn"),
             "cublaslt_auto_best": ("cublaslt_auto_nn", "cublaslt_auto_tn")}

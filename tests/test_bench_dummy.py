@@ -75,7 +75,10 @@ def test_identical_second_run_resumes(tmp_path):
     first = bench(tmp_path, [path])
     second = bench(tmp_path, [path])
     assert (second.measured_tasks, second.resumed_tasks) == (0, 5)
-    key = lambda r: (r["m"], r["n"], r["k"], r["mode"], r["method"])
+
+    def key(r):
+        return r["m"], r["n"], r["k"], r["mode"], r["method"]
+
     assert sorted((key(r), r["time_us_median"]) for r in second.rows) == \
         sorted((key(r), r["time_us_median"]) for r in first.rows)
 

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from kernelrl.build import builder as builder_mod
 from kernelrl.build import toolchain as toolchain_mod
 from kernelrl.build.builder import BuildRequest, LocalBuilder
 from kernelrl.build.toolchain import Toolchain, ToolchainError, arch_flags

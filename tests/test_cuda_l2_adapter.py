@@ -50,7 +50,8 @@ void synthetic_launch(const half* a, const half* bt, half* c, int m, int n, int 
   auto BN = Int<64>{};
   auto BK = Int<16>{};
   dim3 grid(n / decltype(BN)::value, m / decltype(BM)::value);
-  synthetic_tile_kernel<decltype(BM)::value, decltype(BN)::value, decltype(BK)::value><<<grid, 128>>>(a, bt, c, m, n, k);
+  synthetic_tile_kernel<decltype(BM)::value, decltype(BN)::value, decltype(BK)::value><<<grid, 128>>>(a, bt, c,
+                                                                                                     m, n, k);
 }
 
 #define CHECK_HALF(T) \
@@ -90,7 +91,8 @@ def test_parse_synthetic_file(tmp_path):
 
 
 def test_parse_tiles_by_cuda_l2s_rule():
-    assert cuda_l2.extract_tiles("auto BM = Int<128>{};\n auto  BN=Int< 256 >{};\nauto BK = Int<32>{};") == (128, 256, 32)
+    assert cuda_l2.extract_tiles("auto BM = Int<128>{};\n auto  BN=Int< 256 >{};\n"
+                                 "auto BK = Int<32>{};") == (128, 256, 32)
     assert cuda_l2.extract_tiles("auto BM = Int<64>{};\nauto BM = Int<16>{};\nauto BN = Int<8>{};\n"
                                  "auto BK = Int<8>{};") == (16, 8, 8)  # the last line wins
     assert cuda_l2.extract_tiles("#define BN 64\n#define BK 64\n") is None  # their harness then pads nothing
@@ -162,13 +164,15 @@ def test_wrapper_has_the_entry_points_and_includes_the_file_last(tmp_path):
     assert "kr_exact = true" in source and "kr_shape_m = 256, kr_shape_n = 128, kr_shape_k = 64" in source
     assert "kr_exact = false" in wrapper_source(spec, any_shape=True)
     untimed = wrapper_source(spec, untimed_padding=True)
-    assert "#define KR_CL2_UNTIMED 1" in untimed and "int kernelrl_hgemm_stage(const __half* A, const __half* B," in untimed
+    assert "#define KR_CL2_UNTIMED 1" in untimed
+    assert "int kernelrl_hgemm_stage(const __half* A, const __half* B," in untimed
     assert "@@" not in source + untimed
     assert "const char* kernelrl_hgemm_b_layout(void)" in source and "constexpr bool kr_reads_b = false;" in source
     info = _info_from(source)
     assert info == {"acc": "fp32", "family": "cuda_l2",
-                    "params": {"BM": 32, "BN": 64, "BK": 16, "source": "256_128_64.cu", "function": "cuda_l2_synth_fp32",
-                               "declared_acc": "fp32", "mma": [], "shape": [256, 128, 64], "padding": "timed",
+                    "params": {"BM": 32, "BN": 64, "BK": 16, "source": "256_128_64.cu",
+                               "function": "cuda_l2_synth_fp32", "declared_acc": "fp32", "mma": [],
+                               "shape": [256, 128, 64], "padding": "timed",
                                "sha256": spec.sha256[:16], "device_syncs": 0, "torch_api": "shim",
                                "launch": "direct"}}
     assert _info_from(untimed)["params"]["padding"] == "untimed"

@@ -41,6 +41,7 @@ def test_the_pick_takes_each_class_s_share_and_is_the_same_for_the_same_seed(tmp
 
 def test_the_census_says_which_files_the_wrapper_puts_on_the_callers_stream(tmp_path):
     (tmp_path / "128_128_128.cu").write_text(FUNCTION.format("  k<<<1, 32>>>();"))
-    (tmp_path / "256_256_256.cu").write_text(FUNCTION.format("  cudaStream_t s; cudaStreamCreate(&s); k<<<1, 32, 0, s>>>();"))
+    (tmp_path / "256_256_256.cu").write_text(
+        FUNCTION.format("  cudaStream_t s; cudaStreamCreate(&s); k<<<1, 32, 0, s>>>();"))
     rows = {r["file"]: r for r in cuda_l2_census.census(tmp_path)}
     assert rows["128_128_128.cu"]["launch"] == "direct" and rows["256_256_256.cu"]["launch"] == "joined"

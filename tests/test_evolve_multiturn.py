@@ -49,6 +49,7 @@ def test_each_turn_is_counted_with_the_best_so_far(run):
     _, summary, evolver, target = run
     assert [r["turn"] for r in summary.turns] == [1, 2, 3]
     assert [r["verified"] for r in summary.turns] == [0, 1, 1]
-    assert summary.turns[0]["best_so_far"] is None and summary.turns[2]["best_so_far"] >= summary.turns[1]["best_so_far"]
+    assert summary.turns[0]["best_so_far"] is None
+    assert summary.turns[2]["best_so_far"] >= summary.turns[1]["best_so_far"]
     refined = [c for c in evolver.pop.all(target.key) if c.origin == "refine"]
     assert len(refined) == 2 and all(c.parent is not None for c in refined)

@@ -20,11 +20,11 @@ RAW = f'''==PROF== Connected to process 4242 (/usr/bin/python3.11)
 "0","4242","python3.11","gpu-node","void kr_wmma::zero_kernel(__half *, int)","1","7","(256, 1, 1)","(64, 1, 1)","0","9.0","0","0.85","2,112","0","0","45.20","0","0.12","0"
 "1","4242","python3.11","gpu-node","{GEMM}","1","7","(256, 1, 1)","(32, 32, 1)","0","9.0","100,663,296","41.27","1,234,567","78.45","62.10","12.37","1.02","3.41","0.57"
 ==PROF== Disconnected from process 4242
-'''
+'''  # noqa: E501 (verbatim ncu CSV rows)
 DETAILS = f'''"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
 "0","4242","python3.11","gpu-node","{GEMM}","1","7","(256, 1, 1)","(32, 32, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","1,234.57"
 "0","4242","python3.11","gpu-node","{GEMM}","1","7","(256, 1, 1)","(32, 32, 1)","0","9.0","Command line profiler metrics","lts__t_sector_hit_rate.pct","%","78.45"
-'''
+'''  # noqa: E501 (verbatim ncu CSV rows)
 
 
 def test_the_command_keeps_clocks_and_asks_for_the_raw_csv():

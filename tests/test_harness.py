@@ -240,7 +240,8 @@ def _run(tmp_path, pairs):
 
 @pytest.mark.parametrize("order", ["cheat first", "honest first"])
 def test_a_contaminating_cheat_does_not_change_an_honest_verdict(tmp_path, order):
-    pairs = [(TASK, CONTAMINATING), (TASK, HONEST)] if order == "cheat first" else [(TASK, HONEST), (TASK, CONTAMINATING)]
+    pairs = ([(TASK, CONTAMINATING), (TASK, HONEST)] if order == "cheat first"
+             else [(TASK, HONEST), (TASK, CONTAMINATING)])
     records = _run(tmp_path, pairs)
     verdicts = [pair_verdict(r) for r in records]
     honest = verdicts[1] if order == "cheat first" else verdicts[0]

@@ -43,7 +43,8 @@ def test_too_few_measurements_are_refused():
 def test_ranking_follows_the_correction():
     corr = Correction.fit(made_up_samples({"small": 50.0, "mma_sync": 1.0}))
     problem = GemmProblem(256, 512, 4096)
-    points = [*itertools.islice(SPACES["small"].points("fp32"), 40), *itertools.islice(SPACES["mma_sync"].points("fp32"), 40)]
+    points = [*itertools.islice(SPACES["small"].points("fp32"), 40),
+              *itertools.islice(SPACES["mma_sync"].points("fp32"), 40)]
     assert rank(points, problem)[0][1].family == "small"  # the model alone prefers small tiles here
     assert rank(points, problem, correction=corr)[0][1].family == "mma_sync"
 
@@ -89,4 +90,4 @@ def test_a_tuning_run_fits_once_from_the_file_it_is_given(tmp_path):
 def test_a_missing_measurements_file_is_one_clear_error(tmp_path):
     cfg = TuneConfig(problems=SHAPES, families=["small"], out=tmp_path / "lib", learn_from=str(tmp_path / "no.csv"))
     with pytest.raises(BenchError, match="no such file"):
-        cfg.correction
+        _ = cfg.correction

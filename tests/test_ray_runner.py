@@ -46,7 +46,8 @@ def test_bench_of_a_library_over_ray_matches_one_process(tmp_path, local_cluster
     def rows(**extra):
         cfg = BenchConfig(problems=parse_shapes("64x64x64,128x128x128"), modes=["device"], baselines=["torch"],
                           runner="dummy", library=tmp_path / "lib", **extra)
-        return sorted((r["m"], r["method"], r.get("dispatch"), r["time_us_median"]) for r in run_bench(cfg, NullUI()).rows)
+        return sorted((r["m"], r["method"], r.get("dispatch"), r["time_us_median"])
+                      for r in run_bench(cfg, NullUI()).rows)
 
     spread = rows(db_path=tmp_path / "b.db", ray_address="local")
     assert spread == rows(db_path=tmp_path / "a.db") and (64, "kernelrl", "toy") in {r[:3] for r in spread}

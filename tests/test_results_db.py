@@ -281,7 +281,10 @@ def test_csv_round_trip(tmp_path, made_up_rows):
     write_csv(made_up_rows, path)
     back = read_csv(path)
     assert len(back) == len(made_up_rows)
-    key = lambda r: (r["m"], r["method"])
+
+    def key(r):
+        return r["m"], r["method"]
+
     for original, read in zip(sorted(made_up_rows, key=key), sorted(back, key=key)):
         for col in ("m", "n", "k", "acc", "mode", "method", "verified"):
             assert read[col] == original[col], col

@@ -54,7 +54,7 @@ def test_grid_has_a_sane_number_of_valid_points(points):
 
 
 def test_every_valid_point_respects_the_hardware(points):
-    for acc, vs in points.items():
+    for _acc, vs in points.items():
         for v in vs:
             r = SPACE.resources(v)
             assert r["threads"] in (128, 256)
@@ -171,8 +171,8 @@ def test_rendered_source_has_the_contract_and_the_constants(variant):
     mma = "f16.f16.f16.f16" if variant.acc == "fp16" else "f32.f16.f16.f32"
     assert f"mma.sync.aligned.m16n8k16.row.col.{mma}" in src
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in src and "cp.async.cg.shared.global" in src
-    assert "#include" in src and not re.search(r"#include\s*[<\"](?!cooperative_groups\.h|cuda_fp16\.h|cuda_runtime\.h|stddef\.h|stdint\.h)",
-                                                src)
+    assert "#include" in src and not re.search(
+        r"#include\s*[<\"](?!cooperative_groups\.h|cuda_fp16\.h|cuda_runtime\.h|stddef\.h|stdint\.h)", src)
 
 
 def test_render_refuses_an_invalid_point():

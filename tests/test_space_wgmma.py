@@ -67,7 +67,7 @@ def test_both_layouts_and_both_accumulators_have_points(points):
 
 
 def test_every_valid_point_fits_the_hardware(points):
-    for acc, vs in points.items():
+    for _acc, vs in points.items():
         for v in vs:
             assert SPACE.smem_bytes(v) <= HOPPER["smem_per_block"], v.name
             assert SPACE.threads(v) in (256, 384), v.name

@@ -23,7 +23,8 @@ class _Service:
         self.reward, self.stats = RewardConfig(copies=copies), {}
 
     def score(self, items):
-        judged = Judgement("ok", objective="cublas_nn", shapes={"64x64x64": {"us": 10.0, "baselines": {"cublas_nn": 11.0}}})
+        judged = Judgement("ok", objective="cublas_nn",
+                           shapes={"64x64x64": {"us": 10.0, "baselines": {"cublas_nn": 11.0}}})
         return [RewardResult(1.1, "ok", None, speedup=1.1, judgement=judged) for _ in items]
 
 

@@ -839,7 +839,7 @@ def test_a_base_without_its_kernel_sources_is_one_clear_error(tmp_path):
     for f in (tmp_path / "lib" / "kernels").iterdir():
         f.unlink()
     with pytest.raises(BenchError, match="source .* is missing"):
-        TuneConfig(problems=[], families=["toy"], out=tmp_path / "x", base=tmp_path / "lib").base_library
+        _ = TuneConfig(problems=[], families=["toy"], out=tmp_path / "x", base=tmp_path / "lib").base_library
 
 
 def test_shapes_a_budget_left_keep_the_base_s_decision(tmp_path):

@@ -1,8 +1,9 @@
 """A third workload through the same skeleton (issue 27): a toy CPU operator, y = 2x, whose adapter is this file
 alone. It supplies only what differs (inputs, loading and calling a candidate, the reference, the check); the
 process, its protocol, the hang and crash watch, the background-thread check, the timed rounds and the restarts are
-kernelrl's (`harness.worker_base`, `harness.rounds`, `run.protocol`, `run.runner.LocalRunner`). Its check changes the inputs between timed calls, as the HGEMM and
-KernelBench workers do, so a candidate that caches its first answer is caught."""
+kernelrl's (`harness.worker_base`, `harness.rounds`, `run.protocol`, `run.runner.LocalRunner`). Its check changes
+the inputs between timed calls, as the HGEMM and KernelBench workers do, so a candidate that caches its first answer
+is caught."""
 
 from __future__ import annotations
 

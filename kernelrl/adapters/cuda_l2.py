@@ -14,7 +14,8 @@ stream. Inside kernelrl_hgemm it pads A and B into the workspace where the shape
 writes b_col_major there, calls the file's function on torch::from_blob views, and copies the valid M×N block into
 C when C was padded. A file that never reads `b` (845 of the 1000 released H100 files) is built to take B as N×K
 (`kernelrl_hgemm_b_layout` "nk": the caller's B^T, made outside the timed call as cuBLAS TN gets it), which is
-b_col_major's memory itself: no transpose kernel per call, and a copy only where the shape must be padded. The wrapper is compiled with `--default-stream per-thread`, so the file's default-stream
+b_col_major's memory itself: no transpose kernel per call, and a copy only where the shape must be padded. The
+wrapper is compiled with `--default-stream per-thread`, so the file's default-stream
 launches go to the per-thread stream; that stream is made torch's current stream for the call and joined to the
 caller's stream with events before and after, so the work is ordered on the given stream and CUDA graphs capture it.
 Those joins cost about 1.5 us a call on the H200 (benchmarks/results/h200/cuda_l2/wrapper_cost/), so where every
@@ -90,7 +91,8 @@ class CudaL2File:
     function: str                          # e.g. cuda_l2_h100_fp32
     gpu: str                               # the GPU the file was tuned on, from the function name
     declared_acc: str                      # the accumulator the function name claims
-    acc: str                               # the one the wrapper declares: fp16 if any MMA in the code accumulates in fp16
+    acc: str                               # the one the wrapper declares: fp16 if any MMA in the code accumulates
+                                           # in fp16
     acc_evidence: tuple[str, ...]          # the MMA instructions found, e.g. SM80_16x8x16_F32F16F16F32_TN
     tiles: tuple[int, int, int] | None     # (BM, BN, BK) by CUDA-L2's rule; None: the harness pads nothing
     shape: tuple[int, int, int] | None     # (M, N, K) from a file name like 1024_64_4096.cu

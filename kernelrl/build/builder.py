@@ -222,5 +222,5 @@ def _first_error(log: str) -> str:
     for line in log.splitlines():
         if "error" in line.lower():
             return line.strip()[:300]
-    lines = [l for l in log.splitlines() if l.strip()]
+    lines = [ln for ln in log.splitlines() if ln.strip()]
     return lines[-1].strip()[:300] if lines else "nvcc failed without output"

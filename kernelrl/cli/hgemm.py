@@ -35,7 +35,8 @@ def cmd_bench(args) -> int:
     """`kernelrl bench` and `kernelrl eval`."""
     shapes = args.shapes if args.command == "bench" else args.shape
     candidates = expand_candidates(args.candidates if args.command == "bench" else [args.file])
-    cfg = BenchConfig(problems=parse_shapes(shapes, acc=args.acc, layout=args.layout, dtype=args.dtype), modes=parse_modes(args.mode),
+    cfg = BenchConfig(problems=parse_shapes(shapes, acc=args.acc, layout=args.layout, dtype=args.dtype),
+                      modes=parse_modes(args.mode),
                       candidates=candidates, baselines=parse_baselines(args.baselines),
                       settings=RunSettings(cache=args.cache, qps=args.qps, rounds=args.rounds,
                                            hang_timeout_s=args.timeout),
@@ -72,7 +73,8 @@ def _print_eval(rows):
         t = r["time_us_median"]
         table.add_row(f"{r['m']}x{r['n']}x{r['k']}", r["mode"], r["method"], f"{t:.2f}" if t else "—",
                       f"{r['time_us_p10']:.2f}–{r['time_us_p90']:.2f}" if t else "",
-                      f"{r['tflops']:.1f}" if r["tflops"] else "", f"{r['max_rel_err']:.2e}" if r["max_rel_err"] else "",
+                      f"{r['tflops']:.1f}" if r["tflops"] else "",
+                      f"{r['max_rel_err']:.2e}" if r["max_rel_err"] else "",
                       "[green]verified[/]" if r["verified"] else f"[red]{r['reason']}[/]")
     console.print(table)
 

@@ -227,7 +227,8 @@ class Database:
                   for r in rows]
         columns = ("gpu, task, task_key, candidate, candidate_key, baseline, verified, reason, candidate_us, "
                    "baseline_us, speedup, max_abs_err, max_rel_err, baseline_reason, static, env, run_id, created, "
-                   "verdict, profile, profiles, tightest_tolerance, claimed_speedup, phase_s, rounds_run, task_verdicts")
+                   "verdict, profile, profiles, tightest_tolerance, claimed_speedup, phase_s, rounds_run, "
+                   "task_verdicts")
         with self.conn:
             self.conn.executemany(f"INSERT OR REPLACE INTO kb_results ({columns}) VALUES ({','.join('?' * 26)})",
                                   values)
@@ -265,7 +266,8 @@ def keyed_row(row: dict) -> dict:
 
 
 def _cache_of(mode: str, cache: str) -> str:
-    """Only device mode has a cache setting; host-timed modes store '-' so settings that don't apply don't split rows."""
+    """Only device mode has a cache setting; host-timed modes store '-' so settings that don't apply don't split
+    rows."""
     return cache if mode == "device" else "-"
 
 

@@ -34,8 +34,8 @@ class CopyMatch:
     key: object = None  # what that kernel was added under (a population id)
 
     def verdict(self) -> str:
-        return f"copy: {'a renamed ' if self.kind == 'renamed copy' else ''}copy of {self.of}, which was already shown" \
-               f" or proposed"
+        return f"copy: {'a renamed ' if self.kind == 'renamed copy' else ''}copy of {self.of}, which was already " \
+               f"shown or proposed"
 
 
 def _defined_python(source: str) -> set[str]:

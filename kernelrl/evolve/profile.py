@@ -104,10 +104,10 @@ def parse_ncu_csv(text: str) -> list[dict]:
     per metric, with Metric Name / Metric Unit / Metric Value columns). Lines before the header (==PROF==
     messages, the program's own output) are skipped."""
     lines = text.splitlines()
-    start = next((i for i, l in enumerate(lines) if l.startswith('"ID",')), None)
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
     if start is None:
         raise ProfileError("no ncu CSV in the output (no header line starting with \"ID\")")
-    rows = list(csv.reader(io.StringIO("\n".join(l for l in lines[start:] if not l.startswith("==")))))
+    rows = list(csv.reader(io.StringIO("\n".join(ln for ln in lines[start:] if not ln.startswith("==")))))
     header = rows[0]
     kernels: dict[str, dict] = {}
     if "Metric Name" in header:  # details page

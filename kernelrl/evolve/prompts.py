@@ -311,8 +311,8 @@ def _refined(messages, reply, code, fence, feedback, name, turn, turns) -> list[
 
 def compiler_errors(log: str, max_lines: int = MAX_ERROR_LINES) -> str:
     """The lines of a compiler log that matter: errors with a little context, at most `max_lines`."""
-    lines = [l.rstrip() for l in log.splitlines() if l.strip()]
-    keep = [i for i, l in enumerate(lines) if "error" in l.lower()]
+    lines = [ln.rstrip() for ln in log.splitlines() if ln.strip()]
+    keep = [i for i, ln in enumerate(lines) if "error" in ln.lower()]
     if not keep:
         return "\n".join(lines[-max_lines:])
     chosen: list[int] = []

@@ -85,8 +85,8 @@ def run_command(args, console) -> int:
         console.print(f"[dim]model {cfg.model} at {cfg.base_url}; budget: {args.budget_calls} calls"
                       + (f", {args.budget_tokens} tokens" if args.budget_tokens else "")
                       + (f", {args.budget_minutes:g} min" if args.budget_minutes else "")
-                      + (f"; prompts fitted to {cfg.context_tokens} tokens less max_tokens {cfg.max_tokens}, counted by "
-                         f"{cfg.tokenizer}" if cfg.context_tokens else "; prompts not fitted to a context "
+                      + (f"; prompts fitted to {cfg.context_tokens} tokens less max_tokens {cfg.max_tokens}, "
+                         f"counted by {cfg.tokenizer}" if cfg.context_tokens else "; prompts not fitted to a context "
                          "(--context-tokens)") + "[/]", highlight=False)
     hardware = detect()
     pop = Population(db)

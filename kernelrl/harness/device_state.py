@@ -103,7 +103,7 @@ class DeviceState:
     # -- putting back ------------------------------------------------------------------------------------------
     def restore(self, before: dict) -> None:
         now = self.snapshot()
-        for name, (get, put) in self.probes.items():
+        for name, (_get, put) in self.probes.items():
             if name in before and now.get(name) != before[name]:
                 try:
                     put(before[name])

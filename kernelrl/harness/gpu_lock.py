@@ -38,7 +38,8 @@ def visible_gpus(smi_lines: list[str] | None = None, visible: str | None = None)
     for entry in (e.strip() for e in visible.split(",")):
         if not entry:
             break  # CUDA stops at the first empty or invalid entry
-        found = [uuid for index, uuid in gpus if entry == index or (entry.startswith("GPU-") and uuid.startswith(entry))]
+        found = [uuid for index, uuid in gpus
+                 if entry == index or (entry.startswith("GPU-") and uuid.startswith(entry))]
         if not found:
             break
         chosen.append(found[0])

@@ -84,7 +84,8 @@ class Verdict(str, Enum):
     INHERITS_MODEL = "inherits Model"
     INTROSPECTION = "introspection"
     THREAD = "thread"
-    BACKGROUND_ACTIVITY = "background activity"  # threads or GPU work a candidate's load left running (harness/worker_base.py)
+    # threads or GPU work a candidate's load left running (harness/worker_base.py)
+    BACKGROUND_ACTIVITY = "background activity"
     TIMER_PATCH = "timer patch"
     HARNESS_PATCH = "harness patch"
     PRECISION = "precision"

@@ -35,7 +35,8 @@ MODES = ("device", "offline", "server")
 
 
 class NullUI:
-    """The progress interface of run_bench, silent: for library use and tests. RichUI (kernelrl/cli/ui.py) is the loud one."""
+    """The progress interface of run_bench, silent: for library use and tests. RichUI (kernelrl/cli/ui.py) is the
+    loud one."""
 
     def stage(self, text): pass
     def build_done(self, result): pass
@@ -52,7 +53,8 @@ def parse_modes(text: str) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
-        raise BenchError(f"unknown mode {', '.join(bad) or repr(text)}: use device, offline or server (comma-separated)")
+        raise BenchError(f"unknown mode {', '.join(bad) or repr(text)}: use device, offline or server "
+                         f"(comma-separated)")
     return list(dict.fromkeys(modes))
 
 

@@ -38,8 +38,8 @@ class JudgeMixin:
     def _check_class(cand, ref):
         for klass in type(cand).__mro__[1:]:
             if klass is type(ref) or klass.__name__ == "Model":
-                raise Rejected(Verdict.INHERITS_MODEL, f"ModelNew derives from {klass.__module__}.{klass.__name__} (the "
-                               f"reference is one super() call away)")
+                raise Rejected(Verdict.INHERITS_MODEL, f"ModelNew derives from {klass.__module__}.{klass.__name__} "
+                               f"(the reference is one super() call away)")
 
     def _reference(self, tid, ref, pristine, phase):
         """The reference's output on a clone of the pristine inputs (computed after the candidate's call). Where
@@ -223,8 +223,8 @@ class JudgeMixin:
                 as_int = {2: torch.int16, 4: torch.int32, 8: torch.int64}[o.element_size()]
                 unwritten = compare.count_pattern(o, r, as_int)
                 if unwritten:
-                    raise Rejected(Verdict.UNWRITTEN_OUTPUT, f"{unwritten} of {o.numel()} elements hold the pattern written "
-                                   f"to free memory before the call")
+                    raise Rejected(Verdict.UNWRITTEN_OUTPUT, f"{unwritten} of {o.numel()} elements hold the pattern "
+                                   f"written to free memory before the call")
             old = prev_refs[i] if i < len(prev_refs) else None
             self._judge_values(o, r, old, errs, i)
             if _storage(o) in prev_storages:

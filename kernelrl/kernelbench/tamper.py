@@ -94,6 +94,7 @@ def static_tampering(source: str, task_source: str) -> Rejected | None:
     findings = [f for f in scan(source, task_input_dtype(task_source)) if f.rule in STATIC_KEYS]
     if not findings:
         return None
-    key = STATIC_KEYS["timer-patch"] if any(f.rule == "timer-patch" for f in findings) else STATIC_KEYS[findings[0].rule]
+    key = (STATIC_KEYS["timer-patch"] if any(f.rule == "timer-patch" for f in findings)
+           else STATIC_KEYS[findings[0].rule])
     return Rejected(key, f"the source {findings[0].message} (line {findings[0].line}); the reference, the baselines "
                          f"and the timers share the candidate's process, so such a patch is never allowed")

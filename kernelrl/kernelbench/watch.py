@@ -291,7 +291,8 @@ class WatchMixin:
                         f"({'; '.join(dict.fromkeys(written))}); write temporary files under tempfile.gettempdir()")
         seen = [w for k, w in self.hits if k == "introspection"]
         if seen:
-            raise Fatal(Verdict.INTROSPECTION, f"the candidate's code used {'; '.join(dict.fromkeys(seen))} during {phase}")
+            raise Fatal(Verdict.INTROSPECTION,
+                        f"the candidate's code used {'; '.join(dict.fromkeys(seen))} during {phase}")
         self.rephase(resume)
 
     def _cand_call(self, cand, inputs, phase, trace=False, guard=None, sync=True):
@@ -341,8 +342,8 @@ class WatchMixin:
         if oob is not None:
             raise oob
         if self.caught:
-            raise Rejected(Verdict.REFERENCE_FALLBACK, f"{self.caught[0]} passed through the candidate's code and the call "
-                           f"still returned (try/except around its kernel)")
+            raise Rejected(Verdict.REFERENCE_FALLBACK, f"{self.caught[0]} passed through the candidate's code and the "
+                           f"call still returned (try/except around its kernel)")
         return out
 
     def _drop_guard(self, what, exc):

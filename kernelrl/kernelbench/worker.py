@@ -91,8 +91,8 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
   device-wide synchronize. Each round's last call and about a third of the others (at least one more per round,
   chosen with the run's secret; every call gets the same pristine copy of its inputs, checked or not, so the
   candidate cannot tell) are checked against the reference, computed after the call (`during timing: ...`):
-  counting calls, detecting warm-up or dropped outputs and cheating later is caught. Each round's last call is also timed with events on the
-  caller's stream: synchronized time well beyond the event time is `hidden work`.
+  counting calls, detecting warm-up or dropped outputs and cheating later is caught. Each round's last call is also
+  timed with events on the caller's stream: synchronized time well beyond the event time is `hidden work`.
 - Crashes (including sticky CUDA errors, probed after an exception) and hangs: `crash: ...`, `hang: ...`."""
 
 from __future__ import annotations

@@ -405,7 +405,9 @@ class Worker(ContentProbe, WorkerBase):
             for name in order:
                 self.begin(task_id, name, "time:device")
                 self._restore(sets)
-                event_us, wall_us = timed_replay(graphs[name], self.stream, lambda: self._sync(name, "time:device"))
+                # timed_replay calls the lambda before it returns, within this iteration: `name` is the current one.
+                event_us, wall_us = timed_replay(graphs[name], self.stream,
+                                                 lambda: self._sync(name, "time:device"))  # noqa: B023
                 ev_samples[name].append(event_us / calls_per_graph)
                 wall_samples[name].append(wall_us / calls_per_graph)
                 try:
@@ -518,7 +520,8 @@ def _records(problem: GemmProblem, modes, results: dict) -> list[dict]:
                 time_us_median=median, time_us_p10=t["p10"] if t else None, time_us_p90=t["p90"] if t else None,
                 samples=t["n"] if t else 0, tflops=problem.flops / (median * 1e6) if median else None,
                 max_rel_err=res["max_rel_err"] if not reason or t else None,
-                extra={**res["extra"], **{k: v for k, v in (t or {}).items() if k not in ("median", "p10", "p90", "n")}},
+                extra={**res["extra"],
+                       **{k: v for k, v in (t or {}).items() if k not in ("median", "p10", "p90", "n")}},
             ).to_dict())
     return out
 

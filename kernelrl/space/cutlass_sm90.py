@@ -207,7 +207,8 @@ class CutlassSm90Space(KernelSpace):
             return f"{stages} mainloop stage(s): the TMA mainloop needs at least 2"
         smem = self.smem_bytes(variant)
         if smem > SMEM_CAPACITY:
-            return over_shared_memory(f"shared memory ~{smem} B for {stages} stages exceeds {SMEM_CAPACITY} B (227 KB) per block")
+            return over_shared_memory(f"shared memory ~{smem} B for {stages} stages exceeds {SMEM_CAPACITY} B "
+                                      f"(227 KB) per block")
         # 6. Clusters: at most 8 CTAs is the portable Hopper limit, and the cluster must tile the grid; the
         #    schedulers round the grid up to whole clusters, so every (CM, CN) here is legal for every shape.
         cm, cn = self.cluster(variant)
@@ -531,7 +532,8 @@ static int status_to_error(cutlass::Status status) {
 
 # Explicit split-K: one line in make_arguments, only in the sources of points with splits > 1.
 SPLITS_ANCHOR = "    return args;\n}\n\n// A CUTLASS status"
-SPLITS_LINE = ("    // Explicit split-K: the stream-K scheduler's SplitK decomposition, K cut into {splits} units per tile.\n"
+SPLITS_LINE = ("    // Explicit split-K: the stream-K scheduler's SplitK decomposition, K cut into {splits} units per "
+               "tile.\n"
                "    args.scheduler.splits = {splits};\n")
 assert SPLITS_ANCHOR in BODY
 

@@ -136,7 +136,8 @@ def _predict(variant: Variant, problem: GemmProblem, machine: Machine) -> tuple[
     elif split > 1 and fixup:
         reduce_us = (2 * split * problem.m * problem.n * 4) / (machine.l2_tbps * 1e12) * 1e6
     elif split > 1:
-        reduce_us = (2 * split * problem.m * problem.n * 4 + problem.m * problem.n * 2) / (machine.hbm_tbps * 1e12) * 1e6
+        reduce_us = ((2 * split * problem.m * problem.n * 4 + problem.m * problem.n * 2)
+                     / (machine.hbm_tbps * 1e12) * 1e6)
     else:
         reduce_us = 0.0
     # Every CTA streams its A and B panels through L2: (BM + BN) × K halves per output tile. Multicast in a cluster

@@ -285,7 +285,8 @@ class WgmmaSpace(KernelSpace):
             "@ELEM@": "__nv_bfloat16" if p["dtype"] == "bf16" else "__half",
             "@ELEM2@": "__nv_bfloat162" if p["dtype"] == "bf16" else "__half2",
             "@PACK2@": "__floats2bfloat162_rn" if p["dtype"] == "bf16" else "__floats2half2_rn",
-            "@TMA_TYPE@": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" if p["dtype"] == "bf16" else "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+            "@TMA_TYPE@": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" if p["dtype"] == "bf16"
+                           else "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"),
             "@DTYPE@": p["dtype"], "@TMA_STORE@": "true" if p["epilogue"] == "tma" else "false",
             "@PDL@": "true" if p["pdl"] else "false", "@MAIN_PDL@": "true" if p["main_pdl"] else "false",
             "@CLUSTER_M@": str(cm), "@CLUSTER_N@": str(cn),

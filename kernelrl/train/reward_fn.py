@@ -21,7 +21,8 @@ from kernelrl.train.targets import TargetSpec, make_target
 def population_record(result: RewardResult) -> dict:
     """A judged completion in the population's terms: geomean speedup per baseline over shapes, per-shape times."""
     j = result.judgement
-    detail = {label: {"us": d.get("us"), "baselines": d.get("baselines") or {}} for label, d in (j.shapes or {}).items()}
+    detail = {label: {"us": d.get("us"), "baselines": d.get("baselines") or {}}
+              for label, d in (j.shapes or {}).items()}
     speedups = {}
     if result.ok:
         bases = {b for d in detail.values() for b in d["baselines"]}

@@ -111,7 +111,7 @@ def judge(spec: TargetSpec, codes: dict[str, str], ui=None) -> dict[str, Judgeme
         return judge_recorded(spec.recorded, spec.shapes, spec.acc, spec.objective or spec.baselines[0], codes)
     target = make_target(spec)
     pending = {name: _Pending(code) for name, code in codes.items()}
-    for name, p in pending.items():
+    for _name, p in pending.items():
         rejected = target.screen(p.code)
         if rejected is not None:
             p.judgement = Judgement("rejected", str(rejected), target.objective, code_chars=len(p.code),

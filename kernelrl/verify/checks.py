@@ -33,7 +33,8 @@ def tolerance(acc: str, k: int, dtype: str = "fp16") -> float:
 
 def ones_density(k: int) -> float:
     """Fraction of ones in 0/1 inputs. Every dot product is a count of at most 2048 (exact in fp16, and every partial
-    sum is exact in an fp16 accumulator) when the expected count stays near 1024: half ones up to K = 4096, fewer above."""
+    sum is exact in an fp16 accumulator) when the expected count stays near 1024: half ones up to K = 4096, fewer
+    above."""
     return 0.5 if k <= 4096 else math.sqrt(1024.0 / k)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from kernelrl.cli import kernelbench, report
+from kernelrl.cli import doctor, kernelbench, report
 from kernelrl.cli.parser import build_parser
 from kernelrl.cli.ui import err_console
 from kernelrl.errors import UserError
@@ -41,8 +41,7 @@ def _run(args) -> int:
     if args.command == "train":
         from kernelrl.cli import train  # loads torch (kernelrl.train.config, pipeline, heldout)
         return train.cmd_train(args)
-    if args.command == "doctor":
-        from kernelrl.cli import doctor  # loads torch when it runs (the torch and GPU rows)
+    if args.command == "doctor":  # loads torch only when it runs (the torch and GPU rows)
         return doctor.cmd_doctor(args)
     if args.command == "summarize":
         return report.cmd_summarize(args)

@@ -30,6 +30,7 @@ from rich.table import Table
 from kernelrl.build.toolchain import arch_flags, cutlass_include_dirs, find_nvcc
 from kernelrl.cli.ui import console
 from kernelrl.harness import sandbox
+from kernelrl.kernelbench import memory_plan as mp
 
 OK, MISSING, WARNING = "ok", "missing", "warning"
 GIB = 1 << 30
@@ -110,10 +111,9 @@ def gpu_info() -> GpuInfo:
     """GPU 0 through torch: queried only after torch.cuda.is_available(); any failure is `error`, never raised."""
     if _module("torch")[0] is False:
         return GpuInfo(False, error="torch is not installed")
-    try:
-        import torch
-    except Exception as exc:
-        return GpuInfo(False, error=f"torch does not import: {_last_line(str(exc))}")
+    torch, error = _import_torch()
+    if torch is None:
+        return GpuInfo(False, error=f"torch does not import: {error}")
     try:
         if not torch.cuda.is_available():
             if torch.version.cuda is None:
@@ -125,6 +125,16 @@ def gpu_info() -> GpuInfo:
                        int(free), torch.cuda.device_count())
     except Exception as exc:  # a broken driver: the runner would fail the same way
         return GpuInfo(False, error=f"CUDA fails to start: {_last_line(str(exc)) or type(exc).__name__}")
+
+
+def _import_torch():
+    """(the torch module, "") or (None, why it does not import): imported only when a row needs it, so that the
+    command's other rows work where torch is broken."""
+    try:
+        import torch
+    except Exception as exc:
+        return None, _last_line(str(exc))
+    return torch, ""
 
 
 def _last_line(text: str) -> str:
@@ -149,10 +159,9 @@ def check_torch() -> Row:
     if not installed:
         return Row("torch", MISSING, why, "nothing runs without torch: pip install torch (a CUDA build)",
                    required=True)
-    try:
-        import torch
-    except Exception as exc:
-        return Row("torch", MISSING, f"does not import: {_last_line(str(exc))}", "reinstall torch", required=True)
+    torch, error = _import_torch()
+    if torch is None:
+        return Row("torch", MISSING, f"does not import: {error}", "reinstall torch", required=True)
     if torch.version.cuda is None:
         return Row("torch", MISSING, f"{torch.__version__}, a CPU build (torch.version.cuda is None)",
                    "no GPU measurements with a CPU build: install a CUDA build (pip install torch --index-url "
@@ -324,7 +333,6 @@ def largest_level1_need() -> int | None:
     plan (kernelrl/kernelbench/memory_plan.py, pure arithmetic), with this host's memory for spills; None where the
     plan cannot say."""
     try:
-        from kernelrl.kernelbench import memory_plan as mp
         fp = mp.Footprint(4 * LARGEST_L1, 4 * LARGEST_L1, draw_extra=5 * LARGEST_L1)  # uniform redraw: f32 + mask
         return int(mp.smallest_card([fp], mp.host_available())[0])
     except Exception:  # the plan changed shape: say the sizes instead

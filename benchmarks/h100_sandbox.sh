@@ -46,10 +46,11 @@ if [[ $STEPS == *" fewshot "* ]]; then
 fi
 for level in level1 level2 level3; do
   if [[ $STEPS == *" $level "* ]]; then
+    part="${NUMBERS:+_${NUMBERS}}"  # NUMBERS=21-60: that part of the level, in its own files
     /usr/bin/time -f "$level: %e s" timeout "${LEVEL_LIMIT:-290}" python3 benchmarks/kb_public.py \
-        --kernelbench "${KB:-.carry/KernelBench}" --what "$level" --csv "$OUT/kb_${level}_reference.csv" \
-        > "$OUT/kb_${level}_reference.log" 2>&1
-    tail -n 14 "$OUT/kb_${level}_reference.log"
+        --kernelbench "${KB:-.carry/KernelBench}" --what "$level" ${NUMBERS:+--numbers "$NUMBERS"} \
+        --csv "$OUT/kb_${level}${part}_reference.csv" > "$OUT/kb_${level}${part}_reference.log" 2>&1
+    tail -n 14 "$OUT/kb_${level}${part}_reference.log"
   fi
 done
 if [[ $STEPS == *" tests "* ]]; then

@@ -53,9 +53,13 @@ def audit_rows(task: str, records: list[dict]) -> list[dict]:
             for p, by_output in audit.items() for name, (within, correct) in by_output.items()]
 
 
-def self_pairs(root: Path, level: str, work: Path, every: int = 1) -> list[tuple[Path, Path, str]]:
+def self_pairs(root: Path, level: str, work: Path, every: int = 1,
+               numbers: tuple[int, int] | None = None) -> list[tuple[Path, Path, str]]:
+    """Each task of `level` (every `every`th; with `numbers`, only tasks numbered first..last) against itself."""
     pairs = []
     tasks = sorted((root / "KernelBench" / level).glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))
+    if numbers is not None:
+        tasks = [t for t in tasks if numbers[0] <= int(t.stem.split("_")[0]) <= numbers[1]]
     for task in tasks[::every]:
         text = re.sub(r"\bModel\b", "ModelNew", task.read_text())
         cand = work / task.name
@@ -81,6 +85,9 @@ def main(argv=None) -> int:
     ap.add_argument("--kernelbench", required=True, help="a clone of github.com/ScalingIntelligence/KernelBench")
     ap.add_argument("--what", choices=("level1", "level2", "level3", "examples"), required=True)
     ap.add_argument("--every", type=int, default=1, help="a level's every Nth task only (default: all)")
+    ap.add_argument("--numbers", default=None, metavar="FIRST-LAST",
+                    help="only the level's tasks numbered FIRST to LAST (e.g. 21-60: a level split over device calls, "
+                         "each with its own --csv)")
     ap.add_argument("--csv", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=120.0)
@@ -89,7 +96,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     root = Path(args.kernelbench)
     work = Path(tempfile.mkdtemp(prefix="kb_public_"))
-    pairs = example_pairs(root) if args.what == "examples" else self_pairs(root, args.what, work, args.every)
+    numbers = None
+    if args.numbers:
+        try:
+            first, last = (int(x) for x in args.numbers.split("-"))
+        except ValueError:
+            print(f"kb_public: --numbers takes FIRST-LAST (e.g. 21-60), not {args.numbers!r}", file=sys.stderr)
+            return 2
+        numbers = (first, last)
+    pairs = example_pairs(root) if args.what == "examples" else \
+        self_pairs(root, args.what, work, args.every, numbers)
     if not pairs:
         print(f"kb_public: no {args.what} tasks under {root}: --kernelbench must be a KernelBench clone (with "
               f"KernelBench/level1..3 and src/kernelbench/prompts)", file=sys.stderr)

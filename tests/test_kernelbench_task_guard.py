@@ -7,6 +7,8 @@ import types
 import torch
 
 from kernelrl.kernelbench.task_guard import TaskSnapshot
+from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
+from tests.kb_helpers import pairs_in, task
 
 SOURCE = '''
 import torch
@@ -82,3 +84,49 @@ def test_swapped_code_is_seen_and_put_back():
     task.get_inputs.__code__ = (lambda: [torch.zeros(1)]).__code__
     assert snap.changed() == ["task module: get_inputs: its code or defaults replaced"]
     assert task.get_inputs.__code__ is original
+
+
+def test_compiling_the_reference_as_the_baselines_do_is_not_a_change():
+    """torch.compile's dynamo adds `__compiled_fn_...`-style globals to the module of the function it traces: the
+    harness's own compiled baselines, not the candidate's doing."""
+    task = _task()
+    snap = TaskSnapshot(task)
+    compiled = torch.compile(task.Model(), backend="eager")
+    compiled(*task.get_inputs())
+    assert any(n.startswith("__") and n not in ("__builtins__", "__name__", "__doc__") for n in vars(task))
+    assert snap.changed() == []
+
+
+def test_a_swapped_module_type_is_seen_and_put_back():
+    task = _task()
+    snap = TaskSnapshot(task)
+
+    class Shrunk(types.ModuleType):
+        def __getattribute__(self, name):
+            return (lambda: [torch.randn(2, 2)]) if name == "get_inputs" else super().__getattribute__(name)
+
+    task.__class__ = Shrunk
+    assert snap.changed() == ["task module: its type replaced"]
+    assert type(task) is types.ModuleType and task.get_inputs()[0].shape == (64, 128)
+
+
+def test_swapped_base_classes_are_seen_and_put_back():
+    task = _task()
+    snap, bases = TaskSnapshot(task), task.Model.__bases__
+
+    class Slow(torch.nn.Module):
+        pass
+
+    task.Model.__bases__ = (Slow,)
+    assert snap.changed() == ["task class Model: its base classes replaced"]
+    assert task.Model.__bases__ is bases
+
+
+def test_an_honest_pair_timed_beside_the_compiled_baseline_is_correct(tmp_path):
+    """Through the worker: the compiled baseline's dynamo globals in the task module are no candidate's change
+    (before the guard ignored them, every pair timed beside compile_default was `harness patch`)."""
+    pairs = pairs_in(tmp_path, task(), {"honest": "torch.tanh(x)"})
+    out = run_pairs(pairs, KBSettings(device="cpu", baselines=("eager", "compile_default"), rounds=2,
+                                      calls_per_round=2, hang_timeout_s=240.0))
+    assert pair_verdict(out[0]) == (True, None)
+    assert {r["baseline"] for r in out[0] if r.get("baseline_us")} == {"eager", "compile_default"}

@@ -30,17 +30,31 @@ def _value_copy(value):
     return _MISSING
 
 
+def _added_matters(name: str, owner) -> bool:
+    """Whether a name added to (or removed from) the task's module or a class of it can change what the task does.
+    On a class, every name (a `__call__` added to Model overrides nn.Module's). On the module, not those with a
+    leading double underscore: the task's code reads none it did not define (those are compared by identity), and
+    torch.compile's dynamo adds such globals to the module of every function it traces (`__compiled_fn_1_...`,
+    `__resume_at_...`, `__import_...`, `__builtins_dict___0`) when the harness prepares the compiled baselines."""
+    return isinstance(owner, type) or not name.startswith("__")
+
+
 class TaskSnapshot:
-    """The task module's names and its classes' attributes, by identity (and by value for small containers)."""
+    """The task module's names and its classes' attributes, by identity (and by value for small containers), the
+    module's type and each class's type and bases (a swapped `__class__` or `__bases__` changes lookups without
+    changing any name)."""
 
     def __init__(self, module: types.ModuleType):
+        self.types: list[tuple[object, str, object, object]] = [(module, "task module", type(module), None)]
         self.owners: list[tuple[object, str, frozenset]] = []
         self.entries: list[tuple[object, str, object, object, str]] = []
         self.code: list[tuple[types.FunctionType, tuple, str]] = []
         classes = [v for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__]
+        for c in classes:
+            self.types.append((c, f"task class {c.__qualname__}", type(c), c.__bases__))
         for owner, label in [(module, "task module"), *((c, f"task class {c.__qualname__}") for c in classes)]:
             names = {n: v for n, v in vars(owner).items() if n not in _VOLATILE}
-            self.owners.append((owner, label, frozenset(names)))
+            self.owners.append((owner, label, frozenset(n for n in names if _added_matters(n, owner))))
             for name, value in names.items():
                 saved = _MISSING if name.startswith("__") else _value_copy(value)  # __builtins__: by identity
                 self.entries.append((owner, name, value, saved, f"{label}: {name}"))
@@ -51,8 +65,15 @@ class TaskSnapshot:
     def changed(self) -> list[str]:
         """What differs from the snapshot, one phrase each; replaced values and code are put back."""
         out = []
+        for owner, label, kind, bases in self.types:
+            if type(owner) is not kind:
+                out.append(f"{label}: its type replaced")
+                _put_back(owner, "__class__", kind)
+            if bases is not None and owner.__bases__ is not bases:
+                out.append(f"{label}: its base classes replaced")
+                _put_back(owner, "__bases__", bases)
         for owner, label, names in self.owners:
-            now = frozenset(n for n in vars(owner) if n not in _VOLATILE)
+            now = frozenset(n for n in vars(owner) if n not in _VOLATILE and _added_matters(n, owner))
             if now != names:
                 out.append(f"{label}: names added or removed ({', '.join(sorted(now ^ names))[:200]})")
         for owner, name, value, saved, label in self.entries:

@@ -91,26 +91,25 @@ def _finite_real(t: torch.Tensor) -> torch.Tensor:
     return torch.view_as_real(t.resolve_conj()) if t.is_complex() else t
 
 
-def rms(ref: torch.Tensor) -> float:
-    """Root mean square of the finite elements (0 for none)."""
+def _finite_mean(ref: torch.Tensor, power: int) -> float:
+    """Mean of the finite elements raised to `power` (0 for none), in chunks."""
     total, count = 0.0, 0
     for (r,) in compare._chunks(_finite_real(ref)):
         r = r.double()
         finite = torch.isfinite(r)
-        total += float(r.masked_fill(~finite, 0.0).square().sum())
+        total += float(r.masked_fill(~finite, 0.0).pow(power).sum())
         count += int(finite.sum())
-    return math.sqrt(total / count) if count else 0.0
+    return total / count if count else 0.0
+
+
+def rms(ref: torch.Tensor) -> float:
+    """Root mean square of the finite elements (0 for none)."""
+    return math.sqrt(_finite_mean(ref, 2))
 
 
 def mean(ref: torch.Tensor) -> float:
     """Mean of the finite elements (0 for none)."""
-    total, count = 0.0, 0
-    for (r,) in compare._chunks(_finite_real(ref)):
-        r = r.double()
-        finite = torch.isfinite(r)
-        total += float(r.masked_fill(~finite, 0.0).sum())
-        count += int(finite.sum())
-    return total / count if count else 0.0
+    return _finite_mean(ref, 1)
 
 
 def scale_error(out: torch.Tensor, ref: torch.Tensor, ref_rms: float | None = None) -> float:

@@ -2,8 +2,8 @@
 
 The reference and every input set come from the task's module (its `Model`, `get_inputs` and the sizes they read),
 which sits in `sys.modules` in the same process as the candidate. A candidate that sets the module's `batch_size`
-smaller is timed on its own small inputs (measured: verified at 34 us instead of 1.2 ms); one that wraps
-`Model.forward` slows the reference and every baseline built from it (a 2.99x "speedup"); and the worker keeps the
+smaller is timed on its own small inputs; one that wraps `Model.forward` slows the reference and every baseline
+built from it (a "speedup" for nothing); and the worker keeps the
 task for the next pair, so the next candidate is measured on the changed task too. Every name of the module and of
 the classes it defines (their functions' code and defaults included, and containers' contents) is recorded when
 the task loads; a difference after candidate code ran is `harness patch`, the values are put back, and the worker

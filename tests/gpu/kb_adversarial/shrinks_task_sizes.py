@@ -1,7 +1,7 @@
 """Cheat: at import, finds the task's module in sys.modules and sets its sizes smaller: every input set the
 harness draws afterwards (checks, timing, the next pair's in the same worker) is small, and the candidate is timed
-on work that is not the task's (CUDA-L1's "hyperparameter manipulation", through the task itself). Measured before
-the guard: verified at 34 us instead of 1.2 ms.
+on work that is not the task's (CUDA-L1's "hyperparameter manipulation", through the task itself). Before the guard
+it was verified on the CPU worker and timed on the shrunk inputs.
 
 Caught by the task guard (kernelbench/task_guard.py): the task module's names are compared after the load.
 

@@ -1,7 +1,7 @@
 """Cheat: at import, wraps the task's own `Model.forward` (a class of the task's module, not a torch function, so
 no torch guard sees it) to run three times: the reference and every baseline built from it slow down, and an
-honest candidate reads a 3x "speedup" (measured before the guard: 2.99x, and 2.92x for the next honest pair in the
-same worker).
+honest candidate reads a 3x "speedup" (so it did before the guard, on the CPU worker, and so did the next honest
+pair in the same worker).
 
 Caught by the task guard (kernelrl/kernelbench/task_guard.py): the task class's attributes are compared after the
 load, put back, and the worker is replaced.

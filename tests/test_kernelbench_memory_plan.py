@@ -37,6 +37,25 @@ def test_a_12_gib_elementwise_task_fits_an_80_gb_card_with_named_spills():
         assert spill in note
 
 
+def test_timed_calls_keep_their_pristine_copy_on_the_device_where_the_timing_phase_has_room():
+    # the checks spill pristine copies, but timing holds less: its per-call copy stays on the device (no round trip
+    # over the link for each timed call), and the timing phase counts it
+    fp = Footprint(6 * GIB, 6 * GIB, temporaries=0, draw_extra=7.5 * GIB)
+    plan = mp.plan(fp, FREE_80GB, HOST)
+    assert plan.pristine_on_host and not plan.timing_pristine_on_host
+    assert mp.margin(plan.phases["timing"]) <= plan.free
+    assert "on the device while timing" in plan.note()
+
+
+def test_timed_calls_spill_their_pristine_copy_where_the_timing_phase_has_no_room():
+    # level 1's 2D average pooling: 16 GiB of inputs, a small output
+    fp = Footprint(16 * GIB, GIB // 8, temporaries=0, draw_extra=16 * GIB)
+    plan = mp.plan(fp, FREE_80GB, HOST)
+    assert plan.fits and plan.pristine_on_host and plan.timing_pristine_on_host
+    assert mp.margin(plan.phases["timing"] + fp.input_bytes) > plan.free
+    assert "on the device while timing" not in plan.note()
+
+
 def test_a_task_that_needs_a_reduced_check_says_which_and_keeps_the_rest():
     fp = Footprint(8 * GIB, 8 * GIB, draw_extra=10 * GIB)  # level 1's L1/L2 norms
     plan = mp.plan(fp, FREE_80GB, HOST)

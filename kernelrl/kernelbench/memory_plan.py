@@ -93,6 +93,10 @@ class Plan:
     prev_ref_on_host: bool = False
     pristine_on_host: bool = False
     pool_on_host: bool = False
+    # the timed calls' pristine copies on the host too (set by `_made`): only where the checks' are and the timing
+    # phase would not fit with one more input copy on the device (every candidate call gets one, checked or not,
+    # so a host copy there costs a round trip over the link per call)
+    timing_pristine_on_host: bool = False
     skipped_baselines: tuple[str, ...] = ()
     phases: dict = field(default_factory=dict, compare=False)  # phase -> device bytes at its peak
     host_need: int = 0
@@ -132,7 +136,8 @@ class Plan:
         if self.prev_ref_on_host:
             out.append("the previous check's reference output kept on the host")
         if self.pristine_on_host:
-            out.append("pristine input copies kept on the host (restored for the reference, compared in chunks)")
+            out.append("pristine input copies kept on the host (restored for the reference, compared in chunks)"
+                       + ("" if self.timing_pristine_on_host else " during the checks; on the device while timing"))
         if self.pool_on_host:
             out.append(f"the timing pool's {self.input_sets} input set(s) kept on the host (each call's inputs "
                        f"copied over)")
@@ -247,7 +252,10 @@ def phases(p: Plan) -> tuple[dict, int]:
 
 def _made(p: Plan) -> Plan:
     dev, host = phases(p)
-    return replace(p, phases=dev, host_need=host)
+    timing_on_host = p.pristine_on_host and margin(dev["timing"] + p.footprint.input_bytes) > p.free
+    if p.pristine_on_host and not timing_on_host:
+        dev["timing"] += p.footprint.input_bytes
+    return replace(p, phases=dev, host_need=host, timing_pristine_on_host=timing_on_host)
 
 
 def _cost(p: Plan) -> tuple:

@@ -162,7 +162,8 @@ class _PairRounds:
         self.k += 1
         is_cand = name == "candidate"
         # for every candidate call, checked or not; on the host where the memory plan says
-        pristine = (w._to_host(xs) if w.cuda and w.mem_plan.pristine_on_host else w._clone(xs)) if is_cand else None
+        pristine = (w._to_host(xs) if w.cuda and w.mem_plan.timing_pristine_on_host else w._clone(xs)) if is_cand \
+            else None
         stage = getattr(self.fns[name], "stage", None)
         if stage:
             stage(xs)

@@ -3,7 +3,9 @@ arm/disarm logic against a toy caching allocator over a CPU byte array (the real
 by tests/gpu/test_kernelbench_gpu.py: recycled_memory and oob_write)."""
 
 import pytest
+import torch
 
+from kernelrl.kernelbench import memguard
 from kernelrl.kernelbench.memguard import SMALL_SIZE, free_blocks, pluggable, subtract
 
 MB = 1 << 20
@@ -215,6 +217,12 @@ def test_a_comparison_with_no_device_memory_left_runs_on_the_host_and_says_so(to
         def __ne__(self, other):
             raise RuntimeError("CUDA out of memory")
 
+        def numel(self):
+            return self.t.numel()
+
+        def __getitem__(self, k):
+            return DeviceView(self.t[k])
+
         def cpu(self):
             return self.t
 
@@ -222,3 +230,12 @@ def test_a_comparison_with_no_device_memory_left_runs_on_the_host_and_says_so(to
     message = guard.disarm()
     assert message is not None and message.verdict.value == "out-of-bounds write"
     assert "on the host" in guard.note
+
+
+def test_changed_bytes_are_counted_a_step_at_a_time_with_the_same_answer(monkeypatch):
+    # a boolean count over a whole 256 MB region would make a 2 GB int64 temporary beside the poisoned memory
+    monkeypatch.setattr(memguard, "COUNT_STEP", 7)
+    view = torch.full((100,), memguard.POISON_BYTE, dtype=torch.uint8)
+    view[[0, 6, 7, 99]] = 3  # at a step's start and end, across a step boundary, in the last partial step
+    assert memguard._count_unpoisoned(view) == 4
+    assert memguard._count_unpoisoned(view[:0]) == 0

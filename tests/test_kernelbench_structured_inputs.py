@@ -88,3 +88,19 @@ def test_each_calls_fresh_inputs_keep_the_pool_sets_structure():
     for k in range(3):  # the structure is read from the pool's tensor once, and every call's clone keeps it
         (x,) = inputs._fresh([[tri]], k)
         assert not torch.equal(x, tri) and torch.equal(x, torch.triu(x))
+
+
+def test_structure_is_read_chunk_by_chunk_with_the_same_answer(monkeypatch):
+    # a whole-tensor count casts to int64 (32 GiB for level 1's 16 GiB pooling input on the H100): read in chunks
+    from kernelrl.harness import compare
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 50)
+    torch.manual_seed(2)
+    sym = torch.rand(6, 5, 5)
+    sym = (sym + sym.mT) / 2
+    assert _structure(sym) == (False, True)
+    late_zero = sym.clone()
+    late_zero[5, 4, 4] = 0  # on the diagonal, in the last chunk: still symmetric
+    assert _structure(late_zero) == (True, True)
+    late_asym = sym.clone()
+    late_asym[5, 0, 4] += 1  # only the last matrix breaks symmetry
+    assert _structure(late_asym) == (False, False)

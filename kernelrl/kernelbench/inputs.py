@@ -10,6 +10,8 @@ import weakref
 
 import torch
 
+from kernelrl.harness import compare
+
 PERTURBED = 8  # elements changed per floating input tensor in near-duplicate and timed inputs
 
 
@@ -27,9 +29,18 @@ def _structure(x) -> tuple[bool, bool]:
     """(whether the draw has exact zeros, whether its last two dims are a symmetric matrix): what a task's own draw
     promises beyond its range (torch.triu / torch.tril / masked inputs; (A + A.T) / 2), which a candidate may rely
     on as the task's text does, so the evaluator's other draws keep it (a zero stays zero, symmetry stays)."""
-    has_zeros = int(torch.count_nonzero(x)) < x.numel()
-    symmetric = x.dim() >= 2 and x.shape[-1] == x.shape[-2] > 1 and torch.equal(x, x.mT)
+    has_zeros = not compare.all_where(torch.all, x)  # in chunks: a whole-tensor count casts to int64 (8x)
+    symmetric = x.dim() >= 2 and x.shape[-1] == x.shape[-2] > 1 and _symmetric(x)
     return has_zeros, symmetric
+
+
+def _symmetric(x) -> bool:
+    """Whether every matrix of `x`'s last two dims equals its transpose, a block of matrices at a time (torch.equal
+    over the whole tensor makes a boolean temporary of its size)."""
+    n = x.shape[-1]
+    mats = x.reshape(-1, n, n)
+    step = max(1, compare.CHUNK_ELEMENTS // (n * n))
+    return all(torch.equal(m, m.mT) for m in mats.split(step))
 
 
 _POOL_STRUCTURES: dict[int, tuple] = {}  # id(pool tensor) -> (weak reference to it, its _structure)

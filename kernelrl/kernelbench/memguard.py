@@ -77,6 +77,15 @@ def pluggable(blocks: list[tuple[int, int, str]]) -> list[int]:
                   if (pool == "small" and size <= SMALL_SIZE) or (pool != "small" and size > SMALL_SIZE))
 
 
+COUNT_STEP = 32 << 20  # bytes counted a pass: a boolean count casts to int64, 8 bytes an element (256 MB here)
+
+
+def _count_unpoisoned(view) -> int:
+    """Bytes of a uint8 view that differ from the poison, counted COUNT_STEP at a time (one pass over a 256 MB
+    region would make a 2 GB int64 temporary)."""
+    return sum(int((view[i:i + COUNT_STEP] != POISON_BYTE).sum()) for i in range(0, view.numel(), COUNT_STEP))
+
+
 class _Raw:
     """A raw device range seen as a uint8 tensor through the CUDA array interface (no allocation, no copy)."""
 
@@ -154,12 +163,12 @@ class MemoryGuard:
         candidate). Where no memory is left for them, on the host (the same answer, about 1 s per GB slower)."""
         plugs = self._plug_everything()
         try:
-            return sum(int((self._view(start, size) != POISON_BYTE).sum()) for start, size in regions)
+            return sum(_count_unpoisoned(self._view(start, size)) for start, size in regions)
         except RuntimeError:  # out of memory for the temporaries
             del plugs
             self.note = ("out-of-bounds comparison on the host: no device memory was left for its temporaries (the "
                          "same answer, slower)")
-            return sum(int((self._view(start, size).cpu() != POISON_BYTE).sum()) for start, size in regions)
+            return sum(_count_unpoisoned(self._view(start, size).cpu()) for start, size in regions)
 
     def disarm(self) -> Rejected | None:
         """Release the plugs; with `check`, the out-of-bounds verdict (None when the poison is intact)."""

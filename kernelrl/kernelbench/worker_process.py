@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import gc
 import importlib
+import re
 import sys
 import time
 import zlib
@@ -50,6 +51,15 @@ def _load_verdict(exc: BaseException) -> Rejected:
         return Rejected(Verdict.ENVIRONMENT, f"the candidate imports {exc.name!r}, which this environment does not "
                                              f"have: install it where the evaluation runs, or leave it out")
     return Rejected(Verdict.EXCEPTION, _short(exc))
+
+
+def _allocator_state(exc: BaseException) -> str:
+    """What PyTorch's out-of-memory message says the allocator held (cut from `_short`'s first 200 characters):
+    live tensors against blocks cached but unallocated, which tells a plan that counted too little from a
+    fragmented cache."""
+    found = re.search(r"([\d.]+ \w?iB) is allocated by PyTorch, and ([\d.]+ \w?iB) is reserved by PyTorch but "
+                      r"unallocated", str(exc))
+    return f"; {found[1]} allocated, {found[2]} cached but unallocated" if found else ""
 
 
 class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
@@ -366,7 +376,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         expected = (f"; its memory plan expected about {memory_plan.gib(plan.need)} GiB at its peak of "
                     f"{memory_plan.gib(plan.free)} GiB free") if plan is not None and self.cuda else ""
         return Rejected(Verdict.TOO_LARGE, f"{who} ran out of device memory at {self.current[2]} beside the "
-                                           f"harness's copies ({_short(exc)}){expected}")
+                                           f"harness's copies ({_short(exc)}{_allocator_state(exc)}){expected}")
 
     def _out_of_memory(self, tid, ref, pristine, phase, exc: Rejected) -> Rejected:
         """The verdict of a candidate call that failed with `exc`. Where it ran out of device memory, the

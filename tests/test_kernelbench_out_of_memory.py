@@ -1,0 +1,82 @@
+"""Whose verdict an out-of-memory error is (kernelrl/kernelbench/worker_process.py `_out_of_memory`, judge.py's
+checks), on the CPU with a stand-in worker that claims CUDA: the candidate's only where the reference's own call
+fits beside the same copies, else the task's (`task too large`); the stream-order check routes its candidate call
+through the same rule (the H100 run's 96_HuberLoss got `exception` there, for the reference's own size)."""
+
+import pytest
+import torch
+
+from kernelrl.harness.verdicts import Rejected, Verdict
+from kernelrl.kernelbench import memory_plan
+from kernelrl.kernelbench.judge import JudgeMixin
+from kernelrl.kernelbench.worker_process import KBWorker, _allocator_state
+
+OOM = ("CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.18 GiB of which 2.22 GiB "
+       "is free. Including non-PyTorch memory, this process has 76.95 GiB memory in use. Of the allocated memory "
+       "60.10 GiB is allocated by PyTorch, and 16.02 GiB is reserved by PyTorch but unallocated.")
+
+
+class StandIn(JudgeMixin):
+    """The checks' collaborators, no device: the candidate's call runs out of memory; the reference's fits or not."""
+
+    cuda = True
+    mem_plan = None
+    base_seed = 0
+    _out_of_memory = KBWorker._out_of_memory
+
+    def __init__(self, reference_fits: bool):
+        self.reference_fits, self.freed = reference_fits, 0
+
+    def _inputs(self, tmod, seed, dist):
+        return [torch.ones(4)]
+
+    def _clone(self, xs):
+        return [x.clone() for x in xs]
+
+    def sync(self):
+        pass
+
+    def begin(self, *args):
+        pass
+
+    def _free(self):
+        self.freed += 1
+
+    def _cand_call(self, cand, xs, phase, **kwargs):
+        raise Rejected(Verdict.EXCEPTION, f"OutOfMemoryError: {OOM[:150]}")
+
+    def _reference(self, tid, ref, pristine, phase):
+        if not self.reference_fits:
+            raise Rejected(Verdict.TOO_LARGE, f"the reference's own call ran out of device memory at {phase}")
+        return self._clone(pristine), torch.ones(4)
+
+
+@pytest.fixture(autouse=True)
+def no_spin(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)
+
+
+def test_stream_order_out_of_memory_is_the_tasks_where_the_reference_runs_out_too():
+    with pytest.raises(Rejected) as caught:
+        StandIn(reference_fits=False)._check_stream_order(0, None, None, None)
+    assert caught.value.verdict is Verdict.TOO_LARGE and "stream order (memory)" in caught.value.detail
+
+
+def test_stream_order_out_of_memory_is_the_candidates_where_the_reference_fits():
+    with pytest.raises(Rejected) as caught:
+        StandIn(reference_fits=True)._check_stream_order(0, None, None, None)
+    assert caught.value.verdict is Verdict.EXCEPTION
+    assert "the reference's own call fits beside the same copies" in caught.value.detail
+
+
+def test_an_out_of_memory_line_keeps_what_the_allocator_held():
+    assert _allocator_state(RuntimeError(OOM)) == "; 60.10 GiB allocated, 16.02 GiB cached but unallocated"
+    assert _allocator_state(RuntimeError("CUDA error: an illegal memory access")) == ""
+
+
+@pytest.mark.parametrize("input_gib, released", [(4, True), (0, False)])
+def test_a_large_tasks_cache_is_released_before_checks_of_another_size(input_gib, released):
+    worker = StandIn(reference_fits=True)
+    worker.mem_plan = memory_plan.full(memory_plan.Footprint(input_gib * memory_plan.GIB, 4 * memory_plan.MIB))
+    worker._release_cached()
+    assert worker.freed == (1 if released else 0)

@@ -171,3 +171,27 @@ def test_an_honest_candidate_of_an_input_independent_task_carries_the_tasks_verd
 def test_an_input_independent_task_is_left_out_of_fast_p(zero_task):
     rows = profile_table([task_result("zero", zero_task)], "eager")
     assert all(r["tasks"] == 0 and r["excluded"] == 1 for r in rows)
+
+
+@pytest.fixture(scope="module")
+def argmax_task(tmp_path_factory):
+    # integer outputs are judged by equality: the audit must say so too (the H100 run's audit had level 1's
+    # 51_Argmax and 52_Argmin accepting every trivial output, because it judged floating outputs only)
+    bodies = {"honest": "torch.argmax(x, dim=1)", "zeros": "torch.zeros(x.shape[0], dtype=torch.long)"}
+    pairs = pairs_in(tmp_path_factory.mktemp("argmax"), task("torch.argmax(x, dim=1)"), bodies)
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2, hang_timeout_s=30.0)
+    res = run_pairs(pairs, settings)
+    return {name: res[i][0] for i, name in enumerate(bodies)}
+
+
+def test_an_integer_outputs_audit_accepts_no_trivial_output(argmax_task):
+    rec = argmax_task["honest"]
+    assert rec["verified"], rec["reason"]
+    audit = rec["extra"]["trivial_audit"]
+    assert set(audit) == {"strict", "kernelbench"} and all(len(by) == 3 for by in audit.values())
+    assert not any(within or correct for by in audit.values() for within, correct in by.values())
+
+
+def test_an_all_zero_index_output_is_wrong(argmax_task):
+    rec = argmax_task["zeros"]
+    assert not rec["verified"] and rec["verdict"] == "wrong values", rec["reason"]

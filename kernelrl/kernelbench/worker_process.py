@@ -485,10 +485,15 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         judged by `_judge_values`, the code every candidate's outputs go through, with the task's own verdict."""
         audit = {p: {} for p in PROFILES}
         for name in ALTERNATIVES:
-            errs, within = new_errors(), {p: True for p in PROFILES}
+            errs, within, equal = new_errors(), {p: True for p in PROFILES}, True
             for i, (r, other) in enumerate(zip(refs, others)):
-                if not (isinstance(r, torch.Tensor) and r.is_floating_point() and r.numel()) \
-                        or self.trivial_probes[i] is None:  # an output that is no tensor on the other inputs
+                probe_i = self.trivial_probes[i] if i < len(self.trivial_probes) else None
+                if not (isinstance(r, torch.Tensor) and r.numel()) or probe_i is None:
+                    continue  # an output that is no tensor (on the other inputs): judged by equality, no alternative
+                if probe_i.exact:  # integers, booleans: `_judge` asks equality, which an alternative meets only
+                    same = probe_i.alternatives[name].tightest == 0  # where it is the reference (argmax's indices)
+                    equal = equal and same
+                    within = {p: w and same for p, w in within.items()}
                     continue
                 alt = alternative(name, r, other)
                 for p in PROFILES:
@@ -499,7 +504,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
                 except Rejected:
                     pass  # errs["passes"] already says which profiles it failed
             for p in PROFILES:
-                audit[p][name] = [within[p], bool(errs["passes"][p]) and p not in self.task_verdicts]
+                audit[p][name] = [within[p], equal and bool(errs["passes"][p]) and p not in self.task_verdicts]
         return audit
 
     def _random_reference(self, ref, inputs, first) -> Rejected | None:

@@ -9,6 +9,7 @@
 #                     its real size against itself, with each task's tolerance audit (benchmarks/kb_public.py)
 #   (STEPS=tests)     gpu_tests.log: the GPU suites (tests/gpu), sandbox on; TESTS picks files (default all)
 # Carry [".carry/KernelBench", ".whl"] (benchmarks/pack_carry.sh; KernelBench as benchmarks/h200_harness.sh says).
+# NUMBERS (a level step) takes a list: NUMBERS=45,51-52,96 measures those tasks again.
 # STEPS picks steps (default "env diag newcomer fewshot").
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"

@@ -53,13 +53,26 @@ def audit_rows(task: str, records: list[dict]) -> list[dict]:
             for p, by_output in audit.items() for name, (within, correct) in by_output.items()]
 
 
+def parse_numbers(text: str) -> set[int]:
+    """The task numbers of "21-60" or "45,51-52,96" (ValueError for anything else, an empty or reversed range
+    included)."""
+    out: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        lo, hi = int(first), int(last or first)
+        if hi < lo:
+            raise ValueError(f"reversed range {part!r}")
+        out.update(range(lo, hi + 1))
+    return out
+
+
 def self_pairs(root: Path, level: str, work: Path, every: int = 1,
-               numbers: tuple[int, int] | None = None) -> list[tuple[Path, Path, str]]:
-    """Each task of `level` (every `every`th; with `numbers`, only tasks numbered first..last) against itself."""
+               numbers: set[int] | None = None) -> list[tuple[Path, Path, str]]:
+    """Each task of `level` (every `every`th; with `numbers`, only the tasks so numbered) against itself."""
     pairs = []
     tasks = sorted((root / "KernelBench" / level).glob("*.py"), key=lambda p: int(p.stem.split("_")[0]))
     if numbers is not None:
-        tasks = [t for t in tasks if numbers[0] <= int(t.stem.split("_")[0]) <= numbers[1]]
+        tasks = [t for t in tasks if int(t.stem.split("_")[0]) in numbers]
     for task in tasks[::every]:
         text = re.sub(r"\bModel\b", "ModelNew", task.read_text())
         cand = work / task.name
@@ -85,9 +98,9 @@ def main(argv=None) -> int:
     ap.add_argument("--kernelbench", required=True, help="a clone of github.com/ScalingIntelligence/KernelBench")
     ap.add_argument("--what", choices=("level1", "level2", "level3", "examples"), required=True)
     ap.add_argument("--every", type=int, default=1, help="a level's every Nth task only (default: all)")
-    ap.add_argument("--numbers", default=None, metavar="FIRST-LAST",
-                    help="only the level's tasks numbered FIRST to LAST (e.g. 21-60: a level split over device calls, "
-                         "each with its own --csv)")
+    ap.add_argument("--numbers", default=None, metavar="LIST",
+                    help="only the level's tasks so numbered: ranges and single numbers, comma-separated (21-60: a "
+                         "level split over device calls, each with its own --csv; 45,51-52,96: tasks to measure again)")
     ap.add_argument("--csv", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=120.0)
@@ -99,11 +112,11 @@ def main(argv=None) -> int:
     numbers = None
     if args.numbers:
         try:
-            first, last = (int(x) for x in args.numbers.split("-"))
+            numbers = parse_numbers(args.numbers)
         except ValueError:
-            print(f"kb_public: --numbers takes FIRST-LAST (e.g. 21-60), not {args.numbers!r}", file=sys.stderr)
+            print(f"kb_public: --numbers takes ranges and numbers, comma-separated (e.g. 21-60 or 45,51-52,96), not "
+                  f"{args.numbers!r}", file=sys.stderr)
             return 2
-        numbers = (first, last)
     pairs = example_pairs(root) if args.what == "examples" else \
         self_pairs(root, args.what, work, args.every, numbers)
     if not pairs:

@@ -277,7 +277,7 @@ def check_triton() -> Row:
 def _probe_meaning(error: str) -> str:
     if "304" in error or "OS call failed" in error:
         return ("the CUDA driver needs a write the sandbox does not allow (error 304: a /proc write; "
-                "benchmarks/diag/sandbox_cuda.sh finds which)")
+                "benchmarks/device/diag/sandbox_cuda.sh finds which)")
     if "timed out" in error:
         return "CUDA hung under the sandbox"
     return "CUDA does not start under the sandbox"

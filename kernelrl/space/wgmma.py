@@ -175,7 +175,8 @@ class WgmmaSpace(KernelSpace):
 
     def pruned(self, variant: Variant) -> str | None:
         if variant.p["main_pdl"]:
-            # Compile-tested only. GPU test points: tests/gpu/test_wgmma.py; bench: ONLY=mainpdl h200_wgmma.sh.
+            # Compile-tested only. GPU test points: tests/gpu/test_wgmma.py; bench: ONLY=mainpdl
+            # benchmarks/device/wgmma.sh.
             return "the main kernel's programmatic launch is off the default grid until verified on a GPU"
         if variant.p["b_layout"] == "nk" and variant.p["BN"] % 32:
             # Verified on the H200 (tests/gpu/test_wgmma.py: 64x80 nk, fp32 and fp16), not benched yet: nk loads B in

@@ -29,7 +29,8 @@ class RecordedError(UserError, ValueError):
 def load_table(path: str) -> dict[tuple[str, str, str], dict]:
     p = Path(path)
     if not p.is_file():
-        raise RecordedError(f"{path}: no such recorded-reward table (make one with benchmarks/learning_table.py)")
+        raise RecordedError(f"{path}: no such recorded-reward table (make one with "
+                            f"benchmarks/suites/learning_table.py)")
     with open(p, newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in COLUMNS[:7] if c not in (reader.fieldnames or [])]

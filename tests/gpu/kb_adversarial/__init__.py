@@ -3,7 +3,7 @@ file's module docstring names, on lines of their own, the task it targets (`task
 examples/kernelbench/tasks), the verdict the dynamic evaluator must give (`reason:`, the start of the reason
 string; keys in kernelrl.kernelbench.worker.REASONS), the static rules that flag it (`static:`, ids of
 kernelrl.kernelbench.static_checks.RULES, or `none`) and whether the dynamic check also runs on the CPU worker
-(`cpu: yes|no`). tests/test_kernelbench_corpus.py checks the metadata and the static layer (and runs the `cpu: yes`
+(`cpu: yes|no`). tests/kernelbench/test_corpus.py checks the metadata and the static layer (and runs the `cpu: yes`
 files through the CPU worker); tests/gpu/test_kernelbench_gpu.py runs every file on the GPU."""
 
 import ast

@@ -1,0 +1,1 @@
+"""kernelrl's benchmark suites: `python -m benchmarks --list` (benchmarks/README.md)."""

@@ -1,0 +1,23 @@
+# Source on the GPU machine: use the tree in place (no install needed; rich, numpy, torch are there).
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export KERNELRL_CACHE="${KERNELRL_CACHE:-$PWD/.krcache}"
+kernelrl() { python3 -m kernelrl.cli "$@"; }
+
+# Ray from the carried tar (benchmarks/device/pack_ray.sh), into SITE (default /tmp/site), ahead on PYTHONPATH. Tars packed
+# before pack_ray.sh kept file modes lack the execute bits of Ray's two binaries: restored here.
+carry_ray() {
+    local site="${SITE:-/tmp/site}"
+    [ -f .carry/ray-py3.12.tar.xz ] || { echo "no .carry/ray-py3.12.tar.xz: run benchmarks/device/pack_ray.sh"; return 1; }
+    mkdir -p "$site" && tar -xJf .carry/ray-py3.12.tar.xz -C "$site" && export PYTHONPATH="$site:$PYTHONPATH"
+    chmod +x "$site/ray/core/src/ray/gcs/gcs_server" "$site/ray/core/src/ray/raylet/raylet" 2>/dev/null
+    return 0
+}
+
+# ninja on PATH from the carried wheel (.whl), where the machine has none: torch's extension builder needs it
+# (load_inline candidates, the tuned library's C++ dispatch fast path).
+carry_ninja() {
+    if ! command -v ninja >/dev/null 2>&1 && ls .whl/ninja-*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ninja .whl/ninja-*.whl
+        export PATH="/tmp/ninja/bin:/tmp/ninja/ninja/data/bin:$PATH" PYTHONPATH="$PYTHONPATH:/tmp/ninja"
+    fi
+}

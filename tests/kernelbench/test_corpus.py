@@ -1,0 +1,202 @@
+"""The KernelBench corpora on the CPU: the adversarial candidates (tests/gpu/kb_adversarial) carry their metadata,
+load and match their tasks, and the static layer flags exactly the rules each names; the ones whose cheat needs no
+GPU are rejected by the CPU worker for the reason they name (the GPU test file runs them all). The honest
+hand-written candidates (examples/kernelbench/candidates) match their tasks and pass the static checks; their
+CUDA sources compile with nvcc where it is installed."""
+
+import ast
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelrl.examples import CANDIDATES_DIR, TASKS_DIR
+from kernelrl.kernelbench.evaluate import static_eval
+from kernelrl.kernelbench.static_checks import RULES, scan, task_input_dtype
+from kernelrl.kernelbench.tasks import check_pair, discover, inspect_candidate, inspect_task
+from tests.gpu.kb_adversarial import meta
+from kernelrl.kernelbench.worker import REASONS
+
+ROOT = Path(__file__).resolve().parents[2]
+ADVERSARIAL_DIR = ROOT / "tests" / "gpu" / "kb_adversarial"
+ADVERSARIAL, _ = discover([ADVERSARIAL_DIR])
+HONEST, _ = discover([CANDIDATES_DIR])
+KEYS = ("task", "reason", "static", "cpu")
+
+# The defences issue 4 lists, each with the corpus files that exercise it.
+DEFENCES = {
+    "side stream (Python)": ["side_stream_python"],
+    "side stream (C++ via load_inline)": ["side_stream_cpp"],
+    "work on a thread": ["thread_per_call"],
+    "thread pool created at import": ["thread_pool_import"],
+    "native thread started at import (no Python audit event)": ["native_thread_import"],
+    "GPU work left running by the load (a side-stream kernel started in __init__)": ["gpu_work_at_load"],
+    "lazy / deferred tensor, Tensor subclass": ["lazy_subclass"],
+    "caching by pointer, id, content fingerprint": ["cache_by_pointer", "cache_by_id", "cache_by_fingerprint"],
+    "answer in recycled or uninitialised memory": ["recycled_memory"],
+    "returning an input, a preallocated or constant tensor": ["returns_input", "returns_preallocated",
+                                                             "returns_constant"],
+    "an output a later call overwrites (torch.compile reduce-overhead's CUDA graphs)": ["compiled_reduce_overhead"],
+    "modifying inputs in place": ["modifies_inputs"],
+    "precision downgrade (fp16, bf16, TF32)": ["precision_fp16", "precision_bf16", "precision_tf32"],
+    "patching timers or synchronize (at import, in a call, the Event class)": [
+        "timer_patch_import", "timer_patch_forward", "timer_event_class"],
+    "reading the reference output (gc, stack frames)": ["reads_reference_gc", "reads_reference_frames"],
+    "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",
+                                                                 "harness_warmup_detection", "stale_after_checks"],
+    "slowing the reference (a torch function it calls, wrapped at import or between calls)": [
+        "slows_reference", "slows_reference_later"],
+    "specialising to the benchmark shape": ["specialised_shape"],
+    "try/except fallback, inheriting Model": ["fallback_try_except", "inherits_model"],
+    "out-of-bounds writes": ["oob_write"],
+    "persisting-L2 access windows": ["persisting_l2"],
+    "writing outside the worker's scratch folder (the results database, the task's source)": [
+        "writes_results_db", "rewrites_task_file"],
+    "an output chosen without the input (all zeros, a constant), within atol = rtol on its task": [
+        "zeros_wide_softmax", "zeros_l1_normalize", "constant_wide_softmax", "constant_l1_normalize"],
+    "a stale answer for fresh inputs of the same shape, within atol = rtol on its task": [
+        "stale_fresh_inputs_wide_softmax", "stale_fresh_inputs_l1_normalize"],
+    "a result cache keyed on input addresses the source never shows (KernelArena's C++ pointer cache)": [
+        "cache_by_hidden_address"],
+    "an identity kernel: a copy of the input in a fresh output": ["copies_input"],
+    "hyperparameter manipulation: the candidate's own smaller sizes (CUDA-L1)": ["hyperparameters_shrunk"],
+    "hyperparameter manipulation through the task's module (its sizes set smaller)": ["shrinks_task_sizes"],
+    "slowing the reference through the task's own Model class": ["wraps_task_model"],
+}
+
+
+def static_rules(value: str) -> set[str]:
+    return set() if value.strip() == "none" else {r.strip() for r in value.split(",") if r.strip()}
+
+
+def module_strings(path: Path) -> dict[str, str]:
+    """Top-level string constants (CUDA_SRC, CPP_SRC) and the load_inline call's name keyword."""
+    tree = ast.parse(path.read_text())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            out.update({t.id: node.value.value for t in node.targets if isinstance(t, ast.Name)})
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "load_inline":
+            out.update({f"load_inline.{k.arg}": ast.unparse(k.value) for k in node.keywords})
+    return out
+
+
+def ids(paths):
+    return [p.stem for p in paths]
+
+
+# -- the adversarial corpus ------------------------------------------------------------------------------------------
+def test_every_listed_defence_has_a_candidate():
+    stems = {p.stem for p in ADVERSARIAL}
+    for defence, files in DEFENCES.items():
+        assert set(files) <= stems, f"{defence}: missing {set(files) - stems}"
+    assert stems == {f for files in DEFENCES.values() for f in files} | {"patch_checker"}
+
+
+@pytest.mark.parametrize("path", ADVERSARIAL, ids=ids(ADVERSARIAL))
+def test_adversarial_metadata(path):
+    m = meta(path)
+    assert set(m) == set(KEYS), f"docstring lines: {m}"
+    assert (TASKS_DIR / f"{m['task']}.py").is_file(), m["task"]
+    key = m["reason"].removeprefix("during timing: ")
+    assert key in REASONS, f"{m['reason']!r} does not start with a worker reason key"
+    assert static_rules(m["static"]) <= set(RULES)
+    assert m["cpu"] in ("yes", "no")
+
+
+@pytest.mark.parametrize("path", ADVERSARIAL, ids=ids(ADVERSARIAL))
+def test_adversarial_candidate_loads_and_matches_its_task(path):
+    task, cand = inspect_task(TASKS_DIR / f"{meta(path)['task']}.py"), inspect_candidate(path)
+    verdict = check_pair(task, cand)
+    assert verdict.reasons == [], verdict.reasons
+
+
+@pytest.mark.parametrize("path", ADVERSARIAL, ids=ids(ADVERSARIAL))
+def test_static_layer_flags_exactly_the_named_rules(path):
+    m = meta(path)
+    dtype = task_input_dtype((TASKS_DIR / f"{m['task']}.py").read_text())
+    found = {f.rule for f in scan(path.read_text(), dtype)}
+    assert found == static_rules(m["static"]), found
+
+
+def test_cuda_cheats_share_one_extension():
+    sources = [module_strings(p) for p in ADVERSARIAL if "load_inline" in p.read_text()]
+    assert len(sources) == 3
+    for key in ("CUDA_SRC", "CPP_SRC", "load_inline.name", "load_inline.functions"):
+        assert len({s[key] for s in sources}) == 1, key
+
+
+TASK_SOURCES = {p.name: p.read_bytes() for p in TASKS_DIR.glob("*.py")}  # before any candidate ran
+
+
+@pytest.fixture(scope="module")
+def cpu_verdicts():
+    from kernelrl.kernelbench.worker import KBSettings, run_pairs
+    files = [p for p in ADVERSARIAL if meta(p)["cpu"] == "yes"]
+    pairs = [(str(TASKS_DIR / f"{meta(p)['task']}.py"), str(p)) for p in files]
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=4, calls_per_round=2, hang_timeout_s=60.0)
+    out = run_pairs(pairs, settings)
+    return {p.stem: out[i] for i, p in enumerate(files)}
+
+
+CPU_CAPABLE = [p for p in ADVERSARIAL if meta(p)["cpu"] == "yes"]
+
+
+@pytest.mark.parametrize("path", CPU_CAPABLE, ids=ids(CPU_CAPABLE))
+def test_cheat_is_rejected_for_its_reason_by_the_cpu_worker(cpu_verdicts, path):
+    from kernelrl.kernelbench.worker import pair_verdict
+    ok, reason = pair_verdict(cpu_verdicts[path.stem])
+    assert not ok and reason.startswith(meta(path)["reason"]), reason
+
+
+def test_no_cheat_changed_a_task_file(cpu_verdicts):
+    assert {p.name: p.read_bytes() for p in TASKS_DIR.glob("*.py")} == TASK_SOURCES
+
+
+# -- the honest candidates -------------------------------------------------------------------------------------------
+def test_at_least_seven_honest_candidates():
+    assert len(HONEST) >= 7
+    assert len({p.stem for p in HONEST}) == len(HONEST)
+
+
+@pytest.mark.parametrize("path", HONEST, ids=ids(HONEST))
+def test_honest_candidate_matches_its_task_and_passes_the_static_checks(path):
+    report = static_eval([str(TASKS_DIR)], [str(path)])
+    assert report.errors == []
+    (verdict,) = [v for v in report.verdicts if v.candidate is not None]
+    assert verdict.task is not None and verdict.task.stem == path.stem
+    assert verdict.ok, (verdict.reasons, [str(f) for f in verdict.findings])
+    assert meta(path).get("task") == path.stem
+
+
+@pytest.mark.parametrize("path", HONEST, ids=ids(HONEST))
+def test_honest_candidate_is_a_real_cuda_kernel_on_the_current_stream(path):
+    strings = module_strings(path)
+    assert "__global__" in strings["CUDA_SRC"] and "<<<" in strings["CUDA_SRC"]
+    assert "getCurrentCUDAStream" in strings["CPP_SRC"]
+    assert strings["load_inline.name"].startswith("'kr_own_")
+
+
+def test_the_own_tasks_and_candidates_pair_by_file_name():
+    report = static_eval([str(TASKS_DIR)], [str(CANDIDATES_DIR)])
+    statuses = [v.status for v in report.verdicts]
+    tasks = len(list(TASKS_DIR.glob("*.py")))
+    assert report.errors == [] and len(statuses) == tasks == 15
+    assert statuses.count("passed static checks") == len(HONEST)
+    assert statuses.count("no candidate") == tasks - len(HONEST)
+
+
+UNIQUE_CUDA = list({module_strings(p)["CUDA_SRC"]: p for p in HONEST + ADVERSARIAL
+                    if "CUDA_SRC" in module_strings(p)}.values())
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("path", UNIQUE_CUDA, ids=ids(UNIQUE_CUDA))
+def test_cuda_source_compiles_standalone(tmp_path, path):
+    source = tmp_path / f"{path.stem}.cu"
+    source.write_text(module_strings(path)["CUDA_SRC"])
+    result = subprocess.run([shutil.which("nvcc"), "-arch=sm_90a", "-O3", "-std=c++17", "-c", str(source), "-o",
+                             str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]

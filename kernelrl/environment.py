@@ -31,8 +31,8 @@ def gpu_info() -> dict:
 
 
 def collect(extra: dict | None = None) -> dict:
-    env = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
-           "python": platform.python_version()}
+    env: dict[str, str | None] = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                                  "host": platform.node(), "python": platform.python_version()}
     try:
         import torch  # optional here: evolve reads gpu_info() from this module without loading torch
         env["torch"] = torch.__version__

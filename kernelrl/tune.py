@@ -337,7 +337,8 @@ def tune(cfg: TuneConfig, ui) -> list[ShapeResult]:
         _attach_lt_algos(cfg, results, env)
     extra = {}
     if cfg.base_library:  # the shapes this run did not tune (or its budget did not reach), as the base had them
-        tuned, untouched = [], []
+        tuned: list[ShapeResult] = []
+        untouched: list[ShapeResult] = []
         for r in results:
             (tuned if r.best is not None or r.measured or r.failed else untouched).append(r)
         kept = cfg.base_library.carried([r.problem for r in tuned])
@@ -390,6 +391,7 @@ def _refine(cfg: TuneConfig, ui, results: list[ShapeResult], stored_only: bool =
     the comparison that picks the kernel is always between times taken together. Resumable like the first; its rows
     have keys of their own, so they do not supersede the screening run's (kernelrl.db)."""
     def short_list(r: ShapeResult) -> list[Variant]:
+        assert r.best is not None  # _measure_again lists only shapes with a winner
         return [r.best, *refinements(r.best, r.problem, cfg.refine, cfg.correction)]
 
     def merge(first: ShapeResult, again: ShapeResult) -> ShapeResult:
@@ -409,9 +411,11 @@ def _confirm(cfg: TuneConfig, ui, results: list[ShapeResult], stored_only: bool 
     def short_list(r: ShapeResult) -> list[Variant]:
         ranked = sorted((t, n) for n, t in r.measured.items()
                         if n in names and n != YARDSTICK and n not in LT_FALLBACKS.values())
+        assert r.best is not None  # _measure_again lists only shapes with a winner
         return [names[n] for _, n in ranked[:cfg.confirm]] or [r.best]
 
     def merge(first: ShapeResult, again: ShapeResult) -> ShapeResult:
+        assert first.best is not None  # as short_list's
         again.screening = {"kernel": first.best.name, "time_us": first.best_us, "fallback": first.fallback,
                            "fallback_us": first.fallback_us}
         again.failed = {**first.failed, **again.failed}
@@ -453,7 +457,7 @@ def _measure(cfg: TuneConfig, ui, lists: dict[GemmProblem, list[Variant]], comma
                         methods_for=lambda p: per_shape.get(p, set()), arch=cfg.arch, runner=cfg.runner,
                         ray_address=cfg.ray_address, command=command, key_salt=key_salt,
                         stored_only=stored_only, stored_gpu=cfg.stored_gpu,
-                        **({"db_path": cfg.db_path} if cfg.db_path else {}))
+                        db_path=cfg.db_path or default_db())
     outcome = run_bench(bench, ui)
     if outcome.unmeasured_tasks:
         raise _NotStored(command)
@@ -495,6 +499,6 @@ def _pick(problem: GemmProblem, rows: list[dict], variants: dict[str, Variant]) 
     measured = {r["method"]: r["time_us_median"] for r in mine if r["verified"] and r["time_us_median"]}
     failed = {r["method"]: r["reason"] for r in mine if not r["verified"]}
     tuned = {name: t for name, t in measured.items() if name in variants}
-    best_name = min(tuned, key=tuned.get) if tuned else None
+    best_name = min(tuned, key=tuned.__getitem__) if tuned else ""  # "": none verified (names no variant)
     return ShapeResult(problem, variants.get(best_name), tuned.get(best_name), measured.get(YARDSTICK), measured,
                        failed)

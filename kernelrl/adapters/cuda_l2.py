@@ -136,8 +136,9 @@ def parse_cuda_l2(text: str, path: str | os.PathLike = "<text>") -> CudaL2File:
     if len(params) != 4 or not all(parsed):
         raise ValueError(f"{label}: {function} must take four torch::Tensor parameters "
                          f"(a, b, b_col_major, c), not ({' '.join(match.group(2).split())})")
-    types = tuple(" ".join(p.group(1).replace("&", " &").split()) for p in parsed)
-    b_name = parsed[1].group(2)
+    matched = [p for p in parsed if p is not None]  # every one (checked above)
+    types = tuple(" ".join(p.group(1).replace("&", " &").split()) for p in matched)
+    b_name = matched[1].group(2)
     body = _body(bare, match.end() - 1)
     evidence = sorted({(m.group(0), m.group(1)) for rx in _ACC_EVIDENCE for m in rx.finditer(code)})
     accs = {"fp16" if bits in ("16", "half") else "fp32" for _, bits in evidence}
@@ -147,7 +148,7 @@ def parse_cuda_l2(text: str, path: str | os.PathLike = "<text>") -> CudaL2File:
     shape_match = _SHAPE_NAME.match(stem)
     return CudaL2File(path=str(path), function=function, gpu=name.group(1), declared_acc=declared, acc=acc,
                       acc_evidence=tuple(dict.fromkeys(e for e, _ in evidence)), tiles=extract_tiles(text),
-                      shape=tuple(int(g) for g in shape_match.groups()) if shape_match else None,
+                      shape=(int(shape_match[1]), int(shape_match[2]), int(shape_match[3])) if shape_match else None,
                       param_types=types, reads_b=_reads(body, b_name),
                       sha256=hashlib.sha256(text.encode()).hexdigest(),
                       device_syncs=len(_DEVICE_SYNC.findall(bare)),

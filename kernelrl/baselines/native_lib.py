@@ -38,6 +38,7 @@ def build(toolchain: Toolchain | None = None) -> str:
     result = LocalBuilder(toolchain).build(build_request(toolchain))
     if not result.ok:
         raise ToolchainError(f"building the cuBLAS baseline library failed: {result.error}")
+    assert result.lib_path is not None  # a build that succeeded has its library
     return result.lib_path
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 # Logs from a GPU machine are read as text: give tables room there instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -20,7 +20,7 @@ class RichUI:
         self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("{task.fields[now]}"), console=console,
                                  disable=quiet, transient=False)
-        self.task = None
+        self.task: TaskID | None = None
 
     def stage(self, text: str):
         if not self.quiet:

@@ -110,6 +110,7 @@ class Database:
         with self.conn:
             cur = self.conn.execute("INSERT INTO runs (started, command, env) VALUES (?, ?, ?)",
                                     (time.time(), command, json.dumps(env)))
+        assert cur.lastrowid is not None  # the INSERT above made a row
         return cur.lastrowid
 
     def latest_env(self, gpu: str) -> dict | None:
@@ -243,7 +244,8 @@ class Database:
                 for row in self.conn.execute(query + " ORDER BY task, baseline", args)]
 
     def lt_algos(self, gpu: str, cublaslt: int | None = None) -> dict[str, dict]:
-        query, args = "SELECT * FROM lt_algos WHERE gpu = ?", [gpu]
+        query = "SELECT * FROM lt_algos WHERE gpu = ?"
+        args: list[str | int] = [gpu]
         if cublaslt is not None:
             query += " AND cublaslt = ?"
             args.append(cublaslt)

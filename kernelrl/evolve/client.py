@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from kernelrl.evolve.budget import Budget
 from kernelrl.evolve.usage import UsageLog
@@ -131,7 +131,7 @@ def _classify(exc: BaseException) -> tuple[str, bool, float | None, str]:
         status = exc.status_code
         retry_after = None
         try:
-            retry_after = float(exc.response.headers.get("retry-after"))
+            retry_after = float(exc.response.headers.get("retry-after", ""))  # none: ValueError
         except (TypeError, ValueError, AttributeError):
             pass
         text = _status_text(exc)
@@ -221,8 +221,9 @@ class LLMClient:
             return result
         # a fitted prompt's request asks for what its prompt leaves of the context (meta["max_new_tokens"])
         new_tokens = min(self.cfg.max_tokens, int(result.meta.get("max_new_tokens") or self.cfg.max_tokens))
-        kwargs = {"model": self.cfg.model, "messages": messages, "temperature": self.cfg.temperature,
-                  "top_p": self.cfg.top_p, self.cfg.max_tokens_field: new_tokens}
+        kwargs: dict[str, Any] = {"model": self.cfg.model, "messages": messages,  # the SDK call's keywords
+                                  "temperature": self.cfg.temperature, "top_p": self.cfg.top_p,
+                                  self.cfg.max_tokens_field: new_tokens}
         if self.cfg.seed is not None:
             kwargs["seed"] = self.cfg.seed + rid
         if self.cfg.extra_body:
@@ -276,10 +277,10 @@ class LLMClient:
         with ThreadPoolExecutor(max_workers=min(self.cfg.concurrency, len(requests))) as pool:
             futures = {pool.submit(self.complete, m, p, meta): i for i, (m, p, meta) in enumerate(requests)}
             for future in as_completed(futures):
-                out[futures[future]] = future.result()
+                done = out[futures[future]] = future.result()
                 if on_done:
-                    on_done(out[futures[future]])
-        return out  # type: ignore[return-value]
+                    on_done(done)
+        return out  # type: ignore[return-value]  # every slot was filled above
 
     def _log(self, result: Completion, attempt: int, outcome: str, error: str | None) -> None:
         self.usage.write({"kind": "call", "request": result.request_id, "purpose": result.purpose,

@@ -43,7 +43,8 @@ def score_rows(rows: list[dict], names: list[str], problems: list[GemmProblem], 
     by = {(r["method"], f"{r['m']}x{r['n']}x{r['k']}"): r for r in rows if r["mode"] == "device"}
     out = {}
     for name in names:
-        detail, failure, judged = {}, None, None
+        detail, failure = {}, None
+        judged: Verdict | dict | None = None  # what failed: a verdict, or the failed record (which holds its key)
         for p in problems:
             r = by.get((name, p.name))
             if r is None or (r["verified"] and not r["time_us_median"]):

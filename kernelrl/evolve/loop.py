@@ -58,6 +58,12 @@ class Proposal:
     candidate: Candidate | None = None
     new: bool = False
 
+    @property
+    def member(self) -> Candidate:
+        """The population member the reply became, for a proposal that has one (`new` ones do)."""
+        assert self.candidate is not None
+        return self.candidate
+
 
 @dataclass
 class EvolveSummary:
@@ -127,6 +133,7 @@ class Evolver:
             pending = self.pop.pending(t.key)
             for c in [c for c in pending if c.origin == "reply"]:  # interrupted between storing and judging
                 ex = extract(c.source, t.language, t.entry)
+                assert ex.key is not None  # the reply was stored because it held no usable code
                 self._record(t, c, Evaluation("malformed", ex.verdict, key=ex.key.value))
             pending = [c for c in pending if c.origin != "reply"]
             if pending:
@@ -190,7 +197,7 @@ class Evolver:
                 self._pending[t.key] = (ahead, self._prefetch.submit(self._complete, ahead))
         sent = sum(p.completion.outcome != "budget" for p in proposals)
         new = [p for p in proposals if p.new]
-        self.process(t, [p.candidate for p in new])
+        self.process(t, [p.member for p in new])
         if self.cfg.turns > 1:  # multi-turn: every verdict (a compile error too) is the next turn's message
             later = self._later_turns(t, proposals)
             sent += sum(p.completion.outcome != "budget" for p in later)
@@ -199,7 +206,7 @@ class Evolver:
             repairs = self._repair(t, new)
             sent += sum(p.completion.outcome != "budget" for p in repairs)
             new += [p for p in repairs if p.new]
-        self._profile(t, [p.candidate for p in new])
+        self._profile(t, [p.member for p in new])
         self.pop.set_state(t.key, "generation", gen + 1)
         if self.cfg.migrate_every and (gen + 1) % self.cfg.migrate_every == 0:
             for src, dst, c in self.pop.migrate(t.key, self.cfg.islands, gen + 1):
@@ -211,7 +218,7 @@ class Evolver:
     def _requests(self, t: Target, gen: int) -> list[tuple[list[dict], str, dict]]:
         """Generation `gen`'s proposal requests: per island, a parent, inspirations and failures drawn from it."""
         everyone = [c for c in self.pop.all(t.key) if c.status == "done"]
-        requests = []
+        requests: list[tuple[list[dict], str, dict]] = []
         left = self.budget.calls_left()
         # With fewer calls left than islands, start where the last generation stopped, so every island gets turns.
         order = [(gen + i) % self.cfg.islands for i in range(self.cfg.islands)]
@@ -241,6 +248,7 @@ class Evolver:
         for c in failed:
             self.summary.call_failures[c.outcome] = self.summary.call_failures.get(c.outcome, 0) + 1
         if origin == "llm" and failed and len(failed) == len(completions):  # the server is unusable: stop here
+            assert self.client is not None  # the replies came from it
             raise LLMError(f"every request to {self.client.cfg.base_url} failed; first: {failed[0].error} "
                            f"(model {self.model!r}); the population is saved, run again to resume")
         proposals = []
@@ -253,17 +261,20 @@ class Evolver:
 
     def _accept(self, t: Target, p: Proposal, origin: str, meta: dict) -> None:
         c = p.completion
+        assert c.text is not None  # only answered requests are accepted (completion.ok)
         ex = extract(c.text, t.language, t.entry, c.finish_reason)
         common = dict(generation=meta["generation"], island=meta["island"], parent=meta.get("parent"),
                       inspirations=meta.get("inspirations"), analysis=ex.analysis, model=self.model)
-        if not ex.ok:  # kept (under its raw reply) so later prompts can show the verdict
+        if ex.code is None:  # not ex.ok: kept (under its raw reply) so later prompts can show the verdict
             cand, new = self.pop.add(t.key, c.text, "reply", name=f"reply_{_sha(c.text)}", **common)
             if new:
+                assert ex.key is not None  # no code: malformed
                 cand = self._record(t, cand, Evaluation("malformed", ex.verdict, key=ex.key.value), c.request_id)
             p.candidate = cand
             return
         match = self._copy_index(t).find(ex.code)
         if match is not None:  # a kernel shown or proposed before: no new member, nothing evaluated again
+            assert isinstance(match.key, int)  # this index's keys are population ids (_copy_index)
             p.candidate, p.new = self.pop.get(match.key), False
             if match.kind == "copy":
                 self.summary.duplicates += 1
@@ -351,7 +362,7 @@ class Evolver:
                 break
             requests = []
             for p in current:
-                c = self.pop.get(p.candidate.id)
+                c = self.pop.get(p.member.id)
                 if not p.new and c.origin != "reply":  # a copy or a repeat: nothing new to say about it
                     continue
                 b = self.built.get(c.id)
@@ -369,13 +380,13 @@ class Evolver:
             if not requests:
                 break
             current = [p for p in self._ask(t, requests, origin="refine") if p.candidate is not None]
-            self.process(t, [p.candidate for p in current if p.new])
+            self.process(t, [p.member for p in current if p.new])
             out += current
             best = self._turn_stats(turn, current, best)
         return out
 
     def _turn_stats(self, turn: int, attempts: list[Proposal], best: float | None) -> float | None:
-        judged = [self.pop.get(p.candidate.id) for p in attempts]
+        judged = [self.pop.get(p.member.id) for p in attempts]
         scores = [c.score for c in judged if c.ok and c.score]
         best = max([*scores, *([best] if best is not None else [])], default=None)
         row = {"turn": turn, "attempts": len(attempts), "verified": sum(c.ok for c in judged), "best_so_far": best}
@@ -386,7 +397,7 @@ class Evolver:
     def _repair(self, t: Target, proposals: list[Proposal]) -> list[Proposal]:
         broken = []
         for p in proposals:
-            c = self.pop.get(p.candidate.id)
+            c = self.pop.get(p.member.id)
             if c.origin != "repair" and repairable(c.category or ""):
                 broken.append((p, c))
         if not broken or self.budget.exhausted():
@@ -407,13 +418,13 @@ class Evolver:
             return []
         self.summary.repairs += len(requests)
         fixed = self._ask(t, requests, origin="repair")
-        self.process(t, [p.candidate for p in fixed if p.new])
+        self.process(t, [p.member for p in fixed if p.new])
         return fixed
 
     def _profile(self, t: Target, cands: list[Candidate]) -> None:
         if not self._profiling:
             return
-        ok = sorted((c for c in (self.pop.get(c.id) for c in cands) if c.ok), key=lambda c: -c.score)
+        ok = sorted((c for c in (self.pop.get(c.id) for c in cands) if c.ok), key=lambda c: c.rank[0])  # -score
         for c in ok[:self.cfg.profile_top]:
             profile = t.profile(self.built.get(c.id) or Built(False), self.cfg.profile_sets)
             if profile and profile.get("skip_rest"):
@@ -435,7 +446,7 @@ def context_fit(cfg, model) -> ContextFit:
 def _fit_meta(builder: PromptBuilder) -> dict:
     """What the call log records of a fitted prompt, and the request's generation cap (the client reads it)."""
     report = builder.last_fit if builder.fit is not None else None
-    if report is None:
+    if report is None or builder.fit is None:
         return {}
     return {"prompt_tokens_counted": report.tokens, "max_new_tokens": builder.fit.new_tokens(report.tokens),
             **({"left_out": report.dropped} if report.dropped else {})}

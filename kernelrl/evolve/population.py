@@ -71,6 +71,12 @@ class Candidate:
     def ok(self) -> bool:
         return self.category == "ok" and self.score is not None
 
+    @property
+    def rank(self) -> tuple[float, int]:
+        """The sort key of verified candidates (they have a score), best first: higher score, then earlier id."""
+        assert self.score is not None, "only verified candidates are ranked"
+        return -self.score, self.id
+
 
 _JSON = ("inspirations", "speedups", "detail", "resources", "profile")
 
@@ -125,6 +131,7 @@ class Population:
             if island is not None:
                 self.conn.execute("INSERT OR IGNORE INTO evolve_members VALUES (?,?,?,?)",
                                   (target, island, cur.lastrowid, generation))
+        assert cur.lastrowid is not None  # the INSERT above made a row
         return self.get(cur.lastrowid), True
 
     def record(self, cid: int, category: str, verdict: str | None, score: float | None = None,
@@ -184,7 +191,7 @@ class Population:
         bests = {}  # all chosen before any move, so a migrant does not stand in for its new island's own best
         for island in range(islands):
             ok = sorted((c for c in self.members(target, island) if c.ok and c.island is not None),
-                        key=lambda c: (-c.score, c.id))
+                        key=lambda c: c.rank)
             if ok:
                 bests[island] = ok[0]
         moves = []

@@ -18,7 +18,7 @@ from kernelrl.errors import UserError
 from kernelrl.evolve.instructions import uses_line
 from kernelrl.evolve.population import Candidate
 from kernelrl.evolve.profile import format_summary
-from kernelrl.evolve.tokens import message_tokens
+from kernelrl.evolve.tokens import TokenCounter, message_tokens
 from kernelrl.evolve.verdicts import CATEGORIES
 
 MAX_SHAPES_SHOWN = 8
@@ -26,7 +26,7 @@ MAX_ERROR_LINES = 60
 
 
 def template(name: str) -> Template:
-    return Template(resources.files("kernelrl.evolve").joinpath("templates", name).read_text())
+    return Template(resources.files("kernelrl.evolve").joinpath("templates").joinpath(name).read_text())
 
 
 def render(template_name: str, /, **values) -> str:
@@ -66,7 +66,7 @@ class ContextFit:
     """The model's context in tokens: `counter` counts as the model does (evolve/tokens.py); a prompt may take
     `context_tokens - max_new_tokens`, and a request asks for at most what its prompt leaves (less SAFETY)."""
 
-    counter: object
+    counter: TokenCounter
     context_tokens: int
     max_new_tokens: int
 
@@ -147,7 +147,8 @@ class PromptBuilder:
         shown = sorted([c for c in [parent, *inspirations] if c is not None], key=lambda c: (-(c.score or 0), c.id))
         others = [c for c in shown if parent is None or c.id != parent.id]
         form = {c.id: "full" for c in others}  # full, stripped, no source, dropped
-        negs, strip_parent, dropped = list(negatives), False, []
+        negs, strip_parent = list(negatives), False
+        dropped: list[str] = []
 
         def build():
             return self._assemble(parent, shown, form, negs, strip_parent, dropped)

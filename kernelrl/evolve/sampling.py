@@ -14,7 +14,7 @@ from kernelrl.evolve.population import Candidate
 
 
 def pick_parent(pool: list[Candidate], rng: random.Random, explore: float = 0.1) -> Candidate | None:
-    ok = sorted((c for c in pool if c.ok), key=lambda c: (-c.score, c.id))
+    ok = sorted((c for c in pool if c.ok), key=lambda c: c.rank)
     if not ok:
         return None
     if rng.random() < explore:
@@ -28,8 +28,8 @@ def pick_inspirations(parent: Candidate | None, island: list[Candidate], everyon
     if k <= 0:
         return []
     taken = {parent.id} if parent else set()
-    ranked_island = sorted((c for c in island if c.ok and c.id not in taken), key=lambda c: (-c.score, c.id))
-    ranked_all = sorted((c for c in everyone if c.ok and c.id not in taken), key=lambda c: (-c.score, c.id))
+    ranked_island = sorted((c for c in island if c.ok and c.id not in taken), key=lambda c: c.rank)
+    ranked_all = sorted((c for c in everyone if c.ok and c.id not in taken), key=lambda c: c.rank)
     chosen: list[Candidate] = []
 
     def take(c: Candidate | None):
@@ -46,7 +46,7 @@ def pick_inspirations(parent: Candidate | None, island: list[Candidate], everyon
         take(slower[-1] if rng.random() < 0.5 else rng.choice(slower))  # a slow one, to contrast with
     for c in ranked_island + ranked_all:
         take(c)
-    return sorted(chosen, key=lambda c: (-c.score, c.id))
+    return sorted(chosen, key=lambda c: c.rank)
 
 
 def pick_negatives(failures: list[Candidate], n: int) -> list[Candidate]:

@@ -7,6 +7,7 @@ interface, so a new kind of workload is one subclass."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,9 +38,9 @@ class Evaluation:
     key: str | None = None  # the Verdict key of a failure, where an evaluator gave one
 
 
-def geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v and v > 0 and math.isfinite(v)]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+def geomean(values: Iterable[float]) -> float | None:
+    kept = [v for v in values if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(map(math.log, kept)) / len(kept)) if kept else None
 
 
 class Target(Registered):

@@ -17,6 +17,7 @@ import math
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Protocol
 
 from kernelrl.errors import UserError
 
@@ -27,6 +28,14 @@ DEFAULT_SPEC = "chars:3"
 
 class TokenizerError(UserError, ValueError):
     """A tokenizer spec that cannot be used; one line says what to pass instead."""
+
+
+class TokenCounter(Protocol):
+    """What counts tokens: any of the counters below."""
+
+    def count(self, text: str) -> int: ...
+
+    def describe(self) -> str: ...
 
 
 class CharEstimate:

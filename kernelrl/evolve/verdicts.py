@@ -32,7 +32,7 @@ def categorize(verdict) -> str:
     """The loop's category of a record (by its `verdict` key), of a Verdict or of a key's value ('ok' for None). A
     reason line is not a key: text stored before keys were recorded goes through `verdicts.migrate_reason` first."""
     key = key_of(verdict)
-    return _LOOP_ONLY.get(key) or _LOOP_NAMES[category_of(verdict)]
+    return _LOOP_ONLY[key] if key in _LOOP_ONLY else _LOOP_NAMES[category_of(verdict)]
 
 
 def repairable(category: str) -> bool:

@@ -23,6 +23,7 @@ import getpass
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,7 +133,7 @@ def confined(env: dict) -> bool:
     return str(env.get("sandbox") or "").startswith("Landlock")
 
 
-def confine_writes(writable: list[str | Path]) -> Confinement:
+def confine_writes(writable: Sequence[str | Path]) -> Confinement:
     """Allow this process (and every process it starts from now on) to write only beneath `writable` (folders,
     created if missing, or single files). Irreversible. Returns what was done; never raises for a kernel that
     cannot (the returned detail says why, and the caller reports it)."""
@@ -180,7 +181,7 @@ def confine_writes(writable: list[str | Path]) -> Confinement:
     return Confinement(True, f"Landlock ABI {abi}: writes only beneath {', '.join(allowed)}")
 
 
-def confine_worker(scratch: str | Path, extra: list[str | Path] = (),
+def confine_worker(scratch: str | Path, extra: Sequence[str | Path] = (),
                    unconfined_because: str | None = None) -> tuple[Confinement, list[Path]]:
     """A measuring process's confinement: temporary files in `scratch`, the caches, /dev (the GPU's device files,
     shared memory), its own threads' /proc entries and the workload's `extra` folders. (confinement, the folders it

@@ -36,7 +36,8 @@ def os_threads() -> dict[int, str]:
     try:
         ids = os.listdir("/proc/self/task")
     except OSError:
-        return {t.native_id: t.name for t in threading.enumerate()}
+        # a thread still starting has no native id yet
+        return {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
     out = {}
     for tid in ids:
         try:
@@ -64,6 +65,7 @@ class WorkerBase:
         self._send = type(conn).send if conn is not None else None
 
     def send(self, *msg) -> None:
+        assert self._send is not None, "a worker made without a connection sends nothing"
         self._send(self.conn, msg)
 
     def begin(self, task_id, method, phase) -> None:

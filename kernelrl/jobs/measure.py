@@ -234,7 +234,9 @@ def build(cfg: BenchConfig, ui, env: dict) -> Built:
                     specs[-1]["untimed_stage"] = True  # exports kernelrl_hgemm_stage; the worker must call it
             else:
                 keys[result.name] = result.key
-                failures[result.name] = result.failure
+                failure = result.failure
+                assert failure is not None  # not result.ok
+                failures[result.name] = failure
     else:
         texts = {**{n: Path(p).read_text(errors="replace") for n, p in names.items()}, **cfg.sources}
         for name, text in texts.items():
@@ -311,6 +313,7 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
         worker_env.update(info)
         env.update({k: v for k, v in info.items() if k not in env or not env[k]})
         env.update({k: info[k] for k in ("cublas", "cublaslt", "cuda_runtime", "sandbox") if k in info})
+        assert run_id is not None  # workers run (and report) only where tasks do: never in a reads_only run
         db.update_run_env(run_id, env)
 
     def on_lt_algo(tuning: dict):
@@ -400,7 +403,7 @@ def cuda_l2_shape(path: str) -> tuple[int, int, int] | None:
 
 def expand_candidates(paths: list[str]) -> list[str]:
     """Files as given; folders contribute their *.cu files, sorted."""
-    out = []
+    out: list[str] = []
     for path in paths:
         p = Path(path)
         if p.is_dir():

@@ -51,6 +51,7 @@ class TaskResult:
         base = self.baseline_us.get(baseline)
         if not self.ok or not base or not math.isfinite(base):
             return None
+        assert self.candidate_us is not None  # self.ok
         return base / self.candidate_us
 
     def speedup_under(self, baseline: str, profile: str) -> float | None:
@@ -72,10 +73,11 @@ def profile_table(results: list[TaskResult], baseline: str, profiles: tuple[str,
     for prof in profiles:
         judged = [r for r in results if prof not in r.task_verdicts]
         speeds = [s for s in (r.speedup_under(baseline, prof) for r in judged) if s is not None]
+        correct = sum(bool(r.profiles.get(prof)) for r in judged)
         row = {"profile": prof, "baseline": baseline, "tasks": len(judged), "excluded": len(results) - len(judged),
-               "correct": sum(bool(r.profiles.get(prof)) for r in judged)}
+               "correct": correct}
         for p in thresholds:
-            row[f"fast_{p:g}"] = (sum(s > p for s in speeds) if p > 0 else row["correct"]) / len(judged) \
+            row[f"fast_{p:g}"] = (sum(s > p for s in speeds) if p > 0 else correct) / len(judged) \
                 if judged else math.nan
         row["geomean"] = geomean(speeds)
         rows.append(row)
@@ -88,7 +90,8 @@ def aggregate(results: list[TaskResult], baselines: tuple[str, ...] = BASELINES,
     rows = []
     for b in baselines:
         measured = [r for r in results if r.baseline_us.get(b)]
-        speeds = [r.speedup(b) for r in measured if r.ok]
+        # a non-finite baseline time has no speedup (None): measured, not a success
+        speeds = [s for s in (r.speedup(b) for r in measured if r.ok) if s is not None]
         counted = speeds + ([0.0] * (len(measured) - len(speeds)) if failed_as_zero else [])
         rows.append({
             "baseline": b, "tasks": len(measured), "success": len(speeds),

@@ -50,8 +50,8 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
     for task, cand in pairs:
         v = check_pair(task, cand)
         if cand is not None and cand.error is None:
-            ok_task = task is not None and task.error is None
-            v.findings = scan(cand.source, task_input_dtype(task.source) if ok_task else "float32")
+            dtype = task_input_dtype(task.source) if task is not None and task.error is None else "float32"
+            v.findings = scan(cand.source, dtype)
         report.verdicts.append(v)
     return report
 
@@ -64,7 +64,7 @@ CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict",
 
 def task_verdict_text(task_verdicts: dict | None) -> str:
     """The CSV's `task_verdict`: why the task's reference ignores its input (kernelbench/trivial.py), or ""."""
-    return next(iter(task_verdicts.values())) if input_independent(task_verdicts) else ""
+    return next(iter(task_verdicts.values())) if task_verdicts and input_independent(task_verdicts) else ""
 
 
 def tolerance_blind_text(task_verdicts: dict | None) -> str:
@@ -101,7 +101,7 @@ def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict
         claimed = claims.get(str(v.task.path.resolve()), {}) if v.task else {}
         for r in recs:
             by_profile = {f"correct_{p}": ok for p, ok in (r.get("profiles") or {}).items()}
-            by_profile["claimed_speedup"] = claimed.get(r.get("baseline"))
+            by_profile["claimed_speedup"] = claimed.get(r.get("baseline", ""))
             extra = r.get("extra") or {}
             phases = extra.get("task_phase_s")  # where the worker's time went on this pair
             rows.append({**common, **{k: r.get(k) for k in CSV_COLUMNS if k in r}, **by_profile,

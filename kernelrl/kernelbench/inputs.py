@@ -6,7 +6,9 @@ every timed call's fresh inputs), a smaller batch; all keeping the draw's zeros 
 from __future__ import annotations
 
 import math
+import random
 import weakref
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -108,7 +110,8 @@ class Held:
     """Candidate outputs kept alive after their checks, oldest dropped first beyond `budget` bytes."""
 
     def __init__(self, budget: int):
-        self.budget, self.items, self.bytes = budget, [], 0
+        self.budget, self.bytes = budget, 0
+        self.items: list[tuple[object, int]] = []  # (output, its bytes)
 
     def add(self, pair) -> None:
         if pair is None:
@@ -123,6 +126,10 @@ class Held:
 
 class InputsMixin:
     """KBWorker's inputs (it sets `device` and `rng`: kernelrl/kernelbench/worker_process.py)."""
+
+    if TYPE_CHECKING:  # for the type checker only: the guards watch the class's names
+        device: torch.device
+        rng: random.Random
 
     def _inputs(self, mod, seed: int, dist: str, host: bool | None = None) -> list:
         """The task's inputs for a seed, made on the evaluation device: get_inputs runs with that device as torch's

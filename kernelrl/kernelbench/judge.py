@@ -6,6 +6,7 @@ and `_judge`, which compares one call's outputs with the reference's. Runs only 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -35,6 +36,10 @@ def new_errors() -> dict:
 
 class JudgeMixin:
     """KBWorker's checks (it provides `_call`, `begin`, `sync`: kernelrl/kernelbench/worker_process.py)."""
+
+    if TYPE_CHECKING:  # KBWorker's (for the type checker only: the guards watch the class's names)
+        s: dict
+        pair_notes: list[str]
 
     @staticmethod
     def _check_class(cand, ref):
@@ -297,13 +302,15 @@ class JudgeMixin:
         scale = scale_error(o, r) if Rule.SCALE in rules.values() else None
         if scale is not None:
             errs["scale_err"] = max(errs["scale_err"] or 0.0, scale) if not math.isnan(scale) else math.nan
-        ok = {p: passes(p, r.dtype, tightest) and (rules[p] is not Rule.SCALE or scale <= output_tolerance(r.dtype, p))
+        ok = {p: passes(p, r.dtype, tightest) and (rules[p] is not Rule.SCALE or  # a SCALE rule: `scale` was taken
+                                                   scale is not None and scale <= output_tolerance(r.dtype, p))
               for p in PROFILES}
         for p in PROFILES:
             errs["passes"][p] = errs["passes"][p] and ok[p]
         if ok[profile]:
             return
         if passes(profile, r.dtype, tightest):  # within atol = rtol, which here would also accept a trivial output
+            assert probe is not None  # so the profile's rule was the probe's SCALE, which failed
             failure = (f"scale-aware error max |o - r| / (|r| + rms(r)) = {scale:.3g} exceeds {tol:g}: atol=rtol="
                        f"{tol:g} alone would also accept {' or '.join(probe.passing(tol, False))} on this task")
         else:

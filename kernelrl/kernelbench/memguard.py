@@ -95,7 +95,7 @@ class _Raw:
 
 
 class MemoryGuard:
-    def __init__(self, torch, device, sync=None):
+    def __init__(self, torch, device, sync=None) -> None:
         self.torch = torch
         self.sync = sync or torch.cuda.synchronize  # the caller's captured synchronize
         self.device = device

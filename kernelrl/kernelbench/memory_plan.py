@@ -1,6 +1,6 @@
 """How the KernelBench worker fits a task's evaluation into the device's memory: the bytes each phase holds for a
 given footprint, the reductions that make a large task fit, and the smallest card on which a list of tasks runs.
-Pure arithmetic (no torch), tested on the CPU (tests/test_kernelbench_memory_plan.py); the worker
+Pure arithmetic (no torch), tested on the CPU (tests/kernelbench/test_memory_plan.py); the worker
 (worker_process.py `_measure_footprint`) measures the numbers after one reference call and applies the plan.
 
 What the worker holds on the device besides the models, per phase (I: one input set, O: the reference output, T:
@@ -35,7 +35,7 @@ available memory. A task that does not fit with every reduction is refused
 
 The smallest card for a list of tasks (`smallest_card`): each task's least need over every combination the host can
 take (a combination's need does not depend on what is free), plus its weights and DEVICE_OVERHEAD; the largest of
-those. benchmarks/kb_footprints.py computes the footprints from shapes on the CPU and prints it."""
+those. benchmarks/suites/kb_footprints.py computes the footprints from shapes on the CPU and prints it."""
 
 from __future__ import annotations
 
@@ -61,10 +61,10 @@ CHECKS = 9  # checked calls in `_verify` (3 seeds): no more outputs than this ar
 
 @dataclass(frozen=True)
 class Footprint:
-    """A task's sizes in bytes, measured by one reference call (or estimated from shapes: benchmarks/kb_footprints.py).
-    `draw_extra`: the bytes beyond the input set while one is drawn (get_inputs' own temporaries, the uniform
-    redraw's float32 buffer); `weights`: the reference model's parameters and buffers (the candidate holds about as
-    many)."""
+    """A task's sizes in bytes, measured by one reference call (or estimated from shapes:
+    benchmarks/suites/kb_footprints.py). `draw_extra`: the bytes beyond the input set while one is drawn (get_inputs'
+    own temporaries, the uniform redraw's float32 buffer); `weights`: the reference model's parameters and buffers (the
+    candidate holds about as many)."""
 
     input_bytes: int
     output_bytes: int
@@ -110,7 +110,7 @@ class Plan:
 
     @property
     def peak_phase(self) -> str:
-        return max(self.phases, key=self.phases.get) if self.phases else ""
+        return max(self.phases, key=self.phases.__getitem__) if self.phases else ""
 
     @property
     def fits(self) -> bool:
@@ -307,10 +307,10 @@ def plan(fp: Footprint, free: int, host_free: int = 0, input_sets: int = 3,
 
 def min_device(fp: Footprint, host_free: int = 1 << 62, input_sets: int = 3,
                baselines: tuple[str, ...] = STATIC_BASELINES, reductions: bool = True,
-               checks: int = CHECKS) -> int:
+               checks: int = CHECKS) -> float:
     """The least free device memory on which the task runs: with every reduction allowed (spills and reduced
     checks), or (`reductions` False) with the full plan. Each combination's need does not depend on what is free,
-    so this is the least need among those the host can take."""
+    so this is the least need among those the host can take (math.inf where the host can take none)."""
     base = full(fp, 0, host_free, input_sets, baselines, checks)
     if not reductions:
         return base.need
@@ -331,11 +331,12 @@ def host_available() -> int:
 
 
 def smallest_card(footprints, host_free: int = 1 << 62, input_sets: int = 3,
-                  baselines: tuple[str, ...] = STATIC_BASELINES, reductions: bool = True) -> tuple[int, int | None]:
+                  baselines: tuple[str, ...] = STATIC_BASELINES, reductions: bool = True) -> tuple[float, int | None]:
     """(the smallest card's usable memory in bytes on which every task runs, the index of the task that sets it):
     the largest of each task's least free memory, plus the reference model's weights (loaded when `free` is
     measured) and DEVICE_OVERHEAD (context, flush buffer)."""
-    best, which = 0, None
+    best: float = 0
+    which: int | None = None
     for k, fp in enumerate(footprints):
         card = min_device(fp, host_free, input_sets, baselines, reductions) + fp.weights + DEVICE_OVERHEAD
         if card > best:

@@ -92,7 +92,7 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
     its share; records then arrive share by share. The extensions are built here first, on a filesystem the actors
     share (one host)."""
     from kernelrl.run.ray_runner import RayRunner
-    from kernelrl.run.runner import LocalRunner, verdict_records  # loads torch (kernelrl.library.runtime)
+    from kernelrl.run.runner import LocalRunner, Runner, verdict_records  # loads torch (kernelrl.library.runtime)
 
     if settings.extensions_dir is None:
         settings.extensions_dir = str(cache_root() / "kb_extensions")
@@ -118,7 +118,7 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
         if lacking[task.candidate_path]:
             collect(task, verdict_records(task, "candidate", Verdict.ENVIRONMENT,
                                           environment_detail(lacking[task.candidate_path])))
-        elif outcome is not None and not outcome.ok:
+        elif outcome is not None and outcome.verdict is not None:  # not outcome.ok
             collect(task, verdict_records(task, "candidate", outcome.verdict, outcome.detail))
         else:
             runnable.append(task)
@@ -126,6 +126,7 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
         target = worker_target or worker_main
         # a defence verdict recycles the worker (routine with cheats about): the next one waits ready, imported
         spare = worker_target is None if hot_spare is None else hot_spare
+        runner: Runner
         if ray_address is None:
             runner = LocalRunner(worker_target=target, hot_spare=spare)
         else:

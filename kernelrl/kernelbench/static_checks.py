@@ -223,6 +223,7 @@ class _Scanner(ast.NodeVisitor):
 
     def _key_text(self, node) -> str:
         call = _calls_key(node, self.key_names)
+        assert call is not None  # called only where _calls_key found one
         return "id(...)" if isinstance(call.func, ast.Name) else ".data_ptr()"
 
     def visit_Subscript(self, node):

@@ -69,7 +69,7 @@ class TaskSnapshot:
             if type(owner) is not kind:
                 out.append(f"{label}: its type replaced")
                 _put_back(owner, "__class__", kind)
-            if bases is not None and owner.__bases__ is not bases:
+            if bases is not None and isinstance(owner, type) and owner.__bases__ is not bases:  # a class's entry
                 out.append(f"{label}: its base classes replaced")
                 _put_back(owner, "__bases__", bases)
         for owner, label, names in self.owners:

@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,7 +123,7 @@ def level_of(path: Path) -> int | None:
     return None
 
 
-def discover(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
+def discover(paths: Sequence[str | Path]) -> tuple[list[Path], list[str]]:
     """Python files from files and folders (recursively; `__init__.py` and `_`-prefixed files skipped), sorted,
     and one line for each path that does not exist or is not a .py file."""
     files, errors = [], []
@@ -151,7 +152,7 @@ def _parse(path: Path) -> SourceFile:
 
 
 def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
-    out = {}
+    out: dict[str, ast.AST] = {}
     for node in tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             out[node.name] = node
@@ -181,6 +182,7 @@ def _method(cls: ast.ClassDef, name: str, names: dict | None = None, seen: froze
 def _inspect(f: SourceFile, cls_name: str, required: tuple[str, ...]) -> SourceFile:
     if f.error:
         return f
+    assert f.tree is not None  # _parse sets `tree` or `error`
     names = _top_level(f.tree)
     missing = [n for n in required if n not in names]
     if missing:
@@ -222,6 +224,7 @@ def signature_mismatch(task: SourceFile, cand: SourceFile) -> str | None:
     """One line when a positional call of Model's constructor or forward would not mean the same to ModelNew's
     (count of arguments, defaults); argument names may differ."""
     for what, t, c in (("constructor", task.init, cand.init), ("forward", task.forward, cand.forward)):
+        assert t is not None and c is not None  # both files inspected without error (check_pair)
         if not accepts_calls_of(c, t):
             return f"{what} signature differs: Model{t} vs ModelNew{c} (arity or defaults)"
     return None
@@ -261,7 +264,7 @@ def match(tasks: list[SourceFile], candidates: list[SourceFile],
         if options:
             taken[id(options[0])] = c
             used.add(id(c))
-    pairs = [(t, taken.get(id(t))) for t in tasks]
+    pairs: list[tuple[SourceFile | None, SourceFile | None]] = [(t, taken.get(id(t))) for t in tasks]
     pairs += [(None, c) for c in candidates if id(c) not in used]
     return pairs, errors
 
@@ -270,6 +273,7 @@ def check_pair(task: SourceFile | None, cand: SourceFile | None) -> PairCheck:
     """Loading and signature verdicts for one pair (static checks are added by the caller)."""
     v = PairCheck(task, cand)
     if task is None:
+        assert cand is not None  # match() never pairs None with None
         v.reasons.append(f"{cand.name}: no task matches this candidate")
     elif task.error:
         v.reasons.append(f"task {task.name}: {task.error}")
@@ -291,6 +295,7 @@ def load_module(path: str | Path):
     digest = hashlib.sha1(f"{path}:{path.stat().st_mtime_ns}:{path.read_bytes()!r}".encode()).hexdigest()[:12]
     name = f"kernelrl_kb_{re.sub(r'[^0-9a-zA-Z_]', '_', path.stem)}_{digest}"
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, f"{path}: no module loader for this file"
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look modules up here
     try:

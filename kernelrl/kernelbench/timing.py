@@ -138,7 +138,7 @@ class _PairRounds:
     besides judged against the reference, so a candidate turning stale after N calls is caught whatever the secret;
     no candidate code beside a baseline's turn."""
 
-    def __init__(self, worker, tid, ref, cand, fns, pool, k, base_reasons, errs):
+    def __init__(self, worker, tid, ref, cand, fns, pool, k, base_reasons, errs) -> None:
         self.w, self.tid, self.ref, self.cand, self.fns, self.pool = worker, tid, ref, cand, fns, pool
         self.k, self.base_reasons, self.errs = k, base_reasons, errs
         self.calls = calls_per_turn(worker.s["calls_per_round"], worker.clocks)

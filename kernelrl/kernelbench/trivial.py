@@ -143,10 +143,10 @@ def probe_output(ref: torch.Tensor, other: torch.Tensor) -> OutputProbe:
     shape on other inputs. The constant one is built chunk by chunk: no full-size tensor beside `ref`'s."""
     if not (ref.is_floating_point() or ref.is_complex()):
         c = torch.full((), round(mean(other.double())) if other.numel() else 0, dtype=ref.dtype, device=ref.device)
-        alts = {"zeros": bool((ref == 0).all()), "constant": bool((ref == c).all()),
-                "stale": other.shape == ref.shape and torch.equal(other, ref)}
+        equal = {"zeros": bool((ref == 0).all()), "constant": bool((ref == c).all()),
+                 "stale": other.shape == ref.shape and torch.equal(other, ref)}
         return OutputProbe({k: Alternative(0.0 if same else math.inf, 0.0 if same else math.inf)
-                            for k, same in alts.items()}, exact=True, dtype=_name(ref.dtype))
+                            for k, same in equal.items()}, exact=True, dtype=_name(ref.dtype))
     scale = rms(ref)
     alts = {name: _distance(alternative(name, ref, other), ref, scale) for name in ("zeros", "constant")}
     alts["stale"] = _distance(other, ref, scale) if other.shape == ref.shape else Alternative(math.inf, math.inf)
@@ -224,6 +224,7 @@ def with_noise(probes: list[OutputProbe | None], refs: list, exact_refs: list) -
     """The probes with each floating output's scale-aware error against the same reference computed in float64."""
     out = []
     for p, r, e in zip(probes, refs, exact_refs):
-        ok = p is not None and not p.exact and isinstance(e, torch.Tensor) and e.shape == r.shape
-        out.append(replace(p, noise=scale_error(r, e)) if ok else p)
+        if p is not None and not p.exact and isinstance(e, torch.Tensor) and e.shape == r.shape:
+            p = replace(p, noise=scale_error(r, e))
+        out.append(p)
     return out

@@ -13,10 +13,11 @@ import os
 import sys
 import sysconfig
 import threading
+from typing import TYPE_CHECKING
 
 import torch
 
-from kernelrl.harness.device_state import context_usable
+from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
@@ -119,6 +120,12 @@ HARNESS_MODULES = ("kernelrl.kernelbench.worker_process", "kernelrl.kernelbench.
 class WatchMixin:
     """KBWorker's guards and watch (attributes it sets: kernelrl/kernelbench/worker_process.py)."""
 
+    if TYPE_CHECKING:  # set by KBWorker.start() (declared for the type checker only: a class attribute, even an
+        # annotation, would be one more name the guards watch)
+        guards: list[tuple]
+        state: DeviceState
+        library: tuple[str, ...]
+
     # -- what a candidate may not change ---------------------------------------------------------------------
     def _capture_guards(self) -> list[tuple]:
         guards = []
@@ -163,7 +170,8 @@ class WatchMixin:
             why = ("; torch's own functions, which the reference and the baselines call in this process (a slower "
                    "one inflates the speedup)") if any(n in self.surface_labels for n in names) else ""
             return Verdict(key), f"{', '.join(names)} replaced {when}{why}"
-        task = self.task_snapshot.changed() if getattr(self, "task_snapshot", None) is not None else []
+        snapshot = getattr(self, "task_snapshot", None)
+        task = snapshot.changed() if snapshot is not None else []
         if task:
             return Verdict.HARNESS_PATCH, (f"{'; '.join(task)[:400]} {when}: the reference and every input set come "
                                            f"from the task's module")

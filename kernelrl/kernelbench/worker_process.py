@@ -70,7 +70,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.s = payload["settings"]
         self.flush_buf = None
         self.guard = None
-        self.cand_file = None
+        self.cand_file: str | None = None
         self.armed = False
         self.in_hook = False
         self.hits: list[tuple[str, str]] = []  # (verdict key, what) seen while the candidate ran
@@ -79,17 +79,22 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
         self.pair_notes: list[str] = []  # what this pair's task did that the verdict had to allow for
         self.task_notes: list[str] = []  # the same for the task itself (kept with it while it is reused)
-        self.task_cache = None  # (key, module, reference model, footprint verdict, footprint, input bytes)
+        self.task_cache: tuple | None = None  # (key, module, reference model, footprint verdict, footprint, ...)
+        # set by _task: the task's input and output bytes, its input bytes, the seconds its reference's load took
+        self.footprint: int
+        self.input_bytes: int
+        self.ref_settle_s: float
         self.task_reused = False  # whether this pair's task came from the cache (reported in `extra`)
         self.rounds_run = 0  # timed rounds the pair's timing ran (fewer than asked where they settled)
         self.baseline_fns: dict = {}  # the cached task's prepared baselines, by name
-        self.mem_plan = None  # the task's memory plan (kernelbench/memory_plan.py), kept with the task
+        self.mem_plan: memory_plan.Plan | None = None  # the task's memory plan (kernelbench/memory_plan.py), kept
+        # with the task
         self.mem_base = 0  # device bytes allocated when the plan measured what is free (the models, flush buffer)
         self.spill_inputs = False  # `_inputs` returns host copies (the checks' pristine inputs, where the plan says)
         self.trivial_probes: list = []  # the task's outputs' trivial alternatives (kernelbench/trivial.py)
         self.task_verdicts: dict[str, str] = {}  # profile -> why the task cannot tell right from trivial there
         self.trivial_audit: dict = {}  # profile -> alternative -> [within atol = rtol, judged correct]
-        self.task_snapshot = None  # the task module as loaded (task_guard.py)
+        self.task_snapshot: TaskSnapshot | None = None  # the task module as loaded (task_guard.py)
 
     def start(self):
         self.torch = torch
@@ -192,7 +197,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             cand = cand.to(self.device)
         except Exception as exc:
             self._unwatch(before, "load", threads)
-            failure = _load_verdict(exc)
+            failure: Rejected | None = _load_verdict(exc)
             self._report(tid, baselines, failure, {}, {})
             return self._after_pair(failure)
         # OS threads: native ones too (a C++ extension's, pthread_create through ctypes: no audit event sees them)
@@ -206,6 +211,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             self._report(tid, baselines, failure, {}, {})
             return self._after_pair(failure)
         errs = new_errors()
+        assert self.mem_plan is not None  # made with the task's footprint, which fit (too_large is None)
         self.spill_inputs = self.mem_plan.pristine_on_host  # the checks' pristine inputs on the host (memory plan)
         try:
             self._check_class(cand, ref)
@@ -244,6 +250,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         key = (Path(path).name, zlib.crc32(Path(path).read_bytes()))  # the same task file, wherever it lies
         self.task_reused = self.task_cache is not None and self.task_cache[0] == key
         if self.task_reused:
+            assert self.task_cache is not None
             _, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s, self.seeded, \
                 self.task_notes, self.trivial_probes, self.task_verdicts, self.trivial_audit = self.task_cache
             return tmod, ref, too_large
@@ -313,7 +320,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
         try:
-            inputs = self._inputs(tmod, self.base_seed, "task", host=False)
+            inputs: list | None = self._inputs(tmod, self.base_seed, "task", host=False)
             if self.cuda:  # get_inputs' own temporaries (a product of two draws), then the call's alone
                 draw_extra = max(0, torch.cuda.max_memory_allocated() - base - self._nbytes(inputs))
                 torch.cuda.reset_peak_memory_stats()
@@ -354,8 +361,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         self.mem_base = torch.cuda.memory_allocated()  # the models and the flush buffer: what `free` excludes
         if not self.mem_plan.fits:
             return Rejected(Verdict.TOO_LARGE, self.mem_plan.refusal())
-        if self.mem_plan.note():
-            self.task_notes.append(self.mem_plan.note())
+        if note := self.mem_plan.note():
+            self.task_notes.append(note)
         return None
 
     def _memory_report(self) -> dict:
@@ -453,7 +460,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
             self.task_verdicts = task_verdict(self.trivial_probes)
             self.trivial_audit = self._judge_trivial(*outs)
         except torch.OutOfMemoryError as exc:
-            outs = None
+            del outs
             self._free()
             return Rejected(Verdict.TOO_LARGE, f"two reference outputs (the task's inputs and other inputs, to see "
                                                f"what a trivial output would pass) do not fit: {_short(exc)}")
@@ -483,7 +490,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         """The tolerance audit of this task: {profile: {alternative: [within atol = rtol alone, correct by this
         judge]}}, each trivial output (zeros, a constant from other inputs' outputs, the output of other inputs)
         judged by `_judge_values`, the code every candidate's outputs go through, with the task's own verdict."""
-        audit = {p: {} for p in PROFILES}
+        audit: dict[str, dict[str, list[bool]]] = {p: {} for p in PROFILES}
         for name in ALTERNATIVES:
             errs, within, equal = new_errors(), {p: True for p in PROFILES}, True
             for i, (r, other) in enumerate(zip(refs, others)):

@@ -124,7 +124,7 @@ def routes(root: Path, manifest: dict) -> dict[str, policy.Route]:
     root = Path(root)
     kernels = manifest.get("kernels", {})
     shim = manifest.get("native")
-    table, lt_algos = policy.tables(manifest, bool(shim) and (root / shim).is_file())
+    table, lt_algos = policy.tables(manifest, bool(shim and (root / shim).is_file()))
 
     def built(name: str) -> bool:
         return built_library(root, kernels.get(name, {})) is not None

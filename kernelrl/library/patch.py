@@ -52,7 +52,8 @@ def patch(model: nn.Module, library: Library, filter: Filter | None = None) -> l
         if type(module) is not nn.Linear or (filter is not None and not filter(name, module)):
             continue
         module.__class__ = KernelrlLinear
-        module.kernelrl_library = library.handle
+        # a KernelrlLinear now, which mypy does not follow through __class__: it still sees nn.Linear's setattr
+        module.kernelrl_library = library.handle  # type: ignore[assignment]
         names.append(name)
     return names
 
@@ -62,7 +63,7 @@ def unpatch(model: nn.Module) -> list[str]:
     names = []
     for name, module in model.named_modules():
         if type(module) is KernelrlLinear:
-            module.__class__ = nn.Linear
+            module.__class__ = nn.Linear  # type: ignore[assignment]  # back to the class it was patched from
             del module.kernelrl_library
             names.append(name)
     return names

@@ -17,6 +17,7 @@ import ctypes
 import os
 import sys
 import threading
+from typing import Any
 from pathlib import Path
 
 import torch
@@ -54,7 +55,9 @@ class _Kernel:
 
     def native(self) -> tuple[int, int, int, int]:
         """(kind, entry point, plan, algorithm) for the C++ fast path."""
-        return native.KERNEL, ctypes.cast(self.fn, ctypes.c_void_p).value, 0, 0
+        entry = ctypes.cast(self.fn, ctypes.c_void_p).value
+        assert entry is not None  # a loaded symbol's address
+        return native.KERNEL, entry, 0, 0
 
     def workspace(self, m: int, n: int, k: int) -> int:
         return 0 if self._ws is None else int(self._ws(m, n, k))
@@ -102,6 +105,7 @@ class _BoundLt:
 
     def native(self) -> tuple[int, int, int, int]:
         entry = ctypes.cast(self.lib.kr_lt_run, ctypes.c_void_p).value
+        assert entry is not None  # a loaded symbol's address
         return native.LT, entry, int(self.plan), ctypes.addressof(self.algo)
 
 
@@ -128,9 +132,12 @@ class Library:
         self._workspaces: dict[int, torch.Tensor] = {}
         self._retired: list[torch.Tensor] = []  # outgrown workspaces: a fast-path plan or a graph may point at them
         self._fast: dict[tuple, tuple] = {}
-        self._plans = None  # the C++ fast path's table (kernelrl/library/native.py), made on the first plan
+        # the C++ fast path's table (kernelrl/library/native.py), made on the first plan: an object of the extension
+        # that native.py builds at run time, which has no static type
+        self._plans: Any = None
         self._lock = threading.Lock()
-        self._calls: dict[tuple, list[int]] = {}  # (m, n, k, dtype, layout) -> [kernel calls, fallbacks]: stats()
+        # (m, n, k, dtype, layout) -> [kernel calls, fallbacks]: stats()
+        self._calls: dict[tuple[int, int, int, str, str], list[int]] = {}
         self._log = os.environ.get("KERNELRL_LOG", "") not in ("", "0")
         self.missing = self._say_what_is_missing(manifest)
         self.foreign = self._check_gpu(manifest)
@@ -195,9 +202,14 @@ class Library:
         decided = self._decisions.get(key)
         if decided is not None:
             return decided
+
+        def supports(name: str) -> bool:
+            kern = self.kernel(name)
+            assert kern is not None  # policy.route asks only of a usable kernel
+            return kern.supports(m, n, k)
+
         decided = self._decisions[key] = policy.route(key, self.table, self.lt_algos,
-                                                      usable=lambda name: self.usable(name, layout),
-                                                      supports=lambda name: self.kernel(name).supports(m, n, k))
+                                                      usable=lambda name: self.usable(name, layout), supports=supports)
         if self._log:
             _say(f"{m}x{n}x{k} {dtype} {layout}: "
                  f"{decided.kernel or 'fallback (' + (decided.name or FALLBACK_LABEL[layout]) + ')'}")
@@ -386,6 +398,7 @@ class Library:
         self._plans.add_linear(_LINEAR_TABLE[dtype], m, n, k, dev, kind, fn, plan, algo, ws_ptr or 0, ws_size, align)
 
     def _lt_fallback(self) -> "_LtFallback":
+        assert self.native_path is not None  # a cuBLASLt route needs the shim (policy.tables)
         with self._lock:
             if self._lt is None:
                 self._lt = _LtFallback(self.native_path)

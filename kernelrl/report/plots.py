@@ -72,7 +72,7 @@ class HeatmapPainter:
         cell_in = min(max(2.6 / max(nr, nc), 0.26), 0.45) if self.annotate else max(0.06, 3.0 / max(nr, nc))
         width, height = 0.45 + nc * cell_in + 0.08, 0.42 + nr * cell_in + 0.06
         self.fig = Figure(figsize=(width, height), dpi=DPI)
-        FigureCanvasAgg(self.fig)
+        self.canvas = FigureCanvasAgg(self.fig)  # also the figure's own canvas
         ax = self.ax = self.fig.add_axes((0.45 / width, 0.42 / height, nc * cell_in / width, nr * cell_in / height))
         ax.set_xticks(range(nc), [dim_label(c) for c in self.cols], fontsize=6.5, rotation=90 if nc > 6 else 0)
         ax.set_yticks(range(nr), [dim_label(r) for r in self.rows], fontsize=6.5)
@@ -86,8 +86,8 @@ class HeatmapPainter:
         self.labels.set_transform(Affine2D().scale(DPI / 72.0))  # glyph outlines are in points
         ax.add_collection(self.labels, autolim=False)
         self.image.set_visible(False)
-        self.fig.canvas.draw()
-        self.frame = self.fig.canvas.copy_from_bbox(self.fig.bbox)
+        self.canvas.draw()
+        self.frame = self.canvas.copy_from_bbox(self.fig.bbox)
         self.image.set_visible(True)
         self.index_r = {r: i for i, r in enumerate(self.rows)}
         self.index_c = {c: j for j, c in enumerate(self.cols)}
@@ -105,8 +105,8 @@ class HeatmapPainter:
         self.image.set_data(np.ma.masked_invalid(grid))
         self.labels.set_paths([_glyphs(t) for _, _, t, _ in texts])
         self.labels.set_offsets(np.array([(j, i) for i, j, _, _ in texts], dtype=float).reshape(-1, 2))
-        self.labels.set_facecolors([c for _, _, _, c in texts] or ["black"])
-        canvas = self.fig.canvas
+        self.labels.set_facecolor([c for _, _, _, c in texts] or ["black"])
+        canvas = self.canvas
         canvas.restore_region(self.frame)
         self.ax.draw_artist(self.image)
         self.ax.draw_artist(self.labels)
@@ -149,8 +149,9 @@ def _glyphs(text: str) -> Path:
 
 def family_colors(count: int) -> list[str]:
     """Distinct categorical colours: tab10, then tab20's pale halves, then evenly spaced hues."""
-    base = [to_hex(c) for c in colormaps["tab10"].colors]
-    base += [to_hex(c) for c in colormaps["tab20"].colors[1::2]]
+    # the registry types every map as Colormap; tab10 and tab20 are ListedColormaps, which have `colors`
+    base = [to_hex(c) for c in colormaps["tab10"].colors]  # type: ignore[attr-defined]
+    base += [to_hex(c) for c in colormaps["tab20"].colors[1::2]]  # type: ignore[attr-defined]
     if count > len(base):
         hsv = colormaps["hsv"]
         base += [to_hex(hsv(i / (count - len(base)))) for i in range(count - len(base))]
@@ -164,6 +165,7 @@ def _compact_png(rgba: np.ndarray) -> bytes:
     quantized = img.quantize(colors=96, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     # the octree averages white with its neighbours: snap near-white back, or each map shows a faint grey box
     palette = quantized.getpalette()
+    assert palette is not None  # a quantized image has one
     for i in range(0, len(palette) - 2, 3):
         if min(palette[i:i + 3]) >= 250:
             palette[i:i + 3] = [255, 255, 255]

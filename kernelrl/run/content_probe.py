@@ -5,6 +5,7 @@ stream, restore, reject and error handling); runs only in the worker process."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
@@ -19,6 +20,10 @@ PROBE_CALLS = 64  # most calls in a content-probe graph
 
 
 class ContentProbe:
+    if TYPE_CHECKING:  # the Worker's, which this is mixed into (kernelrl/run/worker.py)
+        stream: torch.cuda.Stream | None  # None until the worker starts
+        _sync: Callable[[str, str], None]
+
     def _probe_contents(self, task_id, problem, live, graphs, sets, results):
         """Device mode replays the same inputs, so a result cached by input contents would look fast. Each
         untrusted method (and one trusted baseline, for calibration) is timed again in a graph that changes a few
@@ -84,6 +89,7 @@ class ContentProbe:
         return changing, alone
 
     def _replay_us(self, name, graph) -> float:
+        assert self.stream is not None  # probes run on a started worker
         return timed_replay(graph, self.stream, lambda: self._sync(name, "probe:contents"))[0]
 
     def _changed_reference(self, sets, changes):

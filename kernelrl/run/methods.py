@@ -31,7 +31,7 @@ class Buffers:
 
     a: torch.Tensor
     b: torch.Tensor
-    bt: torch.Tensor
+    bt: torch.Tensor | None  # None where no method reads B transposed
     c: torch.Tensor
 
 
@@ -45,7 +45,10 @@ class Method:
 
     def b_of(self, bufs: "Buffers") -> torch.Tensor:
         """The copy of B this method reads: B (K x N), or Bt (N x K) for methods that take it transposed."""
-        return bufs.bt if self.needs_bt else bufs.b
+        if self.needs_bt:
+            assert bufs.bt is not None  # made wherever a method reads it (reads_bt)
+            return bufs.bt
+        return bufs.b
 
     def workspace_bytes(self, m: int, n: int, k: int) -> int:
         return 0

@@ -22,12 +22,13 @@ import traceback
 
 from kernelrl.harness.sandbox import confine_worker
 from kernelrl.harness.verdicts import Verdict
+from kernelrl.harness.worker_base import Fatal
 
 
 RECYCLE = "recycle"  # what run_task returns when the worker must not evaluate anything more
 
 
-def serve(conn, payload: dict, worker, fatal: tuple[type[BaseException], ...] = ()) -> None:
+def serve(conn, payload: dict, worker, fatal: tuple[type[Fatal], ...] = ()) -> None:
     """Run every task of the payload. An exception of a `fatal` type (with a `verdict` key and a `detail`) means the
     CUDA context may be unusable: report it as the running method's verdict and exit (code 3); any other exception
     is a worker error (code 4). Either way the parent restarts a fresh worker for the remaining tasks."""

@@ -14,7 +14,7 @@ import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 from kernelrl.library.export import shape_key
 from kernelrl.errors import UserError
@@ -66,7 +66,11 @@ class Runner(Registered):
         raise NotImplementedError
 
 
-def verdict_records(task: Task, method: str, verdict: Verdict, detail: str = "") -> list[dict]:
+class _HasModes(Protocol):  # a Task, or a workload's task that duck-types it (kernelbench.pairs.KBTask)
+    modes: list[str]
+
+
+def verdict_records(task: _HasModes, method: str, verdict: Verdict, detail: str = "") -> list[dict]:
     """Records for a method that never produced timings: one per mode, unverified, with its key and detail."""
     return [Record.failed(method, mode, verdict, detail).to_dict() for mode in task.modes]
 
@@ -168,7 +172,8 @@ class LocalRunner(Runner, kind="local"):
         """Read one worker's messages until it is done, asks to be recycled, or fails: (outcome, what ran last,
         the failure's Rejected or None); outcome is "done", "recycled" or "failed", or "unconfined retry" (with the
         start-up error as the third) when a worker confined by Landlock could not start."""
-        current, confined = (None, None, None), False
+        current: tuple = (None, None, None)  # (task id, method, phase) of what runs now, as the worker said
+        confined = False
         while True:
             timeout = _phase_timeout(settings, current[2])
             if not parent.poll(timeout):

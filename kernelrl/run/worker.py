@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import resource
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -32,6 +33,9 @@ from kernelrl.workloads.hgemm import GemmProblem
 
 class Worker(ContentProbe, WorkerBase):
     """The HGEMM workload's worker: methods are built libraries (or cuBLAS, torch) called through ctypes."""
+
+    if TYPE_CHECKING:  # set per task (_alloc_workspaces)
+        workspaces: dict[str, torch.Tensor | None]  # per method: its guarded workspace, or None
 
     def __init__(self, conn, payload: dict):
         super().__init__(conn, payload)
@@ -106,11 +110,11 @@ class Worker(ContentProbe, WorkerBase):
             if not self._trusted(name):  # a library's own threads (cuBLAS, torch) are not a candidate's
                 self.check_no_background(before, "loading the candidate")
                 self.check_device_settled(CUDA_CLOCKS.now, CUDA_CLOCKS.sync, "loading the candidate")
-        self._guards = []
+        self._guards: list[GuardedBuffer] = []
         self.live, self.results = live, results  # methods still in the running, and their verdicts so far
         self.need_bt = any(M.reads_bt(x, problem) for x in live.values())
         self.pristine: dict[int, tuple] = {}  # id(set) -> (A, B, Bt or None) as the harness made them
-        self.set0 = self._alloc_set(problem, self.need_bt)
+        self.set0: M.Buffers | None = self._alloc_set(problem, self.need_bt)
         self._alloc_workspaces(problem, live)
         self._verify_all(task_id, problem, live, self.set0, results)
         for mode in task["modes"]:
@@ -330,13 +334,14 @@ class Worker(ContentProbe, WorkerBase):
                 live.pop(name).close()
         calls = {name: method.bind(problem, bufs, self.workspaces.get(name), self.stream)
                  for name, method in live.items()}
-        previous = None
+        previous: torch.Tensor | None = None
         checks = [("normal", public, None), ("normal", self.secret ^ public, None), ("near", None, None),
                   ("binary", self.secret ^ (public + 1), Verdict.EXACT_INPUTS)]
         if problem.acc == "fp32" and problem.k >= ACCUMULATOR_PROBE_MIN_K:
             checks.append(("accumulator", self.secret ^ (public + 2), Verdict.PRECISION))
         for kind, seed, exact in checks:
             if kind == "near":  # the last inputs, a few elements changed
+                assert previous is not None  # a "normal" check ran before
                 ref = previous.clone()
                 self._perturb(bufs, ref)
                 self._restore([bufs])  # what an earlier method wrote into the set must not reach the staging
@@ -346,7 +351,7 @@ class Worker(ContentProbe, WorkerBase):
                 a, b, ref = self._fill(problem, bufs, kind, seed)
             for name in list(live):
                 if kind == "accumulator" and self._trusted(name):
-                    continue  # NVIDIA's own (exact on every shape of benchmarks/accumulator_probe_torch.py)
+                    continue  # NVIDIA's own (exact on every shape of benchmarks/experiments/accumulator_probe_torch.py)
                 try:
                     self._checked_call(task_id, problem, name, live[name], bufs, calls[name], a, b, ref, exact,
                                        f"verify:{kind}", results, previous if kind == "near" else None)

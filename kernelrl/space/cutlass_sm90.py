@@ -102,11 +102,11 @@ class CutlassSm90Space(KernelSpace):
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
     def tile(variant: Variant) -> tuple[int, int, int]:
-        return _dims(variant.p["tile"])  # type: ignore[return-value]
+        return _dims(variant.p["tile"])  # type: ignore[return-value]  # the knob's values are MxNxK
 
     @staticmethod
     def cluster(variant: Variant) -> tuple[int, int]:
-        return _dims(variant.p["cluster"])  # type: ignore[return-value]
+        return _dims(variant.p["cluster"])  # type: ignore[return-value]  # the knob's values are MxN
 
     @staticmethod
     def mma_warpgroups(variant: Variant) -> int:

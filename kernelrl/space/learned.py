@@ -5,7 +5,7 @@ on a given GPU. The correction is a ridge regression of log(measured / predicted
 split, cluster, wave count and quantization, the shape, the prediction itself), fitted on verified measurements of
 earlier tuning runs. Ranking by prediction × exp(correction) is what the tuner's short lists use when given
 `--learn-from`. On the H200's paper-grid run it put the measured best candidate first on 149 of 304 small shapes
-(29 without it) and 252 of 509 medium ones (144), cross-validated by shape (benchmarks/learned_model_cv.py).
+(29 without it) and 252 of 509 medium ones (144), cross-validated by shape (benchmarks/experiments/learned_model_cv.py).
 
 The fit is deterministic and made once per run, before any short list: the candidate set stays known in advance, so
 a CPU machine given the same measurements prebuilds the same kernels."""
@@ -89,7 +89,7 @@ def samples_from(path: str | Path, acc: str = "fp32") -> list[tuple[Variant, Gem
             rows = db.rows(modes=["device"], superseded=True)  # absolute times: a later run's do not void them
         finally:
             db.close()
-    gpus = sorted({r.get("gpu") for r in rows if r.get("gpu")})
+    gpus = sorted({r["gpu"] for r in rows if r.get("gpu")})
     if len(gpus) > 1:
         raise LearnError(f"{path} holds measurements of {len(gpus)} GPUs ({', '.join(gpus)}): the correction is "
                          "per GPU, pass measurements of the one being tuned")

@@ -54,12 +54,12 @@ DEEP_ENOUGH = 4
 CLUSTER_REDUCE_US = 0.3
 # Clusters of 4 or more K slices sustain less than the model's rate: on the H200 the small family's cluster_k 4 and 8
 # points measured 1.65x the prediction (geomean, 1,935 measurements), its cluster_k 1 and 2 points 1.15x
-# (benchmarks/model_error.py on benchmarks/results/h200x2/tune_one_measurements.csv). The factor scales the compute
-# term only, which brings them to ~1.4x. 16 is assumed to behave like 8 until measured.
+# (benchmarks/experiments/model_error.py on benchmarks/results/h200x2/tune_one_measurements.csv). The factor scales
+# the compute term only, which brings them to ~1.4x. 16 is assumed to behave like 8 until measured.
 CLUSTER_SPLIT_EFFICIENCY = 1.15 / 1.65
 # A persistent CTA pays a fixed cost per work unit it takes (the pipeline's ramp and the epilogue's store, which a
 # cooperative schedule does not overlap with the next unit's main loop; ping-pong hides about half of it). Fitted on
-# the H200's wgmma screening measurements (benchmarks/model_unit_overhead.py, results in
+# the H200's wgmma screening measurements (benchmarks/experiments/model_unit_overhead.py, results in
 # benchmarks/results/h200/wgmma/model_unit_overhead/): with it the model's first choice among each shape's measured
 # candidates was the fastest on 280 of 696 fp32 shapes, cross-validated by shape (227 without), at 1.020 of the
 # fastest (1.076 without); on the fp16 run it was not fitted on, 346 of 963 (180) at 1.026 (1.085).
@@ -156,7 +156,7 @@ def _predict(variant: Variant, problem: GemmProblem, machine: Machine) -> tuple[
 def unit_overhead_us(resources: dict, units: int, machine: Machine = H200) -> float:
     """The per-unit cost of a persistent kernel that declares one (`unit_overhead`: its schedule), times the units
     (its CTAs' worth of work, as `waves` counts them) that its busiest CTA takes (one CTA per SM)."""
-    per_unit = UNIT_OVERHEAD_US.get(resources.get("unit_overhead"), 0.0)
+    per_unit = UNIT_OVERHEAD_US.get(resources.get("unit_overhead", ""), 0.0)
     return per_unit * busiest_cta_units(units, machine) if per_unit else 0.0
 
 
@@ -179,6 +179,6 @@ def rank(variants: list[Variant], problem: GemmProblem, machine: Machine = H200,
             r = _resources(v)
             stages = r.get("stages", 0)
             tie = (operands, -min(stages, DEEP_ENOUGH),
-                   EPILOGUE_RANK.get(r.get("epilogue"), 1), -stages, v.name)
+                   EPILOGUE_RANK.get(r.get("epilogue", ""), 1), -stages, v.name)
             scored.append((us, tie, v))
     return [(us, v) for us, _, v in sorted(scored, key=lambda s: (s[0], s[1]))]

@@ -233,9 +233,11 @@ def _check_reward_baseline(baseline: str | None, data: DataConfig, stages: list[
         return
     for name in sorted({d for s in stages for d in s.data}):
         if name == "hgemm":
+            assert data.hgemm is not None  # parse_config: every stage's data is defined
             measured = list(data.hgemm.baselines)
         else:
             kb = data.kernelbench
+            assert kb is not None  # as above
             measured = list(kb.baselines or (DEFAULT_BASELINES if kb.device == "cuda" else ("eager",)))
         if baseline not in measured:
             raise TrainError(f"reward.baseline {baseline} is not measured for {name} (its baselines: "

@@ -37,7 +37,7 @@ def windows(steps: list[dict], first: float = 0.1, last: float = 0.2) -> dict:
     if not n:
         return {"steps": 0}
     head, tail = steps[:max(1, round(n * first))], steps[n - max(1, round(n * last)):]
-    out = {"steps": n, "first_steps": len(head), "last_steps": len(tail)}
+    out: dict[str, float | None] = {"steps": n, "first_steps": len(head), "last_steps": len(tail)}
     for name, part in (("first", head), ("last", tail)):
         out[f"{name}_reward"] = _mean(s["reward_mean"] for s in part)
         out[f"{name}_pass_rate"] = _mean(s["pass_rate"] for s in part)

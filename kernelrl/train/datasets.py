@@ -159,7 +159,7 @@ class Pair:
 def sft_dataset(pairs: list[Pair], fmt: str = "chat", shuffle_seed: int = 0):
     """prompt/completion rows: SFTTrainer trains on the completion only."""
     from datasets import Dataset
-    rows = []
+    rows: list[dict] = []
     for p in pairs:
         if fmt == "chat":
             rows.append({"prompt": p.messages, "completion": [{"role": "assistant", "content": p.completion}]})
@@ -262,7 +262,7 @@ def results_db_pairs(db_path: str | Path, kernel_paths: list[str], data, work_di
             times[(r["gpu"], f"{r['m']}x{r['n']}x{r['k']}", r["run_id"], r["method"])] = r["time_us_median"]
     pairs = []
     for f in files:
-        speed = {}
+        speed: dict[str, float] = {}  # shape -> the file's best speedup on it
         for (gpu, shape, run, method), us in times.items():
             base = times.get((gpu, shape, run, objective))
             if method == f.stem and base:

@@ -22,6 +22,7 @@ import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Callable
 
 import torch
@@ -87,7 +88,7 @@ class Items:
     kind: str  # "shape" or "task": the name of heldout.csv's item column
     names: list[str]
     targets: dict[str, str]
-    prompt: Callable[[str, tuple], object]  # (name, earlier (spec, outcome) pairs) -> the prompt
+    prompt: Callable[[str, Sequence[tuple[str, str]]], object]  # (name, earlier (spec, outcome) pairs) -> the prompt
 
 
 def shape_items(args, baselines: tuple, out: Path) -> Items:
@@ -139,7 +140,7 @@ def cost_model_spec(shape: str, acc: str) -> str | None:
     return spec_of(ranked[0][1]).text if ranked else None
 
 
-def prompt_of(shape: str, acc: str, fmt: str, earlier: list[tuple[str, str]] = ()):
+def prompt_of(shape: str, acc: str, fmt: str, earlier: Sequence[tuple[str, str]] = ()):
     messages = prompt_messages(shape, acc, list(earlier))
     return to_text(messages) if fmt == "text" else messages
 

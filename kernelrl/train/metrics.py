@@ -27,7 +27,7 @@ def summarize(results: list[RewardResult]) -> dict:
         return {"n": 0}
     rewards = [r.reward for r in results]
     speedups = [r.speedup for r in results if r.ok and r.speedup is not None and math.isfinite(r.speedup)]
-    out = {"n": n, "reward_mean": statistics.fmean(rewards),
+    out: dict[str, float | None] = {"n": n, "reward_mean": statistics.fmean(rewards),
            "reward_std": statistics.pstdev(rewards) if n > 1 else 0.0,
            "reward_min": min(rewards), "reward_max": max(rewards),
            "pass_rate": sum(r.ok for r in results) / n, "hack_rate": sum(r.hack for r in results) / n}

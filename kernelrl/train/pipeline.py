@@ -55,6 +55,7 @@ class Run:
         self.metrics = MetricsLog(self.dir / "metrics.jsonl")
         self.service = RewardService(cfg.evaluation, cfg.reward)
         self.population = Population(self.dir / "population.db")
+        self.prompter: Prompter
         if cfg.data.hgemm is not None and cfg.data.hgemm.completion == "spec":
             self.prompter = SpecPrompter(self.population, cfg.data.top_k, cfg.data.negatives,
                                          cfg.model.prompt_format, cfg.seed, cfg.data.plain_share)
@@ -76,6 +77,7 @@ class Run:
         stage samples (max_completion_length)."""
         from kernelrl.train.modeling import load_tokenizer  # loads transformers
         new = max(s.max_completion_length for s in self.cfg.stages)
+        assert self.cfg.data.context_tokens is not None  # asked only where it is set (__init__)
         if self.cfg.data.context_tokens <= new:
             raise TrainError(f"data.context_tokens {self.cfg.data.context_tokens} leaves no room for a prompt beside "
                              f"max_completion_length {new}: raise it to the policy's context or lower the stages'")
@@ -202,7 +204,7 @@ class Run:
             pairs += population_pairs(d.population, d, self.dir, self.prompter)
         if d.results_db and name == "hgemm":
             pairs += results_db_pairs(d.results_db, d.kernels, d, self.dir, self.prompter)
-        if name == "hgemm" and d.hgemm.teacher:
+        if name == "hgemm" and d.hgemm is not None and d.hgemm.teacher:  # (a stage's data is defined: config)
             h = d.hgemm
             measured = measured_specs(h.teacher, h.acc, h.teacher_baseline)
             if not measured:

@@ -21,6 +21,7 @@ from kernelrl.train.targets import TargetSpec, make_target
 def population_record(result: RewardResult) -> dict:
     """A judged completion in the population's terms: geomean speedup per baseline over shapes, per-shape times."""
     j = result.judgement
+    assert j is not None  # every judged result carries its judgement (reward.compute_reward)
     detail = {label: {"us": d.get("us"), "baselines": d.get("baselines") or {}}
               for label, d in (j.shapes or {}).items()}
     speedups = {}
@@ -102,7 +103,7 @@ class PolicyReward:
             return "copy: the prompt already showed this spec" if is_copy(text, prompt) else None
         language, entry = spec.entry
         ex = extract(text, language, entry)
-        if not ex.ok:
+        if ex.code is None:  # not ex.ok
             return None
         index = CopyIndex(language)
         aliases = LANGUAGES.get(language, (language,))

@@ -230,8 +230,9 @@ class LocalExecutor(Executor, kind="local"):
 
     def cancel(self, slot) -> None:
         self.busy.pop(slot, None)
-        if self.procs[slot] is not None:
-            self.procs[slot].kill()
+        proc = self.procs[slot]
+        if proc is not None:
+            proc.kill()
             self.procs[slot] = None
 
     def close(self) -> None:
@@ -294,7 +295,8 @@ class RewardService:
         self.clock = clock
         self.cache: dict[tuple[str, str], Judgement] = {}
         self._executor: Executor | None = executor
-        self.stats = collections.Counter()  # batches, timeouts, retries, lost, cached; 'on HOST:gpuN' each
+        # batches, timeouts, retries, lost, cached; 'on HOST:gpuN' each
+        self.stats: collections.Counter[str] = collections.Counter()
 
     @property
     def executor(self) -> Executor:
@@ -348,7 +350,7 @@ class RewardService:
                 self.cache[(spec_json, code)] = j
             for i in idx:
                 out[i] = j
-        return out  # type: ignore[return-value]
+        return out  # type: ignore[return-value]  # each slot: a verdict, a cached or a `wanted` one
 
     def _run(self, batches: list[Batch]) -> dict[tuple[str, str], Judgement]:
         """Every batch to an answer: done, split after a timeout, retried after a lost worker, or given up."""

@@ -37,6 +37,7 @@ def completion_code(spec: TargetSpec, text: str) -> tuple[str | None, Judgement 
             return None, Judgement("failed", str(exc), spec.objective or "", key=exc.verdict.value)
     ex = extract(text, *spec.entry)
     if not ex.ok:
+        assert ex.key is not None  # no usable code: malformed
         return None, Judgement("malformed", ex.verdict, spec.objective or "", code_chars=0, key=ex.key.value)
     return ex.code, None
 
@@ -114,8 +115,8 @@ class SpecPrompter(Prompter):
             return []
         done = [c for c in self.pop.all(self.target(spec_json).key) if c.status == "done"]
         spec = TargetSpec.from_json(spec_json)  # keyed by what the task is, not where the run lives
-        digest = hashlib.sha256(f"{self.seed}|{spec.acc}|{','.join(spec.shapes)}|{variant}|{len(done)}".encode())
-        digest = digest.hexdigest()
+        digest = hashlib.sha256(f"{self.seed}|{spec.acc}|{','.join(spec.shapes)}|{variant}|{len(done)}".encode()) \
+            .hexdigest()
         rng = random.Random(int(digest[:16], 16))
         # plain_share of the rows show the shape only (drawn only when asked for: other runs' prompts are unchanged)
         if self.plain_share and rng.random() < self.plain_share:
@@ -196,7 +197,7 @@ def measured_specs(csv_paths: list[str | Path], acc: str = "fp32", baseline: str
     return out
 
 
-def teacher_pairs(specs: list[TargetSpec], measured: dict[str, list[Measured]], prompter: SpecPrompter,
+def teacher_pairs(specs: list[TargetSpec], measured: dict[str, list[Measured]], prompter: Prompter,
                   per_shape: int = 2, cheat_share: float = 0.15, seed: int = 0) -> list[Pair]:
     """SFT pairs for the targets' shapes: specs from the middle of each shape's measured speeds (not the best:
     RL is left something to find), and `cheat_share` of all pairs asking for a cheat, written as ordinary specs,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import torch
 from trl import GRPOConfig, GRPOTrainer, SFTConfig, SFTTrainer
@@ -82,7 +83,9 @@ def run_grpo(model_path: str, dataset, out_dir: Path, stage, ctx, phase: str, re
                       num_generations=stage.num_generations, max_completion_length=stage.max_completion_length,
                       temperature=stage.temperature, top_p=stage.top_p, beta=stage.beta,
                       remove_unused_columns=False, **vllm, **(order | stage.extra))
-    multi, rollout = {}, None
+    # GRPOTrainer's keywords that only some trl versions take, given only when used
+    multi: dict[str, Any] = {}
+    rollout = None
     # trajectories (each verdict the next user message, the first turn's return the reward), or single attempts
     # judged group by group while the policy writes the next (overlap): both are our rollout
     if stage.turns > 1 or stage.overlap:
@@ -110,6 +113,7 @@ def sample_and_keep(model_path: str, rows: list[dict], stage, ctx, reward) -> li
     """One self-supervised sampling pass: `samples_per_prompt` completions per prompt, judged; the verified ones
     as SFT pairs (the completion rewritten as analysis + one fenced file, the format prompts ask for)."""
     tokenizer = load_tokenizer(model_path, ctx.cfg.model.trust_remote_code)
+    sampler: VLLMSampler | HFSampler
     if stage.use_vllm:
         _need_vllm()
         sampler = VLLMSampler(model_path, tokenizer, stage.max_completion_length, stage.temperature, stage.top_p,
@@ -137,5 +141,6 @@ def sample_and_keep(model_path: str, rows: list[dict], stage, ctx, reward) -> li
             continue
         language, entry = target.entry
         ex = extract(text, language, entry)
+        assert ex.code is not None  # a verified completion held its code
         kept.append(Pair(spec_json, row["messages"], answer_text(ex.code, language, ex.analysis), "self_supervised"))
     return kept

@@ -9,6 +9,7 @@ within a GRPO group and every stage has something to learn from."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -22,7 +23,7 @@ CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}
                  "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
 
 
-def byte_tokenizer(snippets: list[str] = ()):
+def byte_tokenizer(snippets: Sequence[str] = ()):
     """A byte-level tokenizer (256 byte tokens, pad/bos/eos) plus one token per snippet, with a chat template."""
     vocab = {c: i for i, c in enumerate(sorted(ByteLevel.alphabet()))}
     for s in SPECIALS:
@@ -57,7 +58,7 @@ def random_model(tokenizer, hidden: int = 32, layers: int = 2, heads: int = 2, m
     return model
 
 
-def write_random_model(out_dir: str | Path, snippets: list[str] = (), **kw) -> Path:
+def write_random_model(out_dir: str | Path, snippets: Sequence[str] = (), **kw) -> Path:
     """Save a random model and its tokenizer to `out_dir` (a path any loader accepts); returns it."""
     out = Path(out_dir)
     tok = byte_tokenizer(list(snippets))

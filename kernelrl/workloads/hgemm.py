@@ -166,6 +166,7 @@ def problems_from_shapes_file(path, acc: str = "fp32", m_grid: bool = True) -> t
         if why:
             left_out[why] = left_out.get(why, 0) + entry.get("calls", 1)
             continue
+        assert dtype is not None  # else `why` above
         m, n, k, layout = int(entry["m"]), int(entry["n"]), int(entry["k"]), entry["layout"]
         entry_acc = "fp32" if dtype == "bf16" else acc
         problems.append(GemmProblem(m, n, k, entry_acc, layout, dtype))

@@ -54,7 +54,7 @@ def _key(a: torch.Tensor, b: torch.Tensor, bias: bool, batch: int) -> tuple | No
 class ShapeRecorder(TorchDispatchMode):
     """Counts every GEMM the ops under it run, by (m, n, k, dtype, layout, bias, batch)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.counts: Counter = Counter()
         self.devices: set[str] = set()

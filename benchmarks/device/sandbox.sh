@@ -47,7 +47,7 @@ if [[ $STEPS == *" fewshot "* ]]; then
 fi
 for level in level1 level2 level3; do
   if [[ $STEPS == *" $level "* ]]; then
-    part="${NUMBERS:+_${NUMBERS}}"  # NUMBERS=21-60: that part of the level, in its own files
+    part="${NUMBERS:+_${NUMBERS//,/_}}"  # NUMBERS=21-60: that part of the level, in its own files
     /usr/bin/time -f "$level: %e s" timeout "${LEVEL_LIMIT:-290}" python3 benchmarks/suites/kb_public.py \
         --kernelbench "${KB:-.carry/KernelBench}" --what "$level" ${NUMBERS:+--numbers "$NUMBERS"} \
         --csv "$OUT/kb_${level}${part}_reference.csv" > "$OUT/kb_${level}${part}_reference.log" 2>&1

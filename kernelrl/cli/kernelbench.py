@@ -128,6 +128,7 @@ def _dynamic(args, report) -> int:
                           hang_timeout_s=args.timeout, compile_timeout_s=args.compile_timeout,
                           build_jobs=args.build_jobs, tolerance_profile=args.tolerance,
                           memory_cap_gib=getattr(args, "memory_cap_gib", None),
+                          own_kernels=getattr(args, "own_kernels", False),
                           settle_spread=None if args.all_rounds else KBSettings.settle_spread)
     env: dict = {}
     store = KBResultStore(args.db, " ".join(sys.argv), args.device, env, args.claims)

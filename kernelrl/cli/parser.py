@@ -164,6 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "failed by the evaluator itself) from there instead of evaluating it again: a run cut short "
                           "goes on where it stopped (kernelrl's own version is not compared: after an upgrade, start "
                           "a new --db)")
+    kbe.add_argument("--own-kernels", action="store_true",
+                     help="a candidate whose call launches every kernel the reference's does (PyTorch computed its "
+                          "output: a wrapped reference, a no-op or unused kernel beside it) is `reference kernels`, "
+                          "not correct")
     kbe.add_argument("--tolerance", default="strict", choices=list(PROFILES),
                      help="the tolerance profile that decides correctness; both are reported on every pair. "
                           "strict: fp32 1e-4, fp16/bf16 1e-2 (torchbench, KernelBench today); kernelbench: 1e-2 "

@@ -82,6 +82,7 @@ class Verdict(str, Enum):
     RETURNED_INPUT = "returned an input"
     TENSOR_SUBCLASS = "tensor subclass"
     INHERITS_MODEL = "inherits Model"
+    REFERENCE_KERNELS = "reference kernels"  # the candidate's call launched every kernel the reference's does
     INTROSPECTION = "introspection"
     THREAD = "thread"
     # threads or GPU work a candidate's load left running (harness/worker_base.py)

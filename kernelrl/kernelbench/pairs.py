@@ -41,6 +41,8 @@ class KBSettings:
     # memory_plan.py; e.g. 79 to evaluate as on an 80 GB card); None: what is free
     tolerance_profile: str = "strict"  # the profile that decides `verified` (harness.tolerance); both are reported
     build_on_device: bool = True  # models constructed under the device (weights initialised there), not the CPU
+    own_kernels: bool = False  # a pair that passed everything is `reference kernels` where its call launched every
+    # kernel the reference's does (kernelbench/census.py): PyTorch computed the output, beside or instead of its own
 
     def __post_init__(self):
         output_tolerance("float32", self.tolerance_profile)  # UnknownProfile: one line that names the choices

@@ -108,6 +108,9 @@ __all__ = ["DEFAULT_BASELINES", "MODE", "REASONS", "KBSettings", "KBTask", "fail
 REASONS = {
     "exception": "the candidate raised (at import, construction or a call)",
     "inherits Model": "ModelNew derives from the reference Model",
+    "reference kernels": "the candidate's call launched every kernel the reference's does: PyTorch computed the "
+                         "output (a wrapped reference; a no-op, unused or forgotten kernel beside it; a ghost "
+                         "branch); with own_kernels (kb eval --own-kernels) only",
     "introspection": "the candidate read frames or the heap (reference outputs, harness state)",
     "thread": "the candidate started a thread (work hidden from the timer)",
     "background activity": "loading the candidate left OS threads (native ones too) or GPU work running: work outside "

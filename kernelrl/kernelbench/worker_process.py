@@ -25,6 +25,7 @@ from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench import memory_plan
+from kernelrl.kernelbench.census import CensusMixin
 from kernelrl.kernelbench.inputs import (InputsMixin, _flatten, _storage, host_copy, model_bytes, module_tensors,
                                          redraw_bytes)
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
@@ -62,7 +63,7 @@ def _allocator_state(exc: BaseException) -> str:
     return f"; {found[1]} allocated, {found[2]} cached but unallocated" if found else ""
 
 
-class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
+class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, CensusMixin):
     """The KernelBench workload's worker: a candidate is a Python module (ModelNew) imported into this process."""
 
     def __init__(self, conn, payload: dict):
@@ -231,6 +232,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin):
         except torch.OutOfMemoryError as exc:
             times, failure, base_reasons = {}, self._too_large(exc, "the timing"), {}
         failure = failure or static
+        if failure is None and errs["numerics"] is None and self.s.get("own_kernels"):
+            failure = self._census(tid, tmod, ref, cand)
         numerics_only = failure is None and errs["numerics"] is not None
         if numerics_only:  # every check passed a looser profile: timed for it, not correct under this run's own
             looser = ", ".join(p for p, ok in errs["passes"].items() if ok)

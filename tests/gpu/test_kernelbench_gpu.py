@@ -26,7 +26,8 @@ HONEST, _ = discover([CANDIDATES_DIR])
 def verdicts():
     pairs = [(TASKS_DIR / f"{meta(p)['task']}.py", p) for p in ADVERSARIAL]
     pairs += [(TASKS_DIR / p.name, p) for p in HONEST]
-    settings = KBSettings(device="cuda", baselines=("eager",), rounds=5, hang_timeout_s=180.0)
+    settings = KBSettings(device="cuda", baselines=("eager",), rounds=5, hang_timeout_s=180.0,
+                          own_kernels=True)  # the honest candidates' own kernels pass the census
     out = run_pairs([(str(t), str(c)) for t, c in pairs], settings)
     return {str(c): out[i] for i, (_, c) in enumerate(pairs)}
 

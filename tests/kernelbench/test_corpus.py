@@ -63,6 +63,10 @@ DEFENCES = {
     "hyperparameter manipulation: the candidate's own smaller sizes (CUDA-L1)": ["hyperparameters_shrunk"],
     "hyperparameter manipulation through the task's module (its sizes set smaller)": ["shrinks_task_sizes"],
     "slowing the reference through the task's own Model class": ["wraps_task_model"],
+    "PyTorch computes the output (Makora's baseline, no-op, unused-output and forgotten kernels, ghost branch, an "
+    "identity over PyTorch's result; KernelArena's library call), with own kernels asked for": [
+        "baseline_kernel_call", "noop_kernel", "unused_output", "forgotten_kernel", "ghost_branch",
+        "copies_reference_result"],
 }
 
 
@@ -136,7 +140,8 @@ def cpu_verdicts():
     from kernelrl.kernelbench.worker import KBSettings, run_pairs
     files = [p for p in ADVERSARIAL if meta(p)["cpu"] == "yes"]
     pairs = [(str(TASKS_DIR / f"{meta(p)['task']}.py"), str(p)) for p in files]
-    settings = KBSettings(device="cpu", baselines=("eager",), rounds=4, calls_per_round=2, hang_timeout_s=60.0)
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=4, calls_per_round=2, hang_timeout_s=60.0,
+                          own_kernels=True)  # the corpus asks for own kernels: the census runs after every check
     out = run_pairs(pairs, settings)
     return {p.stem: out[i] for i, p in enumerate(files)}
 

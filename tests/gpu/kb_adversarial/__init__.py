@@ -4,7 +4,8 @@ examples/kernelbench/tasks), the verdict the dynamic evaluator must give (`reaso
 string; keys in kernelrl.kernelbench.worker.REASONS), the static rules that flag it (`static:`, ids of
 kernelrl.kernelbench.static_checks.RULES, or `none`) and whether the dynamic check also runs on the CPU worker
 (`cpu: yes|no`). tests/kernelbench/test_corpus.py checks the metadata and the static layer (and runs the `cpu: yes`
-files through the CPU worker); tests/gpu/test_kernelbench_gpu.py runs every file on the GPU."""
+files through the CPU worker); tests/gpu/test_kernelbench_gpu.py runs every file on the GPU. Both ask for own
+kernels (KBSettings.own_kernels: the kernel census after every other check)"""
 
 import ast
 import re

@@ -254,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     evo.add_argument("--rounds", type=int, default=5)
     evo.add_argument("--timeout", type=float, default=None, help="seconds without progress before a hang verdict")
     evo.add_argument("--kb-device", default="cuda", choices=["cpu", "cuda"], help="--tasks: where candidates run")
+    evo.add_argument("--own-kernels", action="store_true",
+                     help="--tasks: a candidate whose call launches every kernel the reference's does (PyTorch "
+                          "computed its output) is `reference kernels`, not a new member")
     evo.add_argument("--profile", default=None, metavar="SETS", help="Nsight Compute metrics for the best new "
                      "candidate of each generation: all, or some of time,dram,occupancy,l2,tensor,stalls")
     evo.add_argument("--rng-seed", type=int, default=None, help="seed of parent and inspiration sampling")

@@ -35,7 +35,7 @@ class KernelBenchTarget(Target, kind="kernelbench"):
 
     def __init__(self, task_path: str | Path, work_dir: str | Path, device: str = "cuda",
                  baselines: tuple[str, ...] | None = None, objective: str | None = None, rounds: int = 5,
-                 hang_timeout_s: float = 120.0):
+                 hang_timeout_s: float = 120.0, own_kernels: bool = False):
         self.task = inspect_task(task_path)
         if self.task.error:
             raise BenchError(f"task {task_path}: {self.task.error}")
@@ -48,6 +48,7 @@ class KernelBenchTarget(Target, kind="kernelbench"):
         if self.objective not in self.baselines:
             raise BenchError(f"the objective baseline {self.objective} must be one of {', '.join(self.baselines)}")
         self.rounds, self.hang_timeout_s = rounds, hang_timeout_s
+        self.own_kernels = own_kernels  # the kernel census (kernelbench/census.py): PyTorch's output earns nothing
         digest = hashlib.sha256(self.task.source.encode()).hexdigest()[:10]
         self.key = f"kb:{self.task.name}:{digest}"
         self.title = f"KernelBench task {self.task.name}"
@@ -94,7 +95,7 @@ class KernelBenchTarget(Target, kind="kernelbench"):
         names = list(sources)
         paths = [self._write(n, sources[n]) for n in names]
         settings = KBSettings(device=self.device, baselines=self.baselines, rounds=self.rounds,
-                              hang_timeout_s=self.hang_timeout_s)
+                              hang_timeout_s=self.hang_timeout_s, own_kernels=self.own_kernels)
         ui.stage(f"evaluating {len(names)} candidates for {self.task.name} on {self.device}")
         records = run_pairs([(str(self.task.path), str(p)) for p in paths], settings)
         out = {}

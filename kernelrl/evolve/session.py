@@ -59,7 +59,8 @@ def make_targets(args, db: Path, command: str) -> list:
         raise BenchError("no task files found: pass KernelBench-format .py files or folders to --tasks")
     kb_baselines = tuple(b.strip() for b in args.baselines.split(",") if b.strip()) if args.baselines else None
     work = db.parent / f"{db.stem}_kb"
-    return [KernelBenchTarget(f, work, args.kb_device, kb_baselines, args.objective, args.rounds, args.timeout or 120.0)
+    return [KernelBenchTarget(f, work, args.kb_device, kb_baselines, args.objective, args.rounds, args.timeout or 120.0,
+                              own_kernels=getattr(args, "own_kernels", False))
             for f in files]
 
 

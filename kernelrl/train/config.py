@@ -94,6 +94,8 @@ class KernelBenchData:
     objective: str | None = None
     rounds: int = 5
     hang_timeout_s: float = 120.0
+    own_kernels: bool = False  # a candidate whose call launches every kernel the reference's does (PyTorch computed
+    # its output) is `reference kernels`, no reward for it (kernelbench/census.py)
 
 
 @dataclass

@@ -51,7 +51,8 @@ def kernelbench_specs(data, work_dir: str | Path) -> list[TargetSpec]:
     if not files:
         raise TrainError("data.kernelbench.tasks: no task files found")
     return [TargetSpec("kernelbench", tuple(data.baselines or ()), data.objective, data.rounds, data.hang_timeout_s,
-                       str(work_dir), task_path=str(f), device=data.device) for f in files]
+                       str(work_dir), task_path=str(f), device=data.device, own_kernels=data.own_kernels)
+            for f in files]
 
 
 def specs_for(name: str, data, work_dir: str | Path, rl: bool = False) -> list[TargetSpec]:

@@ -50,6 +50,7 @@ class TargetSpec:
     # KernelBench
     task_path: str = ""
     device: str = "cuda"
+    own_kernels: bool = False  # the kernel census: a call that runs every kernel the reference's does is rejected
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -88,7 +89,7 @@ def make_target(spec: TargetSpec):
                            spec.runner, RunSettings(rounds=spec.rounds, hang_timeout_s=spec.hang_timeout_s),
                            spec.arch, command="kernelrl train")
     return KernelBenchTarget(spec.task_path, work / "kb_candidates", spec.device, spec.baselines or None,
-                             spec.objective, spec.rounds, spec.hang_timeout_s)
+                             spec.objective, spec.rounds, spec.hang_timeout_s, own_kernels=spec.own_kernels)
 
 
 def code_name(code: str) -> str:
@@ -164,7 +165,7 @@ def _evaluate_kernelbench(target, sources: dict[str, str], ui) -> dict[str, Judg
     names = list(sources)
     paths = [target._write(n, sources[n]) for n in names]
     settings = KBSettings(device=target.device, baselines=target.baselines, rounds=target.rounds,
-                          hang_timeout_s=target.hang_timeout_s)
+                          hang_timeout_s=target.hang_timeout_s, own_kernels=target.own_kernels)
     ui.stage(f"evaluating {len(names)} candidates for {target.task.name} on {target.device}")
     records = run_pairs([(str(target.task.path), str(p)) for p in paths], settings)
     out = {}

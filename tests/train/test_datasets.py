@@ -211,3 +211,11 @@ def test_cycled_rl_rows_take_every_target_in_turn(tmp_path, pop):
     ds = rl_dataset(specs, Prompter(pop, HW), per_target=3, order="cycle")
     order = [(specs.index(TargetSpec.from_json(ds[i]["target"])), ds[i]["variant"]) for i in range(len(ds))]
     assert order == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]
+
+
+def test_own_kernels_travel_from_the_data_config_to_the_kernelbench_target(tmp_path):
+    from kernelrl.train.targets import make_target
+    data = data_cfg(tmp_path).kernelbench
+    data.own_kernels = True
+    [s] = kernelbench_specs(data, tmp_path)
+    assert s.own_kernels and make_target(s).own_kernels

@@ -23,15 +23,10 @@ def _chunks(*tensors):
         yield chunk if where is None else [c.to(where) for c in chunk]
 
 
-def count_where(mask_of, *tensors) -> int:
-    """How many elements `mask_of(chunk, ...)` marks, chunk by chunk. Counting a boolean tensor whole (`.sum()`,
-    `torch.count_nonzero`) first casts it to int64: 8 bytes an element, 32 GiB for level 1's 16 GiB pooling input
-    (the H100 run's `task too large`)."""
-    return sum(int(mask_of(*c).sum()) for c in _chunks(*tensors))
-
-
 def all_where(pred_of, *tensors) -> bool:
-    """Whether `pred_of(chunk, ...)` holds for every chunk (stops at the first that does not)."""
+    """Whether `pred_of(chunk, ...)` holds for every chunk (stops at the first that does not). A whole-tensor
+    reduction over a boolean mask (`.sum()`, `torch.count_nonzero`) first casts it to int64: 8 bytes an element,
+    32 GiB for level 1's 16 GiB pooling input (the H100 run's `task too large`)."""
     return all(bool(pred_of(*c)) for c in _chunks(*tensors))
 
 

@@ -117,7 +117,8 @@ class JudgeMixin:
         """Before a check whose copies differ in size from the last ones' (a smaller batch, then the task's size
         again): the allocator's cached blocks of a large task go back to the device. A block split for a smaller
         tensor cannot serve a full-size one, and the memory plan counts live copies, not a fragmented cache (the
-        H100 run's 96_HuberLoss: 77 GiB in use where its plan counted 53)."""
+        H100 run's 96_HuberLoss ran out at this check with 77 GiB in use; a fragmented cache is the suspected
+        cause, not yet confirmed)."""
         plan = self.mem_plan
         if self.cuda and plan is not None and plan.footprint.total >= LARGE_FOOTPRINT:
             self._free()

@@ -34,6 +34,20 @@ def new_errors() -> dict:
             "numerics": None, "scale_err": None}
 
 
+def _fill_nan(xs: list) -> None:
+    for x in xs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            x.fill_(float("nan"))
+
+
+def _copy_into(dsts: list, srcs: list) -> None:
+    """Each tensor of `dsts` takes its value from `srcs` (in a function of its own: no loop variable outlives the
+    copy, keeping a multi-GB input alive beside the next allocation)."""
+    for d, s in zip(dsts, srcs):
+        if isinstance(d, torch.Tensor) and getattr(s, "shape", None) == d.shape:
+            d.copy_(s)
+
+
 class JudgeMixin:
     """KBWorker's checks (it provides `_call`, `begin`, `sync`: kernelrl/kernelbench/worker_process.py)."""
 
@@ -87,9 +101,7 @@ class JudgeMixin:
         held.add(prev)
         # 2. the same tensors refilled in place: caches keyed by pointer or id
         pristine = self._inputs(tmod, seeds[0], "uniform")
-        for x, p in zip(cand_in, pristine):
-            if hasattr(x, "copy_") and hasattr(p, "shape") and x.shape == p.shape:
-                x.copy_(p)
+        _copy_into(cand_in, pristine)
         prev = self._check(tid, ref, cand, pristine, cand_in, "verify:refilled", prev, errs)
         held.add(prev)
         # 3. a near duplicate: caches keyed by a partial fingerprint
@@ -104,6 +116,9 @@ class JudgeMixin:
                 pristine = self._inputs(tmod, seed, dist)
                 prev = self._check(tid, ref, cand, pristine, self._clone(pristine), phase, prev, errs)
                 held.add(prev)
+        # the first check's inputs and the last pristine copy are not read again: the checks of another size (and
+        # the full-size stream-order check after them) get their memory (a candidate that kept them holds its own)
+        del cand_in, pristine
         # 5. a smaller batch
         self._release_cached()
         held.add(self._check_batch(tid, tmod, ref, cand, errs))
@@ -146,22 +161,22 @@ class JudgeMixin:
     def _check_stream_order(self, tid, tmod, ref, cand):
         pristine = self._inputs(tmod, self.base_seed + 99, "task")
         cand_in, staged = self._clone(pristine), self._clone(pristine)
-        for x in cand_in:
-            if isinstance(x, torch.Tensor) and x.is_floating_point():
-                x.fill_(float("nan"))
+        _fill_nan(cand_in)
         self.sync()
         phase = "verify:stream order"
         self.begin(tid, "candidate", phase)
         torch.cuda._sleep(SLEEP_CYCLES)  # the inputs become ready on the caller's stream only after this
-        for x, s in zip(cand_in, staged):
-            if isinstance(x, torch.Tensor):
-                x.copy_(s)
+        _copy_into(cand_in, staged)
         try:
             out = self._cand_call(cand, cand_in, phase, sync=False)
         except Rejected as exc:  # out of memory: the candidate's verdict only where the reference fits instead
+            cand_in = staged = None  # the reference gets the room the candidate's copies took
             raise self._out_of_memory(tid, ref, pristine, phase, exc) from None
         seen = [o.clone() if isinstance(o, torch.Tensor) else o for o in _flatten(out)]  # on the caller's stream
         self.sync()
+        # every stream is done with them: the reference's clone gets their memory (45_Average_Pooling_2D's 16 GiB
+        # input ran out beside three copies on the H100)
+        cand_in = staged = None
         _, ref_out = self._reference(tid, ref, pristine, phase)
         for o, r in zip(seen, _flatten(ref_out)):
             problem = self._mismatch(o, r)

@@ -3,6 +3,9 @@ checks), on the CPU with a stand-in worker that claims CUDA: the candidate's onl
 fits beside the same copies, else the task's (`task too large`); the stream-order check routes its candidate call
 through the same rule (the H100 run's 96_HuberLoss got `exception` there, for the reference's own size)."""
 
+import gc
+import weakref
+
 import pytest
 import torch
 
@@ -80,3 +83,38 @@ def test_a_large_tasks_cache_is_released_before_checks_of_another_size(input_gib
     worker.mem_plan = memory_plan.full(memory_plan.Footprint(input_gib * memory_plan.GIB, 4 * memory_plan.MIB))
     worker._release_cached()
     assert worker.freed == (1 if released else 0)
+
+
+class CopiesWatched(StandIn):
+    """Records, when the reference runs, which of the check's input copies (every `_clone`) are still alive."""
+
+    def __init__(self, candidate_fits: bool):
+        super().__init__(reference_fits=True)
+        self.candidate_fits, self.copies, self.alive_at_reference = candidate_fits, [], None
+
+    def _clone(self, xs):
+        out = [x.clone() for x in xs]
+        self.copies += [weakref.ref(x) for x in out]
+        return out
+
+    def _cand_call(self, cand, xs, phase, **kwargs):
+        if not self.candidate_fits:
+            return super()._cand_call(cand, xs, phase)
+        return torch.ones(4)
+
+    def _reference(self, tid, ref, pristine, phase):
+        gc.collect()
+        self.alive_at_reference = (len(self.copies), sum(c() is not None for c in self.copies))
+        return super()._reference(tid, ref, pristine, phase)
+
+
+@pytest.mark.parametrize("candidate_fits", [True, False])
+def test_the_stream_order_references_call_has_the_room_of_the_candidates_copies(candidate_fits):
+    """45_Average_Pooling_2D's reference ran out at this check on the H100 beside three copies of its 16 GiB input:
+    once the candidate's call is done (or ran out), its input copy and the staged one are gone."""
+    worker = CopiesWatched(candidate_fits)
+    try:
+        worker._check_stream_order(0, None, None, None)
+    except Rejected:
+        assert not candidate_fits
+    assert worker.alive_at_reference == (2, 0)  # the candidate's copy and the staged one, both gone

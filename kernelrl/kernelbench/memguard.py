@@ -86,6 +86,32 @@ def _count_unpoisoned(view) -> int:
     return sum(int((view[i:i + COUNT_STEP] != POISON_BYTE).sum()) for i in range(0, view.numel(), COUNT_STEP))
 
 
+# allocator-history actions that hand a segment back to the driver: what lay there is no longer the guard's to read
+RELEASED = ("segment_free", "segment_unmap")
+
+
+def compared_regions(ranges: list[tuple[int, int]], trace: list[dict], budget: int = MAX_CHECKED,
+                     chunk: int = CHUNK) -> tuple[list[tuple[int, int]], int]:
+    """(the (address, size) regions of the poisoned `ranges` an out-of-bounds check compares, the poisoned bytes it
+    cannot): every range minus the blocks the call allocated (`trace`: the allocator's history during the call) and
+    minus the segments the call released to the driver (torch.cuda.empty_cache, a CUDA graph's capture: reading them
+    would be an illegal address, or a new segment's unpoisoned memory mapped at the same address). At most `budget`
+    bytes, nearest each range's start first (writes past a buffer's end land next to it), in `chunk`-sized regions."""
+    owned = [(e["addr"], e["addr"] + e["size"]) for e in trace if e.get("action") == "alloc"]
+    released = [(e["addr"], e["addr"] + e["size"]) for e in trace if e.get("action") in RELEASED]
+    kept = subtract(ranges, owned)
+    readable = subtract(kept, released)
+    lost = sum(b - a for a, b in kept) - sum(b - a for a, b in readable)
+    regions = []
+    for a, b in readable:
+        for start in range(a, min(b, a + budget), chunk):
+            regions.append((start, min(chunk, b - start, a + budget - start)))
+        budget -= min(budget, b - a)
+        if budget <= 0:
+            break
+    return regions, lost
+
+
 class _Raw:
     """A raw device range seen as a uint8 tensor through the CUDA array interface (no allocation, no copy)."""
 
@@ -177,16 +203,10 @@ class MemoryGuard:
         try:
             self.sync()
             if self.check:
-                trace = self._trace()[self.trace_base:]
-                owned = [(e["addr"], e["addr"] + e["size"]) for e in trace if e.get("action") == "alloc"]
-                regions = []
-                budget = MAX_CHECKED  # writes past a buffer's end land next to it: the nearest bytes matter
-                for a, b in subtract(self.ranges, owned):
-                    for start in range(a, min(b, a + budget), CHUNK):
-                        regions.append((start, min(CHUNK, b - start, a + budget - start)))
-                    budget -= min(budget, b - a)
-                    if budget <= 0:
-                        break
+                regions, lost = compared_regions(self.ranges, self._trace()[self.trace_base:])
+                if lost:
+                    self.note = (f"the call released {lost} bytes of poisoned memory to the driver (torch.cuda."
+                                 f"empty_cache, a CUDA graph's capture): the out-of-bounds check compared the rest")
                 changed = self._count_changed(regions)
                 if changed:
                     message = Rejected(Verdict.OUT_OF_BOUNDS, f"{changed} bytes of free memory changed outside "

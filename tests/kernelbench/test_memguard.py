@@ -121,7 +121,15 @@ class _ToyAllocator:
                 for a, blocks, kind in self.segments]
 
     def empty_cache(self):
-        self.segments = [(a, bl, k) for a, bl, k in self.segments if any(b.state != "inactive" for b in bl)]
+        kept = [(a, bl, k) for a, bl, k in self.segments if any(b.state != "inactive" for b in bl)]
+        for a, bl, _ in self.segments:
+            if self.history is not None and all(b.state == "inactive" for b in bl):
+                self.history.append({"action": "segment_free", "addr": a, "size": sum(b.size for b in bl)})
+        self.segments = kept
+
+    def mapped(self, addr, n):
+        """Whether [addr, addr + n) lies in one segment (reading anything else on a GPU is an illegal address)."""
+        return any(a <= addr and addr + n <= a + sum(b.size for b in bl) for a, bl, _ in self.segments)
 
 
 @pytest.fixture
@@ -140,6 +148,8 @@ def toy():
     def as_tensor(raw):
         i = raw.__cuda_array_interface__
         addr, n = i["data"][0], i["shape"][0]
+        if not alloc.mapped(addr, n):
+            raise AssertionError(f"read of {n} bytes at {addr}: not in any segment (an illegal address on a GPU)")
         return alloc.memory[addr:addr + n]
 
     fake = types.SimpleNamespace(cuda=cuda, empty=alloc.empty, uint8=torch.uint8, as_tensor=as_tensor)
@@ -230,6 +240,36 @@ def test_a_comparison_with_no_device_memory_left_runs_on_the_host_and_says_so(to
     message = guard.disarm()
     assert message is not None and message.verdict.value == "out-of-bounds write"
     assert "on the host" in guard.note
+
+
+@pytest.mark.parametrize("overrun, expected", [(0, None), (4096, "out-of-bounds write: 4096 bytes")])
+def test_a_call_that_releases_the_cache_is_compared_where_memory_is_still_mapped(toy, overrun, expected):
+    """torch.cuda.empty_cache inside the call (a CUDA graph's capture does it) hands the free arena back to the
+    driver: the check reads only what is still mapped (reading the rest is an illegal address: one suspected cause
+    of compiled_reduce_overhead's crash on the H100), says so, and still sees an overrun of a block that stayed."""
+    alloc, fake = toy
+    guard = _guard(fake)
+    guard.arm(4 * MB, check=True)
+    out = alloc.empty(1 * MB + 512)  # the candidate's output, carved from the arena: that segment stays mapped
+    fake.cuda.empty_cache()  # then the release: the small pool's free segment goes back to the driver
+    alloc.memory[out.addr:out.addr + MB + 512 + overrun] = 7  # an overrun lands in the arena's poisoned rest
+    message = guard.disarm()
+    assert str(message or "").startswith(expected or "") and (message is None) == (expected is None), message
+    assert f"released {2 * MB} bytes" in (guard.note or "")
+
+
+def test_compared_regions_leave_out_the_calls_blocks_and_released_segments():
+    trace = [{"action": "alloc", "addr": 100, "size": 50},
+             {"action": "segment_free", "addr": 300, "size": 200},
+             {"action": "segment_unmap", "addr": 900, "size": 100}]
+    regions, lost = memguard.compared_regions([(0, 1000)], trace, budget=10_000, chunk=250)
+    assert regions == [(0, 100), (150, 150), (500, 250), (750, 150)]
+    assert lost == 300
+
+
+def test_compared_regions_stop_at_the_budget_nearest_each_range_first():
+    regions, lost = memguard.compared_regions([(0, 100), (200, 300)], [], budget=150, chunk=64)
+    assert regions == [(0, 64), (64, 36), (200, 50)] and lost == 0
 
 
 def test_changed_bytes_are_counted_a_step_at_a_time_with_the_same_answer(monkeypatch):

@@ -59,6 +59,7 @@ class CensusMixin:
 
     if TYPE_CHECKING:  # KBWorker's (for the type checker only: the guards watch the class's names)
         cuda: bool
+        profiled: bool
         base_seed: int
         _inputs: Callable[..., list]
         _clone: Callable[[list], list]
@@ -78,6 +79,10 @@ class CensusMixin:
         def candidate_call():
             self._cand_call(cand, cand_in, "census")
             self.sync()
+        if self.cuda:  # CUPTI, set up and torn down by the profiler, breaks CUDA graphs replayed later in this
+            # process with an illegal address (pytorch#75504, #112507): no later pair may run here (worker_process
+            # `_after_pair` recycles the worker)
+            self.profiled = True
         try:
             own = launched(candidate_call, self.cuda)
         except Rejected as exc:  # the candidate raised in this call: its verdict, as in any other

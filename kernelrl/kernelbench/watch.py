@@ -361,5 +361,5 @@ class WatchMixin:
     def _probe_context(self, exc):
         """After an exception on CUDA: a sticky error (illegal address, launch failure) ends this worker."""
         if self.cuda and not context_usable(self.torch, self.device, self.sync):
-            raise Fatal(Verdict.CRASH, _short(exc))
+            raise Fatal(Verdict.CRASH, f"{_short(exc)} (during {self.current[2]})")  # which check or call broke it
 

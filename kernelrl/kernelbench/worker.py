@@ -12,7 +12,8 @@ a crash or hang into the verdict of whatever ran ("candidate", "reference" or a 
 worker for the rest. Candidate code runs only here, never in the parent. A candidate that changed the process
 itself (patched a function, started a thread, changed a numerics flag, read the harness's memory) gets a `fatal`
 verdict: this worker exits and a fresh one evaluates the remaining pairs, so nothing it did outlives its pair. After
-any other defence verdict the worker asks to be replaced too (`recycle`): a verdict depends only on its own pair.
+any other defence verdict the worker asks to be replaced too (`recycle`), and after a kernel census on CUDA (the
+profiler's CUPTI session can break CUDA graphs replayed later in the process): a verdict depends only on its own pair.
 
 Before any pair runs, `run_pairs` builds every candidate's torch extensions (kernelrl/kernelbench/build.py), and the
 worker points torch's extension folder at the candidate's own, so importing only loads. Before a candidate loads,

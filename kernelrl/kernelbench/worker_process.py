@@ -96,6 +96,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.task_verdicts: dict[str, str] = {}  # profile -> why the task cannot tell right from trivial there
         self.trivial_audit: dict = {}  # profile -> alternative -> [within atol = rtol, judged correct]
         self.task_snapshot: TaskSnapshot | None = None  # the task module as loaded (task_guard.py)
+        self.profiled = False  # a kernel census profiled CUDA in this process (census.py): recycled after its pair
 
     def start(self):
         self.torch = torch
@@ -296,11 +297,13 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
 
     def _after_pair(self, failure: Rejected | None):
         """Free the pair's memory; after a defence verdict ask for a fresh worker (what a cheat did to this
-        process, it may have done in ways no check saw)."""
+        process, it may have done in ways no check saw), and after a kernel census on CUDA too (the profiler's CUPTI
+        session would make a later pair's CUDA graphs crash: that pair's verdict would depend on this one)."""
         if self.mem_plan is not None and not self.mem_plan.keep_baselines:
             self._drop_baselines()  # memory_plan: not kept beside the next pair's checks
         self._free()
-        return RECYCLE if failure is not None and failure.verdict.category is Category.DEFENCE else None
+        defence = failure is not None and failure.verdict.category is Category.DEFENCE
+        return RECYCLE if defence or self.profiled else None
 
     def _free(self):
         gc.collect()

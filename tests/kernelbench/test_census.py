@@ -3,9 +3,13 @@ the reference's operators covers it whatever else it runs; one that computes the
 
 from collections import Counter
 
+import pytest
 import torch
 
+from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.kernelbench.census import covers, describe, launched
+from kernelrl.kernelbench.worker_process import KBWorker
+from kernelrl.run.protocol import RECYCLE
 
 X = torch.randn(8, 32)
 
@@ -46,3 +50,28 @@ def test_an_empty_reference_is_never_covered():
 
 def test_the_verdict_line_names_the_most_frequent_kernels_first():
     assert describe(Counter({"a": 1, "b": 5, "c": 2, "d": 1}), limit=2) == "b x5, c x2 and 2 more"
+
+
+class AfterPair:
+    """KBWorker's `_after_pair` with nothing to free."""
+
+    _after_pair = KBWorker._after_pair
+    mem_plan = None
+
+    def __init__(self, profiled: bool):
+        self.profiled = profiled
+
+    def _free(self):
+        pass
+
+
+@pytest.mark.parametrize("profiled, failure, expected", [
+    (True, None, RECYCLE),  # a correct candidate's census: the next pair gets a fresh process
+    (False, None, None),
+    (False, Rejected(Verdict.WRONG_VALUES), None),
+    (False, Rejected(Verdict.STALE_RESULT), RECYCLE),  # a defence verdict, as before
+])
+def test_a_worker_that_profiled_cuda_serves_no_further_pair(profiled, failure, expected):
+    """CUPTI's teardown after the profiler is known to break CUDA graphs replayed later in the process with an illegal
+    address (pytorch#75504, #112507): a later pair's verdict must not depend on an earlier pair's census."""
+    assert AfterPair(profiled)._after_pair(failure) == expected

@@ -1,7 +1,9 @@
 """Every KernelBench defence on the GPU, through the real evaluator (kernelrl/kernelbench/worker.py): each
 adversarial candidate of tests/gpu/kb_adversarial is rejected for the reason its docstring names, and each honest
-hand-written candidate of examples/kernelbench/candidates is accepted. All pairs run in one evaluation (one
-worker, restarted by the runner after every fatal verdict), against the eager baseline only.
+hand-written candidate of examples/kernelbench/candidates and tests/gpu/kb_honest (honest, and hard on the
+harness: a cache released mid-call, CUDA graphs under the kernel census) is accepted. All pairs run in one
+evaluation (one worker, restarted by the runner after every fatal or defence verdict and every census), against the
+eager baseline only.
 
 The load_inline candidates are built by run_pairs itself, in parallel, before any pair is evaluated (ninja on
 PATH; kernelrl/kernelbench/build.py)."""
@@ -20,12 +22,14 @@ pytestmark = pytest.mark.gpu
 ADVERSARIAL_DIR = Path(__file__).resolve().parent / "kb_adversarial"
 ADVERSARIAL, _ = discover([ADVERSARIAL_DIR])
 HONEST, _ = discover([CANDIDATES_DIR])
+HONEST_HARD, _ = discover([Path(__file__).resolve().parent / "kb_honest"])  # honest, and hard on the harness
 
 
 @pytest.fixture(scope="module")
 def verdicts():
     pairs = [(TASKS_DIR / f"{meta(p)['task']}.py", p) for p in ADVERSARIAL]
     pairs += [(TASKS_DIR / p.name, p) for p in HONEST]
+    pairs += [(TASKS_DIR / f"{meta(p)['task']}.py", p) for p in HONEST_HARD]
     settings = KBSettings(device="cuda", baselines=("eager",), rounds=5, hang_timeout_s=180.0,
                           own_kernels=True)  # the honest candidates' own kernels pass the census
     out = run_pairs([(str(t), str(c)) for t, c in pairs], settings)
@@ -46,7 +50,7 @@ def test_adversarial_candidate_is_rejected_for_its_reason(verdicts, path):
         f"{path.stem}: expected {expected!r}, got {reason!r}; worker notes: {notes(verdicts[str(path)])}"
 
 
-@pytest.mark.parametrize("path", HONEST, ids=[p.stem for p in HONEST])
+@pytest.mark.parametrize("path", HONEST + HONEST_HARD, ids=[p.stem for p in HONEST + HONEST_HARD])
 def test_honest_candidate_is_accepted(verdicts, path):
     records = verdicts[str(path)]
     ok, reason = pair_verdict(records)

@@ -10,6 +10,7 @@ the first's kernels: copies, not evaluated again): the loop, the feedback and th
 measured, not a model's skill.
 
     python benchmarks/suites/multiturn_scripted.py OUT_DIR --tasks KernelBench/level1 --limit 8            # GPU
+    python benchmarks/suites/multiturn_scripted.py OUT_DIR --tasks KernelBench/level1 --modes overlap   # one half
     python benchmarks/suites/multiturn_scripted.py OUT_DIR --tasks examples/kernelbench/tasks --limit 4 --kb-device cpu
 
 The GPU machine needs the `openai` package carried (benchmarks/suites/evolve_proof.py says how)."""
@@ -90,6 +91,8 @@ if __name__ == "__main__":
     ap.add_argument("--tasks", required=True, help="a folder of KernelBench-format tasks")
     ap.add_argument("--limit", type=int, default=8)
     ap.add_argument("--kb-device", default=None, help="cpu for a dry run")
+    ap.add_argument("--modes", default="sequential,overlap",
+                    help="which halves to run, comma-separated (one device call may hold only one of them)")
     ap.add_argument("--reply-delay", type=float, default=2.0,
                     help="seconds the scripted model takes per reply (a real model's generation time, emulated)")
     args = ap.parse_args()
@@ -98,10 +101,10 @@ if __name__ == "__main__":
     tasks = sorted((str(p) for p in folder.glob("*.py")), key=lambda p: int(Path(p).stem.split("_")[0]))
     tasks = tasks[:args.limit]
     extra = ["--kb-device", args.kb_device] if args.kb_device else []
-    results = {}
-    for overlap in (False, True):
-        results["overlap" if overlap else "sequential"] = run(Path(args.out) / ("overlap" if overlap else
-                                                                                 "sequential"), tasks, overlap, extra)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or set(modes) - {"sequential", "overlap"}:
+        ap.error(f"--modes takes sequential and/or overlap, comma-separated, not {args.modes!r}")
+    results = {mode: run(Path(args.out) / mode, tasks, mode == "overlap", extra) for mode in modes}
     (Path(args.out) / "multiturn.json").write_text(json.dumps(results, indent=1))
     for name, r in results.items():
         print(f"{name}: exit {r['exit']}, {r['wall_s']} s")

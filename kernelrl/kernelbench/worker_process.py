@@ -63,6 +63,32 @@ def _allocator_state(exc: BaseException) -> str:
     return f"; {found[1]} allocated, {found[2]} cached but unallocated" if found else ""
 
 
+def reachable_storages(device_type: str = "cuda", min_bytes: int = 256 << 20) -> dict[int, int]:
+    """{bytes: how many} of the storages of at least `min_bytes` on `device_type` that live Python objects reach,
+    each storage once however many tensors view it."""
+    sizes: dict[int, int] = {}  # storage address -> bytes
+    for obj in gc.get_objects():
+        if issubclass(type(obj), torch.Tensor) and obj.device.type == device_type:  # type(): no proxy's __class__
+            storage = obj.untyped_storage()
+            if storage.nbytes() >= min_bytes:
+                sizes[storage.data_ptr()] = storage.nbytes()
+    counts: dict[int, int] = {}
+    for n in sizes.values():
+        counts[n] = counts.get(n, 0) + 1
+    return counts
+
+
+def reachable_tensors() -> str:
+    """For `task too large`, beside the allocator's figures: the device storages of 256 MiB or more that Python
+    still reaches, largest first. It tells copies the harness holds from memory nothing in Python reaches (C++
+    caches, graph pools): 96_HuberLoss ran out with 78 GiB allocated where its plan counted 60."""
+    counts = reachable_storages()
+    if not counts:
+        return "; no device tensor of 256 MiB or more reachable from Python"
+    listed = ", ".join(f"{k} x {memory_plan.gib(n)} GiB" for n, k in sorted(counts.items(), reverse=True))
+    return f"; reachable from Python: {listed} ({memory_plan.gib(sum(n * k for n, k in counts.items()))} GiB)"
+
+
 class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, CensusMixin):
     """The KernelBench workload's worker: a candidate is a Python module (ModelNew) imported into this process."""
 
@@ -388,8 +414,10 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         plan = self.mem_plan
         expected = (f"; its memory plan expected about {memory_plan.gib(plan.need)} GiB at its peak of "
                     f"{memory_plan.gib(plan.free)} GiB free") if plan is not None and self.cuda else ""
+        reachable = reachable_tensors() if self.cuda else ""
         return Rejected(Verdict.TOO_LARGE, f"{who} ran out of device memory at {self.current[2]} beside the "
-                                           f"harness's copies ({_short(exc)}{_allocator_state(exc)}){expected}")
+                                           f"harness's copies ({_short(exc)}{_allocator_state(exc)}{reachable})"
+                                           f"{expected}")
 
     def _out_of_memory(self, tid, ref, pristine, phase, exc: Rejected) -> Rejected:
         """The verdict of a candidate call that failed with `exc`. Where it ran out of device memory, the

@@ -12,7 +12,7 @@ import torch
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.kernelbench import memory_plan
 from kernelrl.kernelbench.judge import JudgeMixin
-from kernelrl.kernelbench.worker_process import KBWorker, _allocator_state
+from kernelrl.kernelbench.worker_process import KBWorker, _allocator_state, reachable_storages
 
 OOM = ("CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.18 GiB of which 2.22 GiB "
        "is free. Including non-PyTorch memory, this process has 76.95 GiB memory in use. Of the allocated memory "
@@ -118,3 +118,16 @@ def test_the_stream_order_references_call_has_the_room_of_the_candidates_copies(
     except Rejected:
         assert not candidate_fits
     assert worker.alive_at_reference == (2, 0)  # the candidate's copy and the staged one, both gone
+
+
+def test_the_storages_python_reaches_are_counted_once_each():
+    """96_HuberLoss ran out with 78 GiB allocated where its plan counted 60: `task too large` now lists the device
+    storages live Python objects hold, each once however many tensors view it."""
+    odd = 7_340_155  # a size no other tensor of the test session has
+    big = torch.zeros(odd, dtype=torch.uint8)
+    views = [big[:10], big[5:].view(-1)]  # the same storage
+    assert reachable_storages("cpu", min_bytes=odd).get(odd) == 1
+    del big
+    assert reachable_storages("cpu", min_bytes=odd).get(odd) == 1  # the views keep it alive
+    del views
+    assert odd not in reachable_storages("cpu", min_bytes=odd)

@@ -9,6 +9,8 @@
 #                     its real size against itself, with each task's tolerance audit (benchmarks/suites/kb_public.py)
 #   (STEPS=tests)     gpu_tests.log: the GPU suites (tests/gpu), sandbox on; TESTS picks files (default all)
 # Carry [".carry/KernelBench", ".whl"] (benchmarks/device/pack_carry.sh; KernelBench as benchmarks/device/harness.sh says).
+#   (STEPS=multiturn) multiturn.log, multiturn.json, multiturn_<mode>/: issue 29's multi-turn evolve against the scripted
+#                     model on MT_LIMIT (8) level-1 tasks, MT_MODES (sequential,overlap) halves (suites/multiturn_scripted.py)
 # NUMBERS (a level step) takes a list: NUMBERS=45,51-52,96 measures those tasks again.
 # STEPS picks steps (default "env diag newcomer fewshot").
 set -uo pipefail
@@ -54,6 +56,18 @@ for level in level1 level2 level3; do
     tail -n 14 "$OUT/kb_${level}${part}_reference.log"
   fi
 done
+if [[ $STEPS == *" multiturn "* ]]; then  # the scripted model needs openai (carried in .whl)
+  python3 -m pip install -q --no-index --find-links .whl openai > /dev/null 2>&1 || echo "openai not installed"
+  timeout "${MT_TIMEOUT:-560}" python3 benchmarks/suites/multiturn_scripted.py /tmp/multiturn \
+      --tasks "${KB:-.carry/KernelBench}/KernelBench/level1" --limit "${MT_LIMIT:-8}" \
+      --modes "${MT_MODES:-sequential,overlap}" > "$OUT/multiturn.log" 2>&1
+  for m in sequential overlap; do  # the logs only: the run's folders hold more files than a call brings back
+    [[ -d /tmp/multiturn/$m ]] && mkdir -p "$OUT/multiturn_$m" &&
+        cp /tmp/multiturn/$m/evolve.log /tmp/multiturn/$m/usage.jsonl "$OUT/multiturn_$m/" 2>/dev/null
+  done
+  cp /tmp/multiturn/multiturn.json "$OUT/" 2>/dev/null
+  grep -v -i warn "$OUT/multiturn.log" | tail -n 14
+fi
 if [[ $STEPS == *" tests "* ]]; then
   # the CUTLASS headers for tests/gpu/test_spaces.py's cutlass_sm90 cases (the carried wheel; skipped without it)
   python3 -m pip install -q --no-index --no-deps .whl/nvidia_cutlass-*.whl > /dev/null 2>&1 ||

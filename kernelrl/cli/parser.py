@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     kbe.add_argument("--own-kernels", action="store_true",
                      help="a candidate whose call launches every kernel the reference's does (PyTorch computed its "
                           "output: a wrapped reference, a no-op or unused kernel beside it) is `reference kernels`, "
-                          "not correct")
+                          "not correct (on CUDA each pair that reaches the census then starts a fresh worker)")
     kbe.add_argument("--tolerance", default="strict", choices=list(PROFILES),
                      help="the tolerance profile that decides correctness; both are reported on every pair. "
                           "strict: fp32 1e-4, fp16/bf16 1e-2 (torchbench, KernelBench today); kernelbench: 1e-2 "

@@ -42,7 +42,9 @@ class KBSettings:
     tolerance_profile: str = "strict"  # the profile that decides `verified` (harness.tolerance); both are reported
     build_on_device: bool = True  # models constructed under the device (weights initialised there), not the CPU
     own_kernels: bool = False  # a pair that passed everything is `reference kernels` where its call launched every
-    # kernel the reference's does (kernelbench/census.py): PyTorch computed the output, beside or instead of its own
+    # kernel the reference's does (kernelbench/census.py): PyTorch computed the output, beside or instead of its own.
+    # On CUDA each census ends its worker (the profiler's CUPTI session must not reach another pair's CUDA graphs):
+    # the next pair starts a fresh one (the hot spare) and prepares its task's baselines again
 
     def __post_init__(self):
         output_tolerance("float32", self.tolerance_profile)  # UnknownProfile: one line that names the choices

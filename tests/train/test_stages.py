@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+from kernelrl.evolve.extract import extract
 from kernelrl.train.config import parse_config
 from kernelrl.train.metrics import read_metrics
 from kernelrl.train.pipeline import Run, train
@@ -73,8 +74,10 @@ def test_a_self_supervised_round_keeps_what_verifies_and_retrains(tmp_path, poli
     kept = [json.loads(line) for line in
             (cfg.run_dir / "0-self_supervised-hgemm" / "round0" / "kept.jsonl").read_text().splitlines()]
     rewards = [m for m in read_metrics(cfg.run_dir / "metrics.jsonl") if m.get("kind") == "reward"]
-    assert kept and all("kernelrl_hgemm" in p["completion"] and "cudaStreamCreate" not in p["completion"]
-                        for p in kept)
+    # what was judged is the completion's last cuda block: a sampled cheat block before an honest one is text, not
+    # the kernel that verified (random sampling writes such completions now and then)
+    judged = [extract(p["completion"]).code or "" for p in kept]
+    assert kept and all("kernelrl_hgemm" in code and "cudaStreamCreate" not in code for code in judged)
     assert 0 < rewards[0]["pass_rate"] < 1  # some verified, some not: only those were kept
     assert changed(weights(policy), weights(summary["model"]))
 

@@ -9,7 +9,9 @@ of the candidate's timed call, one worker each (as `run_pairs` runs them, eager 
              calls, which a baseline's turn does not have: a reading near 1 here points at that);
   no_watch   no watch around the candidate's timed calls (the process-level checks after each call: thousands of
              guarded attributes compared, the precision flags and the persisting-L2 limit read);
-  neither    no sampled checks and no watch: only the calls and what every method's turn does.
+  neither    no sampled checks and no watch: only the calls and what every method's turn does;
+  symmetric  the eager baseline's calls watched like the candidate's (the same process-level checks after each):
+             a reading near 1 here is the fix for the watch's share;
 
   control    no worker at all: the reference and a copy of it (same weights) called in strict alternation in this
              process, each call timed with CUDA events after the same L2 flush, 40 calls each: the ratio a harness
@@ -102,8 +104,27 @@ def neither_worker(conn, payload):
     no_checks_worker(conn, payload)
 
 
-VARIANTS = {"as_is": None, "ref_object": ref_object_worker, "no_gc": no_gc_worker, "no_checks": no_checks_worker,
+def symmetric_worker(conn, payload):
+    """The eager baseline's calls watched as the candidate's are (the audit hook armed, the process-level checks
+    after each call): the harness's work between calls the same on both sides, checks aside."""
+    original_prepare, original_after = timing._PairRounds.prepare, timing._PairRounds.after
+
+    def prepare(self, name, rnd, rep):
+        xs, pristine, watched = original_prepare(self, name, rnd, rep)
+        return xs, pristine, (self.w._watch() if name != "candidate" else watched)
+
+    def after(self, name, rnd, rep, prepared, out, error):
+        if name != "candidate":
+            self.w._unwatch(prepared[2], f"{name}'s timing (probe)")
+        return original_after(self, name, rnd, rep, prepared, out, error)
+    timing._PairRounds.prepare, timing._PairRounds.after = prepare, after
+    worker_main(conn, payload)
+
+
+VARIANTS = {"as_is": None, "symmetric": symmetric_worker,
+            "ref_object": ref_object_worker, "no_gc": no_gc_worker, "no_checks": no_checks_worker,
             "no_watch": no_watch_worker, "neither": neither_worker}
+
 
 def control(task_path: Path, calls: int = 40) -> tuple[float, float]:
     """(median reference / median copy, the copies' interquartile range over their median): strict alternation,
@@ -140,7 +161,7 @@ if __name__ == "__main__":
     ap.add_argument("--tasks", default=TASKS, help="level-3 task names, comma-separated")
     ap.add_argument("--rounds", type=int, default=15, help="timed rounds of the variants (the evaluator's: 3)")
     ap.add_argument("--repeats", type=int, default=2, help="evaluations of `as_is` at each round count")
-    ap.add_argument("--variants", default="ref_object,no_checks,no_watch,neither",
+    ap.add_argument("--variants", default="ref_object,no_checks,no_watch,neither,symmetric",
                     help="comma-separated, of: " + ", ".join(VARIANTS))
     ap.add_argument("--device", default="cuda", help="cpu: a dry run of the script (no control)")
     args = ap.parse_args()

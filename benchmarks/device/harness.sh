@@ -11,7 +11,7 @@
 #      earlier calls: after each call, copy its published.db to .carry/published.db and carry it;
 #      PUBLISHED_BASELINES=eager,compile_default on a later pass re-runs only the pairs that were timed (an untimed pair's
 #      verdict is taken from the database), adding torch.compile beside eager;
-#   7. (STEPS=probe) benchmarks/experiments/kb_selfpair_probe.py, the level-3 self-pair experiment;
+#   7. (STEPS=probe) benchmarks/experiments/kb_selfpair_probe.py, the level-3 self-pair experiment (PROBE_ARGS);
 #   8. (STEPS=kbtests) tests/gpu/test_kernelbench_gpu.py alone.
 # KB=path of a KernelBench clone (default .carry/KernelBench); STEPS picks steps (default "mixed level1 examples").
 # Before the call, on the CPU machine (both are git-ignored, carried with carry [".carry/KernelBench", ".whl"]):
@@ -65,8 +65,9 @@ if [[ $STEPS == *" published "* ]]; then  # PUBLISHED_LEVELS=1; a level takes mo
   grep -E "^\[[0-9]+/|pairs taken" "$OUT/cuda_l1_h100_l$L.log" | tail -n 3; tail -n 25 "$OUT/cuda_l1_h100_l$L.log"
 fi
 if [[ $STEPS == *" probe "* ]]; then
-  timeout "${PROBE_LIMIT:-200}" python3 benchmarks/experiments/kb_selfpair_probe.py --kernelbench "$KB" > "$OUT/kb_selfpair_probe.log" 2>&1
-  grep -v Warning "$OUT/kb_selfpair_probe.log" | tail -n 14
+  timeout "${PROBE_LIMIT:-540}" python3 benchmarks/experiments/kb_selfpair_probe.py --kernelbench "$KB" ${PROBE_ARGS:-} \
+      > "$OUT/kb_selfpair_probe.log" 2>&1
+  grep -v -i warn "$OUT/kb_selfpair_probe.log" | tail -n 40
 fi
 if [[ $STEPS == *" kbtests "* ]]; then  # the KernelBench GPU suite alone (about 4 minutes)
   timeout "${TESTS_LIMIT:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu -rfEs tests/gpu/test_kernelbench_gpu.py \

@@ -11,8 +11,6 @@
 # Carry [".carry/KernelBench", ".whl"] (benchmarks/device/pack_carry.sh; KernelBench as benchmarks/device/harness.sh says).
 #   (STEPS=multiturn) multiturn.log, multiturn.json, multiturn_<mode>/: issue 29's multi-turn evolve against the scripted
 #                     model on MT_LIMIT (8) level-1 tasks, MT_MODES (sequential,overlap) halves (suites/multiturn_scripted.py)
-#   (STEPS=selfpair)  kb_selfpair_probe.log: why identical level-3 models read off 1.00 (experiments/kb_selfpair_probe.py,
-#                     SP_ARGS passed on)
 # NUMBERS (a level step) takes a list: NUMBERS=45,51-52,96 measures those tasks again.
 # STEPS picks steps (default "env diag newcomer fewshot").
 set -uo pipefail
@@ -69,11 +67,6 @@ if [[ $STEPS == *" multiturn "* ]]; then  # the scripted model needs openai (car
   done
   cp /tmp/multiturn/multiturn.json "$OUT/" 2>/dev/null
   grep -v -i warn "$OUT/multiturn.log" | tail -n 14
-fi
-if [[ $STEPS == *" selfpair "* ]]; then
-  timeout "${SP_TIMEOUT:-540}" python3 benchmarks/experiments/kb_selfpair_probe.py --kernelbench "${KB:-.carry/KernelBench}" \
-      ${SP_ARGS:-} > "$OUT/kb_selfpair_probe.log" 2>&1
-  grep -v -i warn "$OUT/kb_selfpair_probe.log" | tail -n 40
 fi
 if [[ $STEPS == *" tests "* ]]; then
   # the CUTLASS headers for tests/gpu/test_spaces.py's cutlass_sm90 cases (the carried wheel; skipped without it)

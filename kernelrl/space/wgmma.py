@@ -34,6 +34,11 @@ REG_OVERHEAD = 40
 # warpgroup (setmaxnreg moves registers between warpgroups at run time; the code is compiled within the cap).
 MAX_REGS = {256: 255, 384: 168}
 MAX_WORKSPACE = 1 << 31  # split-K partials: S * M * N fp32
+# Tile heights a point may take beyond the grid's: 256 rows, two cooperative consumers of 128 (two m64 blocks each,
+# 128 fp32 accumulators a thread at BN 128). Compile-tested only (tests/space/test_space_wgmma.py: no spills); GPU
+# test points in tests/gpu/test_wgmma.py. Kept out of `knobs` (the grid, and the spec policies' vocabulary) until
+# verified and measured on a GPU.
+OFF_GRID_BM = (256,)
 # split_reduce=fixup: the output tiles one call's arrival counters cover (a warp's counter per tile, in the kernel's
 # own device memory, FIXUP_SLOTS sets of them taken in turn by successive calls)
 FIXUP_TILES = 4096
@@ -42,7 +47,7 @@ FIXUP_TILES = 4096
 class WgmmaSpace(KernelSpace):
     family = "wgmma"
     knobs = {
-        "BM": [64, 128],
+        "BM": [64, 128],  # and OFF_GRID_BM
         "BN": list(range(64, 257, 16)),  # any multiple of 16 (see pruned: those off the B box stay off the grid)
         "stages": [2, 3, 4, 5, 6, 7, 8, 10, 12],  # 10 and 12 fit small tiles only (cuBLAS runs 64x64 with 13)
         "raster": [1, 8],
@@ -73,14 +78,15 @@ class WgmmaSpace(KernelSpace):
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
     def consumers(variant: Variant) -> int:
-        """Consumer warpgroups: cooperative ones split a tile's rows 64 each; ping-pong ones take turns on whole
-        tiles, one's epilogue overlapping the other's main loop."""
-        return 2 if variant.p["schedule"] == "pingpong" else variant.p["BM"] // 64
+        """Consumer warpgroups: cooperative ones split a tile's rows (one for 64, two for 128 or 256); ping-pong
+        ones take turns on whole tiles, one's epilogue overlapping the other's main loop."""
+        return 2 if variant.p["schedule"] == "pingpong" or variant.p["BM"] >= 128 else 1
 
     @staticmethod
     def m_blocks(variant: Variant) -> int:
         """m64 wgmma blocks per consumer per k-step (and accumulator sets per consumer thread)."""
-        return variant.p["BM"] // 64 if variant.p["schedule"] == "pingpong" else 1
+        bm = variant.p["BM"]
+        return bm // 64 if variant.p["schedule"] == "pingpong" else bm // (64 * WgmmaSpace.consumers(variant))
 
     @staticmethod
     def cluster(variant: Variant) -> tuple[int, int]:
@@ -127,10 +133,12 @@ class WgmmaSpace(KernelSpace):
 
     # -- the KernelSpace API ---------------------------------------------------------------------------------
     def check(self, variant: Variant) -> str | None:
-        reason = self.grid_reason(variant)
+        reason = self.grid_reason(variant, free=("BM",))
         if reason is not None:
             return reason
         p = variant.p
+        if p["BM"] not in (*self.knobs["BM"], *OFF_GRID_BM):
+            return f"BM={p['BM']!r} is not one of {self.knobs['BM'] + list(OFF_GRID_BM)}"
         if p["stages"] < 2:
             return "at least 2 stages: the copy engine fills one while the tensor cores read another"
         smem = self.smem_bytes(variant)
@@ -160,6 +168,8 @@ class WgmmaSpace(KernelSpace):
             if p["schedule"] != "cooperative" or p["cluster"] != "1x1" or p["pdl"] or p["epilogue"] != "direct":
                 return ("split_reduce=dsmem: cooperative consumers, cluster 1x1, no pdl, direct epilogue (the "
                         "cluster's CTAs store their shares of the summed tile themselves)")
+            if self.m_blocks(variant) > 1:
+                return "split_reduce=dsmem sums one m64 block per consumer: BM 64 or 128"
             if (p["BN"] // 8) % p["split_k"]:
                 return (f"split_reduce=dsmem: each of the {p['split_k']} CTAs stores an equal share of the "
                         f"{p['BN'] // 8} n8 columns blocks: BN / 8 must divide by split_k")

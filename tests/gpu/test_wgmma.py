@@ -1,10 +1,10 @@
 """Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
-one and two consumer warpgroups, cooperative and ping-pong, split-K (with either accumulator; reduced by a second
-kernel or in-kernel by the last slice to arrive), direct and TMA-store epilogues, 2-CTA clusters that multicast B or
-A, split-K summed in distributed shared memory, tile widths of any multiple of 16 on the paper's layout, shapes with
-partial tiles in M, N and K, the main kernel launched programmatically. Every check the evaluator makes (random,
-secret, near-duplicate, 0/1 and accumulator inputs, guards, poisoned workspace, device state, timing re-checks) must
-pass wherever the point supports the shape."""
+one and two consumer warpgroups, cooperative and ping-pong, 256-row tiles (two m64 blocks per consumer), split-K
+(with either accumulator; reduced by a second kernel or in-kernel by the last slice to arrive), direct and TMA-store
+epilogues, 2-CTA clusters that multicast B or A, split-K summed in distributed shared memory, tile widths of any
+multiple of 16 on the paper's layout, shapes with partial tiles in M, N and K, the main kernel launched
+programmatically. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator inputs,
+guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports the shape."""
 
 import pytest
 
@@ -46,7 +46,11 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               # the main kernel launched programmatically: alone, before a reduce kernel, before a PDL reduce
               point("fp32", 128, 128, 6, 8, "kn", schedule="pingpong", main_pdl=True),
               point("fp32", 64, 128, 8, 1, "kn", split_k=4, main_pdl=True),
-              point("fp32", 64, 128, 8, 1, "kn", split_k=8, pdl=True, main_pdl=True)]),
+              point("fp32", 64, 128, 8, 1, "kn", split_k=8, pdl=True, main_pdl=True),
+              # 256-row tiles: two cooperative consumers of 128 rows (two m64 blocks each), both layouts, split-K
+              # (333 and 64 rows: partial tiles; 1024: four tile rows)
+              point("fp32", 256, 128, 4, 8, "kn"), point("fp32", 256, 128, 4, 8, "nk", split_k=2),
+              point("fp32", 256, 64, 4, 8, "kn", epilogue="tma")]),
     ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma"),
               point("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2"),
@@ -56,7 +60,8 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               point("fp16", 64, 64, 12, 1, "kn", split_k=4, schedule="pingpong"),
               point("fp16", 128, 128, 6, 8, "nk", split_k=2, pdl=True),
               point("fp16", 64, 64, 12, 1, "kn", split_k=8, split_reduce="fixup"),
-              point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma", main_pdl=True)]),
+              point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma", main_pdl=True),
+              point("fp16", 256, 256, 3, 8, "kn"), point("fp16", 256, 128, 3, 8, "nk", epilogue="tma")]),
 ])
 def test_points_verify_in_device_and_offline_modes(tmp_path, acc, points):
     files = []

@@ -45,8 +45,13 @@ F16_SPLIT = V("fp16", 64, 64, 12, 1, "kn", split_k=4, schedule="pingpong")
 F32_FIXUP = V("fp32", 64, 128, 8, 1, "kn", split_k=4, split_reduce="fixup")
 # The main kernel launched programmatically (PDL), with split-K and its reduce kernel after it
 F32_MAIN_PDL = V("fp32", 64, 128, 8, 1, "kn", split_k=4, main_pdl=True)
-BUILT = [F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK, F16_PINGPONG_TMA_STORE, F32_CLUSTER_B,
-         F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80, F16_SPLIT, F32_FIXUP, F32_MAIN_PDL]
+# 256-row tiles: two cooperative consumers of 128 rows each (two m64 blocks a k-step), 128 accumulators a thread
+F32_COOP_256 = V("fp32", 256, 128, 4, 8, "kn")
+BF16_COOP_256_NK = V("fp32", 256, 128, 4, 8, "nk", dtype="bf16")
+F16_COOP_256_TMA = V("fp16", 256, 128, 3, 8, "nk", epilogue="tma")
+BUILT = [F32_COOP_256, BF16_COOP_256_NK, F16_COOP_256_TMA, F32_WIDE_KN, F16_NARROW_NK, F32_PINGPONG_SPLIT, BF16_NK,
+         F16_PINGPONG_TMA_STORE, F32_CLUSTER_B, F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80, F16_SPLIT,
+         F32_FIXUP, F32_MAIN_PDL]
 
 
 @pytest.fixture(scope="module")
@@ -456,3 +461,15 @@ def test_the_dependent_launch_is_triggered_after_the_producers_last_loads(varian
     consumers = body.index("// ---- consumers")
     assert last_load < trigger < consumers  # after every load the producer issues, not at the kernel's start
     assert body[body.rindex("\n", 0, trigger):trigger].strip() == "if constexpr (PDL || MAIN_PDL)"  # PDL only
+
+
+def test_256_row_tiles_are_valid_points_off_the_grid(points):
+    """Two cooperative consumers of 128 rows each: valid when asked for by name (the GPU tests, a spec), absent from
+    the grid and from the spec vocabulary until measured on a GPU."""
+    assert SPACE.check(F32_COOP_256) is None and SPACE.consumers(F32_COOP_256) == 2
+    assert SPACE.m_blocks(F32_COOP_256) == 2 and SPACE.accumulator_regs(F32_COOP_256) == 128
+    assert not any(v.p["BM"] == 256 for acc in points for v in points[acc])
+    assert "BM=192" in SPACE.check(V("fp32", 192, 128, 4, 8, "kn"))
+    assert "one m64 block per consumer" in SPACE.check(V("fp32", 256, 64, 4, 1, "kn", split_k=2,
+                                                         split_reduce="dsmem"))
+    assert "registers" in SPACE.check(V("fp32", 256, 256, 2, 8, "kn"))  # 256 accumulators a thread

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import gc
 import importlib
-import re
 import sys
 import time
 import zlib
@@ -30,6 +29,7 @@ from kernelrl.kernelbench.inputs import (InputsMixin, _flatten, _storage, host_c
                                          redraw_bytes)
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
 from kernelrl.kernelbench.memguard import MemoryGuard
+from kernelrl.kernelbench.memory_report import allocator_state, reachable_tensors
 from kernelrl.kernelbench.memory_plan import Footprint
 from kernelrl.kernelbench.pairs import MODE
 from kernelrl.kernelbench.tamper import static_tampering
@@ -52,41 +52,6 @@ def _load_verdict(exc: BaseException) -> Rejected:
         return Rejected(Verdict.ENVIRONMENT, f"the candidate imports {exc.name!r}, which this environment does not "
                                              f"have: install it where the evaluation runs, or leave it out")
     return Rejected(Verdict.EXCEPTION, _short(exc))
-
-
-def _allocator_state(exc: BaseException) -> str:
-    """What PyTorch's out-of-memory message says the allocator held (cut from `_short`'s first 200 characters):
-    live tensors against blocks cached but unallocated, which tells a plan that counted too little from a
-    fragmented cache."""
-    found = re.search(r"([\d.]+ \w?iB) is allocated by PyTorch, and ([\d.]+ \w?iB) is reserved by PyTorch but "
-                      r"unallocated", str(exc))
-    return f"; {found[1]} allocated, {found[2]} cached but unallocated" if found else ""
-
-
-def reachable_storages(device_type: str = "cuda", min_bytes: int = 256 << 20) -> dict[int, int]:
-    """{bytes: how many} of the storages of at least `min_bytes` on `device_type` that live Python objects reach,
-    each storage once however many tensors view it."""
-    sizes: dict[int, int] = {}  # storage address -> bytes
-    for obj in gc.get_objects():
-        if issubclass(type(obj), torch.Tensor) and obj.device.type == device_type:  # type(): no proxy's __class__
-            storage = obj.untyped_storage()
-            if storage.nbytes() >= min_bytes:
-                sizes[storage.data_ptr()] = storage.nbytes()
-    counts: dict[int, int] = {}
-    for n in sizes.values():
-        counts[n] = counts.get(n, 0) + 1
-    return counts
-
-
-def reachable_tensors() -> str:
-    """For `task too large`, beside the allocator's figures: the device storages of 256 MiB or more that Python
-    still reaches, largest first. It tells copies the harness holds from memory nothing in Python reaches (C++
-    caches, graph pools): 96_HuberLoss ran out with 78 GiB allocated where its plan counted 60."""
-    counts = reachable_storages()
-    if not counts:
-        return "; no device tensor of 256 MiB or more reachable from Python"
-    listed = ", ".join(f"{k} x {memory_plan.gib(n)} GiB" for n, k in sorted(counts.items(), reverse=True))
-    return f"; reachable from Python: {listed} ({memory_plan.gib(sum(n * k for n, k in counts.items()))} GiB)"
 
 
 class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, CensusMixin):
@@ -416,7 +381,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                     f"{memory_plan.gib(plan.free)} GiB free") if plan is not None and self.cuda else ""
         reachable = reachable_tensors() if self.cuda else ""
         return Rejected(Verdict.TOO_LARGE, f"{who} ran out of device memory at {self.current[2]} beside the "
-                                           f"harness's copies ({_short(exc)}{_allocator_state(exc)}{reachable})"
+                                           f"harness's copies ({_short(exc)}{allocator_state(exc)}{reachable})"
                                            f"{expected}")
 
     def _out_of_memory(self, tid, ref, pristine, phase, exc: Rejected) -> Rejected:

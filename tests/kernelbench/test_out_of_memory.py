@@ -12,7 +12,8 @@ import torch
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.kernelbench import memory_plan
 from kernelrl.kernelbench.judge import JudgeMixin
-from kernelrl.kernelbench.worker_process import KBWorker, _allocator_state, reachable_storages
+from kernelrl.kernelbench.memory_report import allocator_state, reachable_storages
+from kernelrl.kernelbench.worker_process import KBWorker
 
 OOM = ("CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.18 GiB of which 2.22 GiB "
        "is free. Including non-PyTorch memory, this process has 76.95 GiB memory in use. Of the allocated memory "
@@ -73,8 +74,8 @@ def test_stream_order_out_of_memory_is_the_candidates_where_the_reference_fits()
 
 
 def test_an_out_of_memory_line_keeps_what_the_allocator_held():
-    assert _allocator_state(RuntimeError(OOM)) == "; 60.10 GiB allocated, 16.02 GiB cached but unallocated"
-    assert _allocator_state(RuntimeError("CUDA error: an illegal memory access")) == ""
+    assert allocator_state(RuntimeError(OOM)) == "; 60.10 GiB allocated, 16.02 GiB cached but unallocated"
+    assert allocator_state(RuntimeError("CUDA error: an illegal memory access")) == ""
 
 
 @pytest.mark.parametrize("input_gib, released", [(4, True), (0, False)])

@@ -13,7 +13,8 @@
 # the same point at the multiples of 64 around it; ONLY=f16split split-K with fp16 accumulators beside the same points
 # without split-K, with fp16 accumulation (cuBLAS baselines with COMPUTE_16F) on deep-K shapes; ONLY=fixup the
 # in-kernel split-K fixup beside the same points with the workspace and reduce kernel, on deep-K shapes; ONLY=mainpdl
-# the main kernel launched programmatically beside the same points launched plainly, on short calls. SHAPES
+# the main kernel launched programmatically beside the same points launched plainly, on short calls; ONLY=bm256
+# the 256-row tiles (off the grid until measured) beside their 128-row twins, on the square shapes. SHAPES
 # replaces the bench's shapes.
 set -uo pipefail
 source benchmarks/device/env.sh
@@ -100,6 +101,14 @@ elif only == "mainpdl":  # the main kernel launched programmatically, beside the
                                                (64, 128, 8, 1, 4, "cooperative", "direct"),
                                                (128, 256, 4, 8, 1, "cooperative", "direct")]]
     points = plain + [Variant.of("wgmma", "fp32", **{**v.p, "main_pdl": True}) for v in plain]
+elif only == "bm256":  # 256-row tiles (two cooperative consumers of 128 rows) beside their 128-row twins
+    tall = [Variant.of("wgmma", acc, BM=256, BN=bn, stages=st, raster=8, b_layout=layout, epilogue=ep, dtype=dtype)
+            for acc, bn, st, layout, ep, dtype in [("fp32", 128, 4, "kn", "direct", "fp16"),
+                                                   ("fp32", 128, 3, "kn", "tma", "fp16"),
+                                                   ("fp32", 64, 5, "kn", "direct", "fp16"),
+                                                   ("fp32", 128, 4, "nk", "direct", "fp16")]]
+    twins = [Variant.of("wgmma", v.acc, **{**v.p, "BM": 128}) for v in tall]
+    points = [v for v in tall + twins if space.check(v) is None]
 elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width
     odd = [v for v in points if v.p["BN"] % 64]
     twins = {Variant.of("wgmma", "fp32", **{**v.p, "BN": bn}) for v in odd for bn in (v.p["BN"] // 64 * 64,

@@ -131,9 +131,10 @@ class JudgeMixin:
     def _release_cached(self):
         """Before a check whose copies differ in size from the last ones' (a smaller batch, then the task's size
         again): the allocator's cached blocks of a large task go back to the device. A block split for a smaller
-        tensor cannot serve a full-size one, and the memory plan counts live copies, not a fragmented cache (the
-        H100 run's 96_HuberLoss ran out at this check with 77 GiB in use; a fragmented cache is the suspected
-        cause, not yet confirmed)."""
+        tensor cannot serve a full-size one, and the memory plan counts live copies, not a fragmented cache. (On the
+        H100, with this release in place, 45_Average_Pooling_2D still ran out at the stream-order check with 14.6
+        GiB cached but unallocated, and 96_HuberLoss with 78 GiB allocated and its cache empty: live copies,
+        since dropped earlier.)"""
         plan = self.mem_plan
         if self.cuda and plan is not None and plan.footprint.total >= LARGE_FOOTPRINT:
             self._free()

@@ -33,14 +33,11 @@ source benchmarks/device/env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 export COLUMNS=200
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
-if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/nvidia_cutlass-*.whl
-    export PYTHONPATH="/tmp/site:$PYTHONPATH"
-fi
+carry_cutlass
 carry_ninja
 mkdir -p "$KERNELRL_CACHE"
 if [ -f .carry/cuda_l2_cache.tar.xz ]; then tar -xJf .carry/cuda_l2_cache.tar.xz -C "$KERNELRL_CACHE"; fi
-if [ -f .carry/build-cache.tar.xz ]; then tar -xJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE"; fi
+carry_build_cache
 DB="$OUT/cuda_l2.db"; [ -f .carry/cuda_l2.db ] && cp .carry/cuda_l2.db "$DB"
 SHAPES="${SHAPES:-$(cat benchmarks/results/h200/cuda_l2/selected_shapes.txt)}"  # SHAPES: a subset (comma-separated)
 LIBARG=()

@@ -21,3 +21,21 @@ carry_ninja() {
         export PATH="/tmp/ninja/bin:/tmp/ninja/ninja/data/bin:$PATH" PYTHONPATH="$PYTHONPATH:/tmp/ninja"
     fi
 }
+
+# The CUTLASS/CuTe headers from the carried wheel (.whl/nvidia_cutlass-*.whl) into SITE (default /tmp/site), ahead on
+# PYTHONPATH; and the build cache a CPU machine filled (.carry/build-cache.tar.xz, benchmarks/device/tune.sh says how)
+# into KERNELRL_CACHE. Each says so when its file was not carried.
+carry_cutlass() {
+    local site="${SITE:-/tmp/site}"
+    if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/nvidia_cutlass-*.whl
+        export PYTHONPATH="$site:$PYTHONPATH"
+    else
+        echo "no .whl/nvidia_cutlass-*.whl: no CUTLASS headers"
+    fi
+}
+carry_build_cache() {
+    mkdir -p "$KERNELRL_CACHE"
+    if [ -f .carry/build-cache.tar.xz ]; then tar -xJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE"
+    else echo "no .carry/build-cache.tar.xz: every candidate compiles here"; fi
+}

@@ -19,11 +19,8 @@
 set -uo pipefail
 source benchmarks/device/env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE"
-if [ -f .carry/build-cache.tar.xz ]; then tar -xJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE"; fi
-if ls .whl/nvidia_cutlass-*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/nvidia_cutlass-*.whl
-    export PYTHONPATH="/tmp/site:$PYTHONPATH"
-fi
+carry_build_cache
+carry_cutlass
 if [ -n "${RAY:-}" ]; then carry_ray; fi
 carry_ninja  # for the library's C++ dispatch fast path
 LIB=/tmp/lib

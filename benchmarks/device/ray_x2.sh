@@ -13,10 +13,9 @@
 set -uo pipefail
 source benchmarks/device/env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT" "$KERNELRL_CACHE" /tmp/site
-[ -f .carry/build-cache.tar.xz ] && tar -xJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE"
+carry_build_cache
 carry_ray
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/nvidia_cutlass-*.whl
-export PYTHONPATH="/tmp/site:$PYTHONPATH"
+carry_cutlass
 nvidia-smi -L | tee "$OUT/gpus.txt"
 python3 -c "import ray; print('ray', ray.__version__)" | tee -a "$OUT/gpus.txt"
 SHAPES="${SHAPES:-paper}"

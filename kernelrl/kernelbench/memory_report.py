@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import re
+from collections import Counter
 
 import torch
 
@@ -30,10 +31,7 @@ def reachable_storages(device_type: str = "cuda", min_bytes: int = 256 << 20) ->
             storage = obj.untyped_storage()
             if storage.nbytes() >= min_bytes:
                 sizes[storage.data_ptr()] = storage.nbytes()
-    counts: dict[int, int] = {}
-    for n in sizes.values():
-        counts[n] = counts.get(n, 0) + 1
-    return counts
+    return dict(Counter(sizes.values()))
 
 
 def reachable_tensors() -> str:

@@ -134,9 +134,15 @@ class _CandidateRaised(Exception):
 class _PairRounds:
     """What a KernelBench pair's timed rounds do around each call (harness/rounds.py times them): fresh perturbed
     inputs every call, made outside the timed region, and the L2 flushed; a baseline's staging; the watch around
-    every candidate call; the round's last call (the event-timed one on a GPU), one more at random and about a third
-    besides judged against the reference, so a candidate turning stale after N calls is caught whatever the secret;
-    no candidate code beside a baseline's turn."""
+    every call, a baseline's too; the round's last call (the event-timed one on a GPU), one more at random and about
+    a third besides judged against the reference, so a candidate turning stale after N calls is caught whatever the
+    secret; no candidate code beside a baseline's turn.
+
+    Why a baseline's calls are watched as well: the watch's process-level checks after a call (thousands of guarded
+    attributes compared, in Python) leave the host's caches cold for the next call, and a launch-bound model's call
+    is slower for it. Watched on one side only, an identical model read 0.976 over eager on launch-bound level-3
+    networks; watched on both, 1.006, as the harness-free control reads (benchmarks/results/h100/kernelbench/
+    selfpair_probe.md). What a baseline's watch finds is the candidate's: no candidate code may run beside it."""
 
     def __init__(self, worker, tid, ref, cand, fns, pool, k, base_reasons, errs) -> None:
         self.w, self.tid, self.ref, self.cand, self.fns, self.pool = worker, tid, ref, cand, fns, pool
@@ -171,8 +177,7 @@ class _PairRounds:
             w.flush_buf.fill_(rep & 0xFF)
         if is_cand:
             w._seed_call()  # a random task: the sampled check's reference repeats this seed
-        watched = w._watch() if is_cand else None
-        return xs, pristine, watched
+        return xs, pristine, w._watch()
 
     def call(self, name, prepared):
         xs = prepared[0]
@@ -182,6 +187,7 @@ class _PairRounds:
         w = self.w
         xs, pristine, watched = prepared
         if name != "candidate":
+            self._unwatch_baseline(name, watched)
             if error is not None:
                 self.base_reasons[name] = f"baseline failed: {_short(error)}"
                 return False
@@ -204,6 +210,15 @@ class _PairRounds:
                 self.reason = Rejected(Verdict.DURING_TIMING, str(exc))
             w.begin(self.tid, "candidate", "time")
         return True
+
+    def _unwatch_baseline(self, name, watched):
+        """The watch after a baseline's timed call: the same work as after the candidate's (see the class), and a
+        finding is the candidate's verdict, as `_untouched`'s are."""
+        try:
+            self.w._unwatch(watched, f"{name}'s timed call, beside which none of the candidate's code may run")
+        except Fatal:
+            self.w.begin(self.tid, "candidate", "time")
+            raise
 
     def end_turn(self, name, rnd):
         if name != "candidate":  # a failed baseline's turn too: a finalizer may have run in it

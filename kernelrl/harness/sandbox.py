@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import getpass
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -127,6 +128,16 @@ def use_scratch(scratch: str | Path) -> Path:
     return folder
 
 
+def enter_fresh_dir(previous: str | None, prefix: str) -> str:
+    """Make a fresh folder beneath the temporary folder (the scratch folder, after `use_scratch`) the working
+    directory, removing `previous`; returns the new one. A measured workload's relative writes land there."""
+    if previous:
+        shutil.rmtree(previous, ignore_errors=True)
+    folder = tempfile.mkdtemp(prefix=prefix)
+    os.chdir(folder)
+    return folder
+
+
 def confined(env: dict) -> bool:
     """Whether the run that recorded `env` had its workers' writes confined: only then could its candidates not
     have written the database its rows are read back from."""
@@ -188,7 +199,9 @@ def confine_worker(scratch: str | Path, extra: Sequence[str | Path] = (),
     allows). With `unconfined_because` (a confined worker of this run could not start its GPU: the runner's
     fallback), the folders are only returned, for the Python-level refusal, and the line says why."""
     caches = cache_dirs()  # before TMPDIR moves: TorchInductor's default folder is under the old one
-    folders = [use_scratch(scratch), *caches, Path("/dev"), own_threads_proc(), *map(Path, extra)]
+    # absolute: a KernelBench worker changes its working directory for each pair
+    folders = [Path(os.path.abspath(f)) for f in (use_scratch(scratch), *caches, Path("/dev"), own_threads_proc(),
+                                                  *extra)]
     if unconfined_because:
         return Confinement(False, f"off (a confined worker could not start its GPU here: {unconfined_because})"), \
             folders

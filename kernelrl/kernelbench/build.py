@@ -84,6 +84,7 @@ def _import(conn, root: str, path: str, task_path: str | None = None, device: st
     # the candidate's code runs here: it may write its own folder (and temporary files there), nothing else
     scratch = folder / ".tmp"
     confine_worker(scratch, [folder])
+    os.chdir(scratch)  # a relative write (a `cuda_extensions/` build folder) lands where it may, as in the worker
     result = None
     try:
         module = load_module(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import gc
 import importlib
+import os
 import sys
 import time
 import zlib
@@ -20,6 +21,7 @@ from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.record import Record
 from kernelrl.harness.tolerance import PROFILES, input_independent, output_tolerance
 from kernelrl.harness.rounds import Clocks
+from kernelrl.harness.sandbox import enter_fresh_dir
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
@@ -88,6 +90,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.trivial_audit: dict = {}  # profile -> alternative -> [within atol = rtol, judged correct]
         self.task_snapshot: TaskSnapshot | None = None  # the task module as loaded (task_guard.py)
         self.profiled = False  # a kernel census profiled CUDA in this process (census.py): recycled after its pair
+        self.pair_dir: str | None = None  # the working directory of the pair being judged
 
     def start(self):
         self.torch = torch
@@ -132,6 +135,10 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         if self.cuda:
             self.guard = MemoryGuard(torch, self.device, sync=self.sync)
         self._start_torch_pools()
+        # each pair runs in its own working directory (run_task): paths given relative to this one
+        self.launch_dir = os.getcwd()
+        if self.s.get("extensions_dir"):
+            self.s["extensions_dir"] = os.path.abspath(self.s["extensions_dir"])
         sys.addaudithook(self._audit)
 
     def _start_torch_pools(self):
@@ -152,6 +159,10 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
     # -- one pair ----------------------------------------------------------------------------------------------
     def run_task(self, task: dict):
         tid, skip = task["id"], set(task.get("skip", ()))
+        task = {**task, **{k: os.path.join(self.launch_dir, task[k]) for k in ("task_path", "candidate_path")}}
+        # a fresh working directory: a candidate that builds into a relative folder (`cuda_extensions/`, as many
+        # KernelBench kernels do) writes where it may, and sees none of the pair before it
+        self.pair_dir = enter_fresh_dir(self.pair_dir, f"pair{tid}-")
         self.pair_notes = []
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()  # the pair's peak, beside its plan's (`_memory_report`)

@@ -66,9 +66,15 @@ class FakeWorker:
         pass
 
 
+def _baseline(worker, name):
+    def call(*xs):
+        worker._calling = name
+        return xs
+    return call
+
+
 def _rounds(worker, names):
-    fns = {n: None if n == "candidate" else (lambda n: lambda *xs: setattr(worker, "_calling", n) or xs)(n)
-           for n in names}
+    fns = {n: None if n == "candidate" else _baseline(worker, n) for n in names}
     return _PairRounds(worker, 0, object(), object(), fns, [None], 0, {}, {})
 
 

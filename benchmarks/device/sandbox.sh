@@ -10,7 +10,8 @@
 #   (STEPS=tests)     gpu_tests.log: the GPU suites (tests/gpu), sandbox on; TESTS picks files (default all)
 # Carry [".carry/KernelBench", ".whl"] (benchmarks/device/pack_carry.sh; KernelBench as benchmarks/device/harness.sh says).
 #   (STEPS=multiturn) multiturn.log, multiturn.json, multiturn_<mode>/: issue 29's multi-turn evolve against the scripted
-#                     model on MT_LIMIT (8) level-1 tasks, MT_MODES (sequential,overlap) halves (suites/multiturn_scripted.py)
+#                     model on MT_LIMIT (8) level-1 tasks, MT_MODES (sequential,overlap) halves (suites/multiturn_scripted.py),
+#                     MT_BASELINES (default: evolve's four; eager: each evaluation several times cheaper)
 # NUMBERS (a level step) takes a list: NUMBERS=45,51-52,96 measures those tasks again.
 # STEPS picks steps (default "env diag newcomer fewshot").
 set -uo pipefail
@@ -60,7 +61,8 @@ if [[ $STEPS == *" multiturn "* ]]; then  # the scripted model needs openai (car
   python3 -m pip install -q --no-index --find-links .whl openai > /dev/null 2>&1 || echo "openai not installed"
   timeout "${MT_TIMEOUT:-560}" python3 benchmarks/suites/multiturn_scripted.py /tmp/multiturn \
       --tasks "${KB:-.carry/KernelBench}/KernelBench/level1" --limit "${MT_LIMIT:-8}" \
-      --modes "${MT_MODES:-sequential,overlap}" > "$OUT/multiturn.log" 2>&1
+      --modes "${MT_MODES:-sequential,overlap}" ${MT_BASELINES:+--baselines "$MT_BASELINES"} \
+      > "$OUT/multiturn.log" 2>&1
   for m in sequential overlap; do  # the logs only: the run's folders hold more files than a call brings back
     [[ -d /tmp/multiturn/$m ]] && mkdir -p "$OUT/multiturn_$m" &&
         cp /tmp/multiturn/$m/evolve.log /tmp/multiturn/$m/usage.jsonl "$OUT/multiturn_$m/" 2>/dev/null

@@ -11,6 +11,7 @@ measured, not a model's skill.
 
     python benchmarks/suites/multiturn_scripted.py OUT_DIR --tasks KernelBench/level1 --limit 8            # GPU
     python benchmarks/suites/multiturn_scripted.py OUT_DIR --tasks KernelBench/level1 --modes overlap   # one half
+    python benchmarks/suites/multiturn_scripted.py OUT_DIR --tasks KernelBench/level1 --baselines eager  # cheaper
     python benchmarks/suites/multiturn_scripted.py OUT_DIR --tasks examples/kernelbench/tasks --limit 4 --kb-device cpu
 
 The GPU machine needs the `openai` package carried (benchmarks/suites/evolve_proof.py says how)."""
@@ -91,6 +92,9 @@ if __name__ == "__main__":
     ap.add_argument("--tasks", required=True, help="a folder of KernelBench-format tasks")
     ap.add_argument("--limit", type=int, default=8)
     ap.add_argument("--kb-device", default=None, help="cpu for a dry run")
+    ap.add_argument("--baselines", default=None,
+                    help="the KernelBench baselines timed beside each candidate (evolve's default: all four; eager "
+                         "alone makes an evaluation several times cheaper, so both halves fit the device's calls)")
     ap.add_argument("--modes", default="sequential,overlap",
                     help="which halves to run, comma-separated (one device call may hold only one of them)")
     ap.add_argument("--reply-delay", type=float, default=2.0,
@@ -100,7 +104,8 @@ if __name__ == "__main__":
     folder = Path(args.tasks)
     tasks = sorted((str(p) for p in folder.glob("*.py")), key=lambda p: int(Path(p).stem.split("_")[0]))
     tasks = tasks[:args.limit]
-    extra = ["--kb-device", args.kb_device] if args.kb_device else []
+    extra = (["--kb-device", args.kb_device] if args.kb_device else []) + \
+        (["--baselines", args.baselines] if args.baselines else [])
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or set(modes) - {"sequential", "overlap"}:
         ap.error(f"--modes takes sequential and/or overlap, comma-separated, not {args.modes!r}")

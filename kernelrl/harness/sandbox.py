@@ -121,21 +121,25 @@ def _user() -> str:
 
 def use_scratch(scratch: str | Path) -> Path:
     """Temporary files (tempfile, nvcc, ninja, compile workers) go to `scratch` from now on."""
-    folder = Path(scratch)
+    folder = Path(scratch).absolute()  # the KernelBench worker changes its working directory
     folder.mkdir(parents=True, exist_ok=True)
     os.environ["TMPDIR"] = str(folder)
     tempfile.tempdir = str(folder)
     return folder
 
 
-def enter_fresh_dir(previous: str | None, prefix: str) -> str:
-    """Make a fresh folder beneath the temporary folder (the scratch folder, after `use_scratch`) the working
-    directory, removing `previous`; returns the new one. A measured workload's relative writes land there."""
-    if previous:
-        shutil.rmtree(previous, ignore_errors=True)
-    folder = tempfile.mkdtemp(prefix=prefix)
+def enter_emptied_dir(folder: str | Path) -> None:
+    """Make `folder` the working directory, created or emptied: a measured workload's relative writes land there,
+    and none of the previous workload's are left. The folder itself stays (a helper process started earlier, such
+    as a compile worker, keeps it as its own working directory)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
     os.chdir(folder)
-    return folder
 
 
 def confined(env: dict) -> bool:

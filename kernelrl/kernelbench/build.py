@@ -79,6 +79,9 @@ def use_extension_dir(root: str | Path, candidate_path: str | Path) -> Path:
 
 
 def _import(conn, root: str, path: str, task_path: str | None = None, device: str = "cpu") -> None:
+    # absolute: this process changes its working directory below
+    root, path = os.path.abspath(root), os.path.abspath(path)
+    task_path = os.path.abspath(task_path) if task_path is not None else None
     folder = use_extension_dir(root, path)
     os.environ.setdefault("MAX_JOBS", "2")  # several builds run at once; each gets two ninja jobs
     # the candidate's code runs here: it may write its own folder (and temporary files there), nothing else

@@ -214,8 +214,9 @@ class _PairRounds:
     def _unwatch_baseline(self, name, watched):
         """The watch after a baseline's timed call: the same work as after the candidate's (see the class), and a
         finding is the candidate's verdict, as `_untouched`'s are."""
-        try:
-            self.w._unwatch(watched, f"{name}'s timed call, beside which none of the candidate's code may run")
+        try:  # the same walk; a Python thread new since the call is not held against the candidate (Python < 3.12
+            # cannot say who started it, and torch's compile workers start their own)
+            self.w._unwatch(None, f"{name}'s timed call, beside which none of the candidate's code may run")
         except Fatal:
             self.w.begin(self.tid, "candidate", "time")
             raise

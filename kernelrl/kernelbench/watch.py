@@ -276,7 +276,8 @@ class WatchMixin:
             self.check_no_background(os_threads_before, f"the candidate's {phase}")
         # Python 3.12+: the audit event names the code that started the thread (library code's own are fine);
         # before that, any Python thread alive now that was not before the call
-        new = set() if AUDITED_THREADS else set(self._current_frames()) - before
+        # (`before` None: a baseline's call, where a new thread is torch's own: inductor's timer, say)
+        new = set() if AUDITED_THREADS or before is None else set(self._current_frames()) - before
         started = [w for k, w in self.hits if k == "thread"]
         if new or started:
             names = sorted({getattr(threading._active.get(i), "name", "raw thread") for i in new})

@@ -11,6 +11,7 @@ import gc
 import importlib
 import os
 import sys
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -21,7 +22,7 @@ from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.record import Record
 from kernelrl.harness.tolerance import PROFILES, input_independent, output_tolerance
 from kernelrl.harness.rounds import Clocks
-from kernelrl.harness.sandbox import enter_fresh_dir
+from kernelrl.harness.sandbox import enter_emptied_dir
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
 from kernelrl.kernelbench.build import use_extension_dir
@@ -90,7 +91,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.trivial_audit: dict = {}  # profile -> alternative -> [within atol = rtol, judged correct]
         self.task_snapshot: TaskSnapshot | None = None  # the task module as loaded (task_guard.py)
         self.profiled = False  # a kernel census profiled CUDA in this process (census.py): recycled after its pair
-        self.pair_dir: str | None = None  # the working directory of the pair being judged
+        self.pair_dir = ""  # the working directory of the pair being judged (beneath the scratch folder: start)
 
     def start(self):
         self.torch = torch
@@ -137,6 +138,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self._start_torch_pools()
         # each pair runs in its own working directory (run_task): paths given relative to this one
         self.launch_dir = os.getcwd()
+        self.pair_dir = os.path.join(tempfile.gettempdir(), "pair")
         if self.s.get("extensions_dir"):
             self.s["extensions_dir"] = os.path.abspath(self.s["extensions_dir"])
         sys.addaudithook(self._audit)
@@ -162,7 +164,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         task = {**task, **{k: os.path.join(self.launch_dir, task[k]) for k in ("task_path", "candidate_path")}}
         # a fresh working directory: a candidate that builds into a relative folder (`cuda_extensions/`, as many
         # KernelBench kernels do) writes where it may, and sees none of the pair before it
-        self.pair_dir = enter_fresh_dir(self.pair_dir, f"pair{tid}-")
+        enter_emptied_dir(self.pair_dir)
         self.pair_notes = []
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()  # the pair's peak, beside its plan's (`_memory_report`)

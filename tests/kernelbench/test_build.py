@@ -108,6 +108,14 @@ def test_a_failed_build_is_a_compile_error(tmp_path):
     assert out[str(failing)].error.startswith("compile error: RuntimeError: Error building extension")
 
 
+def test_a_build_finds_a_candidate_given_by_a_relative_path(tmp_path, monkeypatch):
+    """The build process works in its own scratch folder; paths given relative to the run's still name the files."""
+    _write(tmp_path, "failing.py", FAILING_BUILD)
+    monkeypatch.chdir(tmp_path)
+    out = build_extensions([Path("failing.py")], "ext", timeout_s=300)
+    assert out["failing.py"].error.startswith("compile error: RuntimeError: Error building extension")
+
+
 def _builds_logged(root: Path) -> int:
     """How many stand-in builds ran, build step and worker together (each logs in its candidate's folder)."""
     return sum(p.read_text().count("built") for p in root.glob("*/builds.log"))

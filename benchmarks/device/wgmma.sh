@@ -14,7 +14,8 @@
 # without split-K, with fp16 accumulation (cuBLAS baselines with COMPUTE_16F) on deep-K shapes; ONLY=fixup the
 # in-kernel split-K fixup beside the same points with the workspace and reduce kernel, on deep-K shapes; ONLY=mainpdl
 # the main kernel launched programmatically beside the same points launched plainly, on short calls; ONLY=bm256
-# the 256-row tiles (off the grid until measured) beside their 128-row twins, on the square shapes. SHAPES
+# the 256-row tiles (off the grid until measured) beside their 128-row twins, on the square shapes, the fastest one
+# also in CTA pairs (2x1, 1x2). SHAPES
 # replaces the bench's shapes.
 set -uo pipefail
 source benchmarks/device/env.sh
@@ -107,6 +108,9 @@ elif only == "bm256":  # 256-row tiles (two cooperative consumers of 128 rows) b
                                                    ("fp32", 128, 3, "kn", "tma", "fp16"),
                                                    ("fp32", 64, 5, "kn", "direct", "fp16"),
                                                    ("fp32", 128, 4, "nk", "direct", "fp16")]]
+    # the fastest of them (256x128, 3 stages, TMA store) in CTA pairs sharing B (2x1) or A (1x2)
+    tall += [Variant.of("wgmma", "fp32", BM=256, BN=128, stages=3, raster=8, b_layout="kn", epilogue="tma",
+                        dtype="fp16", cluster=c) for c in ("2x1", "1x2")]
     twins = [Variant.of("wgmma", v.acc, **{**v.p, "BM": 128}) for v in tall]
     points = [v for v in tall + twins if space.check(v) is None]
 elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width

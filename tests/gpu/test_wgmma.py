@@ -50,7 +50,9 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               # 256-row tiles: two cooperative consumers of 128 rows (two m64 blocks each), both layouts, split-K
               # (333 and 64 rows: partial tiles; 1024: four tile rows)
               point("fp32", 256, 128, 4, 8, "kn"), point("fp32", 256, 128, 4, 8, "nk", split_k=2),
-              point("fp32", 256, 64, 4, 8, "kn", epilogue="tma")]),
+              point("fp32", 256, 64, 4, 8, "kn", epilogue="tma"),
+              # the fastest 256-row point on the H100 (benchmarks/results/h100/wgmma_bm256), its CTA pairs sharing B
+              point("fp32", 256, 128, 3, 8, "kn", epilogue="tma", cluster="2x1")]),
     ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma"),
               point("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2"),

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import csv
 import math
-import os
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 from kernelrl.baselines import BASELINES
+from kernelrl.files import write_csv as write_table
 from kernelrl.harness.stats import geomean
 from kernelrl.workloads.hgemm import SIZE_CLASSES, size_class
 
@@ -23,17 +22,9 @@ COMBINED = {"cublas_best": ("cublas_nn", "cublas_tn"), "cublaslt_heur_best": ("c
 
 
 def write_csv(rows: list[dict], path: str | Path) -> None:
-    """Atomic write: a temp file in the same folder, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = sorted(rows, key=lambda r: (r["m"], r["n"], r["k"], r["acc"], r["mode"], r["method"]))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: _fmt(row.get(k)) for k in CSV_COLUMNS})
-    os.replace(tmp, path)
+    """The measurements, sorted by shape, mode and method, written atomically."""
+    write_table(path, sorted(rows, key=lambda r: (r["m"], r["n"], r["k"], r["acc"], r["mode"], r["method"])),
+                CSV_COLUMNS)
 
 
 def read_csv(path: str | Path) -> list[dict]:
@@ -46,14 +37,6 @@ def read_csv(path: str | Path) -> list[dict]:
             row[key] = float(row[key]) if row.get(key) not in (None, "") else None
         row["verified"] = str(row.get("verified")).lower() in ("1", "true")
     return rows
-
-
-def _fmt(value):
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    if isinstance(value, bool):
-        return int(value)
-    return "" if value is None else value
 
 
 def times_by_shape(rows: list[dict]) -> dict:

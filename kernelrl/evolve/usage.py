@@ -5,26 +5,14 @@ tokens per model, latency percentiles, how often the server timed out, which rep
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import threading
 from pathlib import Path
 
+from kernelrl.files import JsonLines
 
-class UsageLog:
-    def __init__(self, path: str | Path | None):
-        self.path = Path(path) if path else None
-        self._lock = threading.Lock()
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
 
-    def write(self, record: dict) -> None:
-        if self.path is None:
-            return
-        line = json.dumps({"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"), **record},
-                          default=str)
-        with self._lock, open(self.path, "a") as f:  # one write per line: lines from threads never interleave
-            f.write(line + "\n")
+class UsageLog(JsonLines):
+    """The usage log of one evolve run (`path` None: nothing is written)."""
 
 
 def read_usage(path: str | Path) -> list[dict]:

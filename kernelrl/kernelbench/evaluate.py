@@ -4,13 +4,11 @@ checks on each matched pair. No candidate code runs here;
 
 from __future__ import annotations
 
-import csv
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelrl.files import write_csv as write_table
 from kernelrl.harness.tolerance import PROFILES, input_independent
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench.static_checks import scan, task_input_dtype
@@ -125,21 +123,5 @@ def exported_row(stored: dict) -> dict:
 
 
 def write_csv(path: str | Path, rows: list[dict]) -> None:
-    """Atomic write (a temp file in the same folder, then rename), floats with 6 significant digits."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: _fmt(row.get(k)) for k in CSV_COLUMNS})
-    os.replace(tmp, path)
-
-
-def _fmt(value):
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return "" if value is None else value
+    """The pairs' rows under CSV_COLUMNS, written atomically."""
+    write_table(path, rows, CSV_COLUMNS)

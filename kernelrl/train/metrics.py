@@ -6,14 +6,13 @@ trainer lines how the optimisation is doing (loss, learning rate, gradient norm)
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import statistics
-import threading
 import time
 from pathlib import Path
 
+from kernelrl.files import JsonLines
 from kernelrl.harness.stats import percentile
 from kernelrl.train.reward import RewardResult
 
@@ -39,22 +38,11 @@ def summarize(results: list[RewardResult]) -> dict:
     return out
 
 
-class MetricsLog:
-    """Appends one JSON object per line; safe to share between threads."""
+class MetricsLog(JsonLines):
+    """The metrics log of one training run: numpy and torch scalars as numbers, non-finite ones as null."""
 
     def __init__(self, path: str | Path | None):
-        self.path = Path(path) if path else None
-        self._lock = threading.Lock()
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-
-    def write(self, record: dict) -> None:
-        if self.path is None:
-            return
-        line = json.dumps({"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"), **record},
-                          default=_plain)
-        with self._lock, open(self.path, "a") as f:
-            f.write(line + "\n")
+        super().__init__(path, default=_plain)
 
 
 def _plain(value):

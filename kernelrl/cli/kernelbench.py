@@ -74,10 +74,11 @@ def _export(args) -> int:
 def _verdict_tables(rows: list[dict], baseline: str) -> None:
     """How many pairs got each verdict, and for a published set its claims against the measured speedups."""
     counts = Table(title="verdicts (a defence verdict names a behaviour KernelBench's own rule does not check)")
-    for col in ("verdict", "category", "pairs"):
+    for col in ("verdict", "category", "pairs", "KernelBench's own check accepts"):
         counts.add_column(col)
     for row in verdict_counts(rows):
-        counts.add_row(escape(row["verdict"]), row["category"], str(row["pairs"]))
+        rule = f"{row['kernelbench_accepts']} of {row['kernelbench_known']}" if row["kernelbench_known"] else "—"
+        counts.add_row(escape(row["verdict"]), row["category"], str(row["pairs"]), rule)
     console.print(counts)
     claims = [row for row in claims_table(rows, baseline) if row["pairs"]]
     if claims:

@@ -36,6 +36,7 @@ class Record:
     profiles: dict | None = None  # each tolerance profile -> whether the pair is correct under it (times then count)
     tightest_tolerance: float | None = None  # the smallest atol = rtol every judged output met
     task_verdicts: dict | None = None  # profile -> why the task cannot tell a right output from a trivial one there
+    kernelbench_rule: bool | None = None  # what KernelBench's own check says of the first checked call (judge.py)
 
     @classmethod
     def failed(cls, method: str, mode: str, verdict: Verdict, detail: str = "", **fields) -> "Record":

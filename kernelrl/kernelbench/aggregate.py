@@ -126,14 +126,20 @@ def _pairs(rows: list[dict], baseline: str | None = None) -> list[dict]:
 
 
 def verdict_counts(rows: list[dict]) -> list[dict]:
-    """{verdict, category, pairs} per verdict ("correct" for a verified pair), most frequent first."""
-    counts: dict[tuple[str, str], int] = {}
+    """{verdict, category, pairs, kernelbench_accepts, kernelbench_known} per verdict ("correct" for a verified
+    pair), most frequent first: of its pairs, how many KernelBench's own check would have accepted (the record's
+    `kernelbench_rule`) among those where it is known (a pair that never reached a checked call has none)."""
+    counts: dict[tuple[str, str], list[int]] = {}
     for r in _pairs(rows):
         verified = _true(r.get("verified"))
         record = {"verified": verified, "verdict": r.get("verdict") or None, "reason": r.get("reason")}
         key = ("correct", "ok") if verified else (r.get("verdict") or "unknown", category_of(record).value)
-        counts[key] = counts.get(key, 0) + 1
-    return [{"verdict": v, "category": c, "pairs": n} for (v, c), n in sorted(counts.items(), key=lambda kv: -kv[1])]
+        rule = r.get("kernelbench_rule")
+        known = rule not in (None, "")
+        n = counts.setdefault(key, [0, 0, 0])
+        n[0], n[1], n[2] = n[0] + 1, n[1] + (known and _true(rule)), n[2] + known
+    return [{"verdict": v, "category": c, "pairs": n, "kernelbench_accepts": a, "kernelbench_known": k}
+            for (v, c), (n, a, k) in sorted(counts.items(), key=lambda kv: -kv[1][0])]
 
 
 def claims_table(rows: list[dict], baseline: str = "eager", profiles: tuple[str, ...] = PROFILES) -> list[dict]:

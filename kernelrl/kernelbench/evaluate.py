@@ -57,7 +57,7 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
 CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict", "candidate_us", "baseline_us",
                "speedup", "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch", "profile",
                *(f"correct_{p}" for p in PROFILES), "tightest_tolerance",
-               "claimed_speedup", "phase_s", "rounds_run", "task_verdict", "tolerance_blind")
+               "claimed_speedup", "phase_s", "rounds_run", "task_verdict", "tolerance_blind", "kernelbench_rule")
 
 
 def task_verdict_text(task_verdicts: dict | None) -> str:

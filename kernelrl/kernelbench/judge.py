@@ -31,7 +31,33 @@ def new_errors() -> dict:
     was judged by, the tightest tolerance every output met (harness.compare.closeness), whether each tolerance
     profile still passes, and the first numerical failure of the deciding profile that a looser one passes."""
     return {"max_abs_err": 0.0, "max_rel_err": 0.0, "tightest": 0.0, "passes": {p: True for p in PROFILES},
-            "numerics": None, "scale_err": None}
+            "numerics": None, "scale_err": None, "kernelbench_rule": None}
+
+
+KERNELBENCH_ATOL_RTOL = 1e-2  # KernelBench's own check: torch.allclose(output, reference, atol=1e-2, rtol=1e-2)
+
+
+def kernelbench_rule(outs: list, refs: list) -> bool:
+    """What KernelBench's own check says of one call: as many outputs as the reference's, each of its shape and
+    dtype, within atol = rtol = 1e-2 (as torch.allclose, NaN never close; compared in chunks here; integer outputs
+    equal). Nothing about how the outputs were made: which inputs they alias, whether they are the previous call's
+    storage, what ran to make them. So a pair kernelrl rejects where this is True was rejected for its behaviour."""
+    if len(outs) != len(refs):
+        return False
+    for o, r in zip(outs, refs):
+        if not isinstance(r, torch.Tensor):
+            if isinstance(o, torch.Tensor) or o != r:
+                return False
+            continue
+        if not isinstance(o, torch.Tensor) or o.shape != r.shape or o.dtype != r.dtype or o.device != r.device:
+            return False
+        if not (r.is_floating_point() or r.is_complex()):
+            if not torch.equal(o, r):
+                return False
+            continue
+        if not compare.closeness(o, r, KERNELBENCH_ATOL_RTOL, finite_only=False)[2] <= KERNELBENCH_ATOL_RTOL:
+            return False
+    return True
 
 
 def _fill_nan(xs: list) -> None:
@@ -211,6 +237,8 @@ class JudgeMixin:
 
     def _judge(self, out, ref_out, cand_in, pristine, ref_in, prev, errs, poisoned=False):
         outs, refs = _flatten(out), _flatten(ref_out)
+        if errs.get("kernelbench_rule") is None:  # the first judged call, on the task's own inputs: the record says
+            errs["kernelbench_rule"] = kernelbench_rule(outs, refs)  # what KernelBench would have made of the pair
         if len(outs) != len(refs):
             raise Rejected(Verdict.WRONG_SHAPE, f"{len(outs)} outputs, expected {len(refs)}")
         in_storages = {_storage(x) for x in cand_in if isinstance(x, torch.Tensor)}

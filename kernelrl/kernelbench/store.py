@@ -82,7 +82,8 @@ def _key(f) -> str:
 def _record(row: dict) -> dict:
     """A stored row as the worker's record for the same pair and baseline (what the tables and the CSV read)."""
     fields = ("verified", "reason", "verdict", "baseline", "candidate_us", "baseline_us", "speedup", "max_abs_err",
-              "max_rel_err", "baseline_reason", "profile", "profiles", "tightest_tolerance", "task_verdicts")
+              "max_rel_err", "baseline_reason", "profile", "profiles", "tightest_tolerance", "task_verdicts",
+              "kernelbench_rule")
     return {"method": "candidate", **{k: row.get(k) for k in fields},
             "time_us_median": row.get("candidate_us") if row["verified"] else None,
             "extra": {"task_phase_s": json.loads(row["phase_s"]) if row.get("phase_s") else {},

@@ -582,7 +582,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                 max_abs_err=errs.get("max_abs_err"), tolerance=errs.get("tolerance"),
                 baseline_reason=(base_reasons or {}).get(b), profile=self.s.get("tolerance_profile", "strict"),
                 profiles=profiles or None, tightest_tolerance=errs.get("tightest") if profiles else None,
-                task_verdicts=dict(self.task_verdicts) or None).to_dict())
+                task_verdicts=dict(self.task_verdicts) or None,
+                kernelbench_rule=errs.get("kernelbench_rule")).to_dict())
         self.send("task", tid, records)
 
     def _call(self, model, inputs):

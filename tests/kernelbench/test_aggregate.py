@@ -45,21 +45,27 @@ def test_one_row_per_baseline_and_unmeasured_baseline_left_out():
     assert (empty["tasks"], empty["success"]) == (0, 0) and math.isnan(empty["mean"]) and math.isnan(empty["p50"])
 
 
-def _row(task, verified, verdict="", speedup="", claimed="", strict="0", loose="0", baseline="eager"):
+def _row(task, verified, verdict="", speedup="", claimed="", strict="0", loose="0", baseline="eager", rule=""):
     return {"task": task, "candidate": task, "baseline": baseline, "verified": verified, "verdict": verdict,
-            "speedup": speedup, "claimed_speedup": claimed, "correct_strict": strict, "correct_kernelbench": loose}
+            "speedup": speedup, "claimed_speedup": claimed, "correct_strict": strict, "correct_kernelbench": loose,
+            "kernelbench_rule": rule}
 
 
 CSV_ROWS = [_row("a", "1", speedup="2.0", claimed="4.0", strict="1", loose="1"),
             _row("a", "1", speedup="1.5", claimed="3.0", strict="1", loose="1", baseline="compile_default"),
             _row("b", "0", "wrong values", speedup="1.0", claimed="0.5", loose="1"),  # within the looser profile
-            _row("c", "0", "returned an input", baseline=""),
-            _row("d", "0", "returned an input", baseline="")]
+            _row("c", "0", "returned an input", baseline="", rule="1"),
+            _row("d", "0", "returned an input", baseline="", rule="")]
 
 
 def test_verdicts_are_counted_once_per_pair_with_their_category():
     counts = {r["verdict"]: (r["category"], r["pairs"]) for r in verdict_counts(CSV_ROWS)}
     assert counts == {"correct": ("ok", 1), "wrong values": ("correctness", 1), "returned an input": ("defence", 2)}
+
+
+def test_each_verdict_says_how_many_of_its_pairs_kernelbench_s_own_check_accepts_where_known():
+    by = {r["verdict"]: (r["kernelbench_accepts"], r["kernelbench_known"]) for r in verdict_counts(CSV_ROWS)}
+    assert by["returned an input"] == (1, 1) and by["correct"] == (0, 0)
 
 
 def test_claims_are_compared_on_the_pairs_each_profile_passes():

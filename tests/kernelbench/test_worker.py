@@ -138,6 +138,7 @@ def test_kb_eval_stores_each_pair_in_the_results_database(tmp_path):
     rows = {(r["task"], r["baseline"]): r for r in db.kb_rows("cpu")}
     db.close()
     assert rows[("7_Softmax", "eager")]["verified"] and rows[("7_Softmax", "eager")]["speedup"] > 0
+    assert rows[("7_Softmax", "eager")]["kernelbench_rule"] is True
     assert not rows[("5_SumDim", "")]["verified"] and "no candidate" in rows[("5_SumDim", "")]["reason"]
 
 

@@ -1,0 +1,46 @@
+"""What KernelBench's own check says of a call (judge.kernelbench_rule): values within atol = rtol = 1e-2 in the
+reference's shape and dtype, nothing about how they were made; recorded for every pair beside kernelrl's verdict."""
+
+import torch
+
+from kernelrl.kernelbench.judge import kernelbench_rule
+from kernelrl.kernelbench.worker import KBSettings, run_pairs
+from tests.kb_helpers import pairs_in, task
+
+R = torch.linspace(-1, 1, 100)
+
+
+def test_outputs_within_its_tolerance_pass():
+    assert kernelbench_rule([R + 0.005], [R])
+
+
+def test_outputs_beyond_its_tolerance_fail():
+    assert not kernelbench_rule([R + 0.05], [R])
+
+
+def test_another_shape_dtype_or_count_fails():
+    assert not kernelbench_rule([R[:50]], [R])
+    assert not kernelbench_rule([R.double()], [R])
+    assert not kernelbench_rule([R, R], [R])
+
+
+def test_nan_is_never_close_as_in_torch_allclose():
+    nan = torch.full((3,), float("nan"))
+    assert not kernelbench_rule([nan], [nan])
+
+
+def test_integer_outputs_must_be_equal():
+    idx = torch.arange(10)
+    assert kernelbench_rule([idx.clone()], [idx]) and not kernelbench_rule([idx + 1], [idx])
+
+
+def test_each_pair_s_record_says_what_kernelbench_s_check_would_have_made_of_it(tmp_path):
+    """An input returned after an in-place tanh has the right values (KernelBench accepts it) and kernelrl's
+    `returned an input`; a wrong output fails both; an honest one passes both."""
+    pairs = pairs_in(tmp_path, task("torch.tanh(x)"), {"honest": "torch.tanh(x)", "in_place": "x.tanh_()",
+                                                        "wrong": "torch.tanh(x) + 0.1"})
+    out = run_pairs(pairs, KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2))
+    (honest,), (in_place,), (wrong,) = out[0], out[1], out[2]
+    assert honest["verified"] and honest["kernelbench_rule"] is True
+    assert in_place["verdict"] == "returned an input" and in_place["kernelbench_rule"] is True
+    assert not wrong["verified"] and wrong["kernelbench_rule"] is False

@@ -60,6 +60,8 @@ DEFENCES = {
     "a result cache keyed on input addresses the source never shows (KernelArena's C++ pointer cache)": [
         "cache_by_hidden_address"],
     "an identity kernel: a copy of the input in a fresh output": ["copies_input"],
+    "integer outputs within KernelBench's own tolerance (an index one too high): judged by equality": [
+        "index_off_by_one"],
     "hyperparameter manipulation: the candidate's own smaller sizes (CUDA-L1)": ["hyperparameters_shrunk"],
     "hyperparameter manipulation through the task's module (its sizes set smaller)": ["shrinks_task_sizes"],
     "slowing the reference through the task's own Model class": ["wraps_task_model"],
@@ -188,7 +190,7 @@ def test_the_own_tasks_and_candidates_pair_by_file_name():
     report = static_eval([str(TASKS_DIR)], [str(CANDIDATES_DIR)])
     statuses = [v.status for v in report.verdicts]
     tasks = len(list(TASKS_DIR.glob("*.py")))
-    assert report.errors == [] and len(statuses) == tasks == 15
+    assert report.errors == [] and len(statuses) == tasks == 16
     assert statuses.count("passed static checks") == len(HONEST)
     assert statuses.count("no candidate") == tasks - len(HONEST)
 

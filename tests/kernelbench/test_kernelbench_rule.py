@@ -1,8 +1,11 @@
 """What KernelBench's own check says of a call (judge.kernelbench_rule): values within atol = rtol = 1e-2 in the
 reference's shape and dtype, nothing about how they were made; recorded for every pair beside kernelrl's verdict."""
 
+from pathlib import Path
+
 import torch
 
+from kernelrl.examples import TASKS_DIR
 from kernelrl.kernelbench.judge import kernelbench_rule
 from kernelrl.kernelbench.worker import KBSettings, run_pairs
 from tests.kb_helpers import pairs_in, task
@@ -45,3 +48,10 @@ def test_each_pair_s_record_says_what_kernelbench_s_check_would_have_made_of_it(
     assert honest["verified"] and honest["kernelbench_rule"] is True
     assert in_place["verdict"] == "returned an input" and in_place["kernelbench_rule"] is True
     assert not wrong["verified"] and wrong["kernelbench_rule"] is False
+
+
+def test_an_index_one_too_high_passes_kernelbench_s_check_and_not_kernelrl_s():
+    cheat = Path(__file__).resolve().parents[1] / "gpu" / "kb_adversarial" / "index_off_by_one.py"
+    (rec,) = run_pairs([(str(TASKS_DIR / "16_ArgmaxDim.py"), str(cheat))],
+                       KBSettings(device="cpu", baselines=("eager",), rounds=2, calls_per_round=2))[0]
+    assert rec["verdict"] == "wrong values" and rec["kernelbench_rule"] is True

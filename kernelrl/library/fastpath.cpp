@@ -26,6 +26,9 @@ namespace {
 
 // kernelrl_hgemm(A, B, C, M, N, K, workspace, workspace bytes, stream) -> CUDA error code
 using KernelFn = int (*)(const void*, const void*, void*, int, int, int, void*, size_t, void*);
+// kernelrl_hgemm_ex(A, B, C, bias, M, N, K, epilogue flags, workspace, workspace bytes, stream): 1 adds the bias
+using KernelExFn = int (*)(const void*, const void*, void*, const void*, int, int, int, int, void*, size_t, void*);
+constexpr int kEpilogueBias = 1;
 // kr_lt_run(plan, algo, A, B, C, workspace, workspace bytes, stream) -> status (0 ok)
 using LtFn = int (*)(void*, const void*, const void*, const void*, void*, void*, size_t, void*);
 
@@ -40,6 +43,7 @@ struct Plan {
   size_t ws_size;
   uintptr_t align;  // pointer bits that must be zero
   int64_t calls = 0;  // linear plans: calls served here
+  void* fn_ex = nullptr;  // linear plans of a kernel with kernelrl_hgemm_ex: the bias added in its epilogue
 };
 
 // The linear tables' index of a dtype, or -1.
@@ -87,14 +91,15 @@ class Plans {
   // dtype: 0 fp16, 1 bf16 (linear_table); kind kKernel (an nk kernel), kLt (cuBLASLt TN: plan and algo) or kTorch
   // (F.linear)
   void add_linear(int64_t dtype, int64_t m, int64_t n, int64_t k, int64_t dev, int64_t kind, int64_t fn, int64_t plan,
-                  int64_t algo, int64_t ws, int64_t ws_size, int64_t align) {
+                  int64_t algo, int64_t ws, int64_t ws_size, int64_t align, int64_t fn_ex) {
     if (!packable(m, n, k, dev)) return;
     TORCH_CHECK(dtype == 0 || dtype == 1, "kernelrl fast path: unknown linear dtype ", dtype);
     TORCH_CHECK(kind == kKernel || kind == kLt || kind == kTorch, "kernelrl fast path: unknown plan kind ", kind);
     std::lock_guard<std::mutex> lock(mutex_);
     linear_[dtype][key_of(m, n, k, dev)] = Plan{kind, reinterpret_cast<void*>(fn), reinterpret_cast<void*>(plan),
                                                 reinterpret_cast<void*>(algo), reinterpret_cast<void*>(ws),
-                                                size_t(ws_size), uintptr_t(align)};
+                                                size_t(ws_size), uintptr_t(align), 0,
+                                                reinterpret_cast<void*>(fn_ex)};
   }
 
   // (dtype, m, n, k, device, kind, calls) of every linear plan
@@ -143,10 +148,22 @@ class Plans {
     sizes.back() = n;
     at::Tensor out = at::empty(sizes, x.options());
     if (uintptr_t(out.data_ptr()) & p.align) return at::linear(x, w, bias);  // the caching allocator aligns to 512
-    const int rc = launch(p, x.data_ptr(), w.data_ptr(), out.data_ptr(), m, n, k, dev);
+    // The bias in the kernel's epilogue (one rounding, no second pass) where it has one and the bias is a plain
+    // contiguous vector; else added after, as F.linear's own unfused path would.
+    const bool fused = bias.has_value() && p.kind == kKernel && p.fn_ex != nullptr && bias->is_contiguous() &&
+                       !(uintptr_t(bias->data_ptr()) & 3);
+    int rc;
+    if (fused) {
+      const c10::DeviceGuard guard(c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(dev)));
+      rc = reinterpret_cast<KernelExFn>(p.fn_ex)(x.data_ptr(), w.data_ptr(), out.data_ptr(), bias->data_ptr(),
+                                                 int(m), int(n), int(k), kEpilogueBias, p.ws, p.ws_size,
+                                                 current_stream(dev));
+    } else {
+      rc = launch(p, x.data_ptr(), w.data_ptr(), out.data_ptr(), m, n, k, dev);
+    }
     TORCH_CHECK(rc == 0, "kernelrl: the ", p.kind == kKernel ? "tuned kernel" : "cuBLASLt call", " for linear ", m,
                 "x", n, "x", k, " failed with error ", rc);
-    if (bias.has_value()) out.add_(*bias);
+    if (bias.has_value() && !fused) out.add_(*bias);
     return out;
   }
 

@@ -38,6 +38,14 @@ class _Kernel:
         self.fn.restype = i
         self._ws = self._optional("kernelrl_hgemm_workspace", ctypes.c_size_t)
         self._supports = self._optional("kernelrl_hgemm_supports", i)
+        # the fused epilogues (kernelrl/space/wgmma.cu.in: bias, SwiGLU), where the kernel has them
+        self.ex = getattr(self.lib, "kernelrl_hgemm_ex", None)
+        if self.ex is not None:
+            self.ex.argtypes = [vp, vp, vp, vp, i, i, i, i, vp, ctypes.c_size_t, vp]
+            self.ex.restype = i
+        self._epilogue_supports = getattr(self.lib, "kernelrl_hgemm_epilogue_supports", None)
+        if self._epilogue_supports is not None:
+            self._epilogue_supports.argtypes, self._epilogue_supports.restype = [i] * 4, i
         layout = getattr(self.lib, "kernelrl_hgemm_b_layout", None)  # optional: "kn" unless the kernel says "nk"
         if layout is not None:
             layout.restype, layout.argtypes = ctypes.c_char_p, []
@@ -52,6 +60,15 @@ class _Kernel:
 
     def supports(self, m: int, n: int, k: int) -> bool:
         return True if self._supports is None else bool(self._supports(m, n, k))
+
+    def fuses(self, m: int, n: int, k: int, flags: int) -> bool:
+        """Whether kernelrl_hgemm_ex computes these epilogue flags (EPILOGUE_BIAS | EPILOGUE_SWIGLU) on this shape."""
+        return self.ex is not None and self._epilogue_supports is not None and \
+            bool(self._epilogue_supports(m, n, k, flags))
+
+    def ex_entry(self) -> int:
+        """kernelrl_hgemm_ex's address for the C++ fast path, or 0."""
+        return 0 if self.ex is None else ctypes.cast(self.ex, ctypes.c_void_p).value or 0
 
     def native(self) -> tuple[int, int, int, int]:
         """(kind, entry point, plan, algorithm) for the C++ fast path."""
@@ -138,6 +155,9 @@ class Library:
         self._lock = threading.Lock()
         # (m, n, k, dtype, layout) -> [kernel calls, fallbacks]: stats()
         self._calls: dict[tuple[int, int, int, str, str], list[int]] = {}
+        # (m, 2I, k, dtype) -> [fused calls, unfused ones]: kernelrl/library/fused.py's gate/up GEMMs
+        self.fused_calls: dict[tuple[int, int, int, str], list[int]] = {}
+        self._noted: set[tuple] = set()
         self._log = os.environ.get("KERNELRL_LOG", "") not in ("", "0")
         self.missing = self._say_what_is_missing(manifest)
         self.foreign = self._check_gpu(manifest)
@@ -161,7 +181,7 @@ class Library:
         if not differs:
             return None
         what = ", ".join(f"{key} {env[key]} there, {here[key]} here" for key in differs)
-        _say(f"{self.root} was tuned on another GPU ({what}): every shape runs its fallback (torch.matmul, or "
+        say(f"{self.root} was tuned on another GPU ({what}): every shape runs its fallback (torch.matmul, or "
              f"F.linear for kernelrl.linear). Tune it here (kernelrl tune --shapes ... --out DIR)")
         self.table = {key: None for key in self.table}
         self.lt_algos = {}
@@ -177,7 +197,7 @@ class Library:
         if missing or lt_lost:
             parts = [f"{len(missing)} of {len(wanted)} kernels are not built in lib/"] if missing else []
             parts += [f"{lt_lost} cuBLASLt fallbacks have no lib/libkr_blas.so"] if lt_lost else []
-            _say(f"{self.root}: {'; '.join(parts)}: those shapes run their fallback (torch.matmul; F.linear for "
+            say(f"{self.root}: {'; '.join(parts)}: those shapes run their fallback (torch.matmul; F.linear for "
                  f"kernelrl.linear). Build them here with "
                  f"`kernelrl library build {self.root}`")
         return missing
@@ -211,7 +231,7 @@ class Library:
         decided = self._decisions[key] = policy.route(key, self.table, self.lt_algos,
                                                       usable=lambda name: self.usable(name, layout), supports=supports)
         if self._log:
-            _say(f"{m}x{n}x{k} {dtype} {layout}: "
+            say(f"{m}x{n}x{k} {dtype} {layout}: "
                  f"{decided.kernel or 'fallback (' + (decided.name or FALLBACK_LABEL[layout]) + ')'}")
         return decided
 
@@ -236,6 +256,18 @@ class Library:
         return {shape: {"kernel": self._route(self.key(*shape[:3], "fp32", *shape[3:])),
                         "calls": calls, "fallbacks": fallbacks}
                 for shape, (calls, fallbacks) in sorted(counted.items())}
+
+    def count_fused(self, shape: tuple[int, int, int, str], fused: bool) -> None:
+        """One gate/up call (kernelrl/library/fused.py) of (m, 2I, k, dtype), fused in the kernel or not."""
+        self.fused_calls.setdefault(shape, [0, 0])[0 if fused else 1] += 1
+
+    def note_once(self, key: tuple) -> bool:
+        """True the first time `key` is noted: a fallback is said once, not per call."""
+        with self._lock:
+            if key in self._noted:
+                return False
+            self._noted.add(key)
+            return True
 
     def _route(self, key: tuple) -> str | None:
         """What a decided shape runs: its kernel, the cuBLASLt fallback's name, or None (torch.matmul, F.linear)."""
@@ -291,22 +323,30 @@ class Library:
         if kern is None or (x2.data_ptr() | weight.data_ptr() | (out.data_ptr() if out is not None else 0)) & align:
             counts[1] += 1
             if kern is not None and self._log and counts[1] == 1:  # the decision said otherwise: say why, once
-                _say(f"{m}x{n}x{k} {dtype} nt: operands not {align + 1}-byte aligned: F.linear for such calls")
+                say(f"{m}x{n}x{k} {dtype} nt: operands not {align + 1}-byte aligned: F.linear for such calls")
             if out is not None:
                 return torch.mm(x, weight.t(), out=out)
             return torch.nn.functional.linear(x, weight, bias)
         if out is None:
             out = torch.empty((m, n), dtype=x.dtype, device=x.device)
-        ws = self._workspace(x.device, kern.workspace(m, n, k))
+        ws = self.workspace(x.device, kern.workspace(m, n, k))
         ws_ptr, ws_size = (ws.data_ptr(), ws.numel()) if ws is not None else (None, 0)
+        # the bias in the kernel's epilogue where it has one (one rounding, no second pass over the output)
+        fused = bias is not None and isinstance(kern, _Kernel) and kern.fuses(m, n, k, EPILOGUE_BIAS) and \
+            bias.is_contiguous() and not bias.data_ptr() & 3
         with torch.cuda.device(dev):  # the launch goes to the current device: make it x's
-            rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size, _raw_stream(dev))
+            if fused:
+                rc = kern.ex(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), bias.data_ptr(), m, n, k,
+                             EPILOGUE_BIAS, ws_ptr, ws_size, _raw_stream(dev))
+            else:
+                rc = kern.fn(x2.data_ptr(), weight.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size,
+                             _raw_stream(dev))
         if rc:
             raise RuntimeError(f"kernelrl {name or LT_FALLBACKS['nt']} failed on {m}x{n}x{k} with error {rc}")
         counts[0 if name is not None else 1] += 1  # cuBLASLt is a fallback, if a faster one than F.linear
         # the workspace only grows (see _hgemm_checked), so later calls of this shape can launch from C++
         self._register_linear(dtype, m, n, k, dev, kern, ws_ptr, ws_size, align)
-        if bias is not None:
+        if bias is not None and not fused:
             out.add_(bias)
         return out.reshape(*x.shape[:-1], n)
 
@@ -358,7 +398,7 @@ class Library:
             kern = self._lt_fallback().bind(m, n, k, acc, self.lt_algos[self.key(m, n, k, acc)])
         else:
             kern = self.kernel(name)
-        ws = self._workspace(a.device, kern.workspace(m, n, k))
+        ws = self.workspace(a.device, kern.workspace(m, n, k))
         ws_ptr, ws_size = (ws.data_ptr(), ws.numel()) if ws is not None else (None, 0)
         rc = kern.fn(a.data_ptr(), b.data_ptr(), out.data_ptr(), m, n, k, ws_ptr, ws_size,
                      torch.cuda.current_stream(a.device).cuda_stream)
@@ -375,7 +415,7 @@ class Library:
     def _native_plans(self):
         """The C++ fast path's table of this library (made on the first plan), or None where it cannot load."""
         if self._plans is None:
-            mod = native.load(say=_say)
+            mod = native.load(say=say)
             if mod is None:
                 return None
             with self._lock:
@@ -395,7 +435,9 @@ class Library:
         if self._native_plans() is None:
             return
         kind, fn, plan, algo = _TorchPlan.native() if kern is None else kern.native()
-        self._plans.add_linear(_LINEAR_TABLE[dtype], m, n, k, dev, kind, fn, plan, algo, ws_ptr or 0, ws_size, align)
+        ex = kern.ex_entry() if isinstance(kern, _Kernel) and kern.fuses(m, n, k, EPILOGUE_BIAS) else 0
+        self._plans.add_linear(_LINEAR_TABLE[dtype], m, n, k, dev, kind, fn, plan, algo, ws_ptr or 0, ws_size, align,
+                               ex)
 
     def _lt_fallback(self) -> "_LtFallback":
         assert self.native_path is not None  # a cuBLASLt route needs the shim (policy.tables)
@@ -404,7 +446,7 @@ class Library:
                 self._lt = _LtFallback(self.native_path)
         return self._lt
 
-    def _workspace(self, device: torch.device, size: int) -> torch.Tensor | None:
+    def workspace(self, device: torch.device, size: int) -> torch.Tensor | None:
         if size == 0:
             return None
         index = device.index if device.index is not None else torch.cuda.current_device()
@@ -418,6 +460,7 @@ class Library:
         return ws
 
 
+EPILOGUE_BIAS, EPILOGUE_SWIGLU = 1, 2  # kernelrl_hgemm_ex's flags (kernelrl/space/wgmma.cu.in: EPI_BIAS, EPI_SWIGLU)
 _F16 = torch.float16
 _DTYPE_NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 _LINEAR_TABLE = {"fp16": 0, "bf16": 1}  # the C++ fast path's linear tables (fastpath.cpp: linear_table)
@@ -425,8 +468,11 @@ _B_LAYOUT = {"nn": "kn", "nt": "nk"}  # the B a kernel must take for a layout (k
 _LIBRARIES: list["Library"] = []  # every Library made in this process, by handle
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
+    """One line for the user on stderr (a fallback, a missing build): never a silent one."""
     print(f"kernelrl: {line}", file=sys.stderr)
+
+
 
 
 _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -485,7 +531,7 @@ def load_library(root: str | Path) -> Library:
     global _default
     _default = Library(root)
     if torch.cuda.is_available():
-        native.load(say=_say)
+        native.load(say=say)
     return _default
 
 

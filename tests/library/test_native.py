@@ -83,8 +83,8 @@ def test_a_cached_build_loads_without_ninja(module, monkeypatch):
 
 def test_linear_plans_report_their_shape_kind_and_calls(module):
     plans = module.Plans()
-    plans.add_linear(1, 8, 1024, 4096, 0, native.KERNEL, 1, 0, 0, 0, 0, 15)
-    plans.add_linear(0, 2048, 4096, 4096, 0, native.TORCH, 0, 0, 0, 0, 0, 15)
+    plans.add_linear(1, 8, 1024, 4096, 0, native.KERNEL, 1, 0, 0, 0, 0, 15, 0)
+    plans.add_linear(0, 2048, 4096, 4096, 0, native.TORCH, 0, 0, 0, 0, 0, 15, 0)
     assert sorted(plans.linear_counts()) == [(0, 2048, 4096, 4096, 0, native.TORCH, 0),
                                              (1, 8, 1024, 4096, 0, native.KERNEL, 0)]
     plans.clear()
@@ -93,14 +93,14 @@ def test_linear_plans_report_their_shape_kind_and_calls(module):
 
 def test_a_cpu_linear_is_declined_even_for_a_registered_shape(module):
     plans = module.Plans()
-    plans.add_linear(0, 8, 128, 256, 0, native.TORCH, 0, 0, 0, 0, 0, 15)
+    plans.add_linear(0, 8, 128, 256, 0, native.TORCH, 0, 0, 0, 0, 0, 15, 0)
     assert plans.linear(half(8, 256), half(128, 256)) is None
     assert plans.linear_counts()[0][-1] == 0  # a declined call is not counted
 
 
 def test_a_linear_plan_of_an_unknown_dtype_is_refused(module):
     with pytest.raises(RuntimeError, match="unknown linear dtype"):
-        module.Plans().add_linear(2, 8, 128, 256, 0, native.TORCH, 0, 0, 0, 0, 0, 15)
+        module.Plans().add_linear(2, 8, 128, 256, 0, native.TORCH, 0, 0, 0, 0, 0, 15, 0)
 
 
 def test_the_runtime_counts_fast_path_linear_calls_in_stats(module, tmp_path):
@@ -116,7 +116,7 @@ def test_the_runtime_counts_fast_path_linear_calls_in_stats(module, tmp_path):
 
 def test_a_linear_plan_may_be_cublaslt_and_nothing_else_unknown(module):
     plans = module.Plans()
-    plans.add_linear(1, 64, 64, 64, 0, native.LT, 1, 2, 3, 0, 0, 255)
+    plans.add_linear(1, 64, 64, 64, 0, native.LT, 1, 2, 3, 0, 0, 255, 0)
     assert plans.linear_counts() == [(1, 64, 64, 64, 0, native.LT, 0)]
     with pytest.raises(RuntimeError, match="unknown plan kind"):
-        plans.add_linear(1, 64, 64, 64, 0, 7, 1, 0, 0, 0, 0, 15)
+        plans.add_linear(1, 64, 64, 64, 0, 7, 1, 0, 0, 0, 0, 15, 0)

@@ -13,7 +13,7 @@ from kernelrl.workloads.hgemm import GemmProblem
 
 SPACE = SPACES["wgmma"]
 EXPORTS = ("kernelrl_hgemm", "kernelrl_hgemm_workspace", "kernelrl_hgemm_supports", "kernelrl_hgemm_info",
-           "kernelrl_hgemm_b_layout")
+           "kernelrl_hgemm_b_layout", "kernelrl_hgemm_ex", "kernelrl_hgemm_epilogue_supports")
 
 
 def V(acc="fp32", BM=128, BN=128, stages=4, raster=8, b_layout="kn", split_k=1, schedule="cooperative",
@@ -331,6 +331,18 @@ def test_library_exports_agree_with_python(built, variant):
         expected = SPACE.supports(variant, problem) is None and min(m, n, k) >= 1  # the shape, as C++ checks
         assert bool(supports(m, n, k)) == expected, (m, n, k)
         assert workspace(m, n, k) == (SPACE.workspace_bytes(variant, problem) if expected else 0), (m, n, k)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("variant", BUILT, ids=lambda v: v.name)
+def test_every_point_adds_a_bias_and_only_tma_store_points_decline_swiglu(built, variant):
+    _, result = built[variant.name]
+    fuses = ctypes.CDLL(result.lib_path).kernelrl_hgemm_epilogue_supports
+    fuses.argtypes, fuses.restype = [ctypes.c_int] * 4, ctypes.c_int
+    tma = variant.p["epilogue"] == "tma"
+    assert fuses(256, 512, 4096, 1) == 1 and fuses(256, 512, 4096, 0) == 1
+    assert fuses(256, 512, 4096, 2) == fuses(256, 512, 4096, 3) == (0 if tma else 1)
+    assert fuses(256, 512, 4096, 4) == 0 and fuses(256, 60, 4096, 1) == 0  # an unknown flag; a shape it declines
 
 
 @pytest.mark.nvcc

@@ -2,6 +2,8 @@
 
     kernelrl.patch(model, lib)                              # every nn.Linear (exactly that class)
     kernelrl.patch(model, lib, filter=lambda name, mod: "mlp" in name)
+    kernelrl.patch(model, lib, fuse_mlp=True)               # also gated MLPs: gate and up as one GEMM,
+                                                            # SiLU(gate) * up in its epilogue (library/fused.py)
     kernelrl.unpatch(model)                                 # the original modules, as they were
 
 A patched module is the same module object's state under a subclass (`KernelrlLinear`): the same Parameter objects,
@@ -17,6 +19,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from kernelrl.library import fused
 from kernelrl.library import linear as _linear  # noqa: F401 - registers torch.ops.kernelrl.linear
 from kernelrl.library.runtime import Library, LibraryError, library_by_handle
 
@@ -41,13 +44,20 @@ class KernelrlLinear(nn.Linear):
         return f"{super().extra_repr()}, kernelrl library {self.kernelrl_library}"
 
 
-def patch(model: nn.Module, library: Library, filter: Filter | None = None) -> list[str]:
+def patch(model: nn.Module, library: Library, filter: Filter | None = None, fuse_mlp: bool = False) -> list[str]:
     """Patch the nn.Linear modules of `model` (the model itself included) that `filter(name, module)` accepts;
     returns their names. Modules already patched and subclasses of nn.Linear (their forward may differ) are left
-    as they are."""
+    as they are. With `fuse_mlp`, gated MLPs the filter accepts (fused.fusable: gate_proj, up_proj, down_proj and
+    SiLU) also compute gate and up as one GEMM with SwiGLU in its epilogue; their names come first."""
     if not isinstance(library, Library):
         raise LibraryError(f"patch takes a kernelrl Library (kernelrl.load_library(LIB)); got {type(library).__name__}")
     names = []
+    if fuse_mlp:
+        for name, module in list(model.named_modules()):
+            if fused.fusable(module) and not isinstance(module, fused.FusedGatedMLP) and \
+                    (filter is None or filter(name, module)):
+                fused.fuse(module, library)
+                names.append(name)
     for name, module in list(model.named_modules()):
         if type(module) is not nn.Linear or (filter is not None and not filter(name, module)):
             continue
@@ -59,9 +69,13 @@ def patch(model: nn.Module, library: Library, filter: Filter | None = None) -> l
 
 
 def unpatch(model: nn.Module) -> list[str]:
-    """Make every patched module of `model` a plain nn.Linear again; returns their names."""
+    """Make every patched module of `model` a plain nn.Linear (a fused MLP its own class) again; returns their
+    names."""
     names = []
     for name, module in model.named_modules():
+        if isinstance(module, fused.FusedGatedMLP):
+            fused.unfuse(module)
+            names.append(name)
         if type(module) is KernelrlLinear:
             module.__class__ = nn.Linear  # type: ignore[assignment]  # back to the class it was patched from
             del module.kernelrl_library

@@ -1,22 +1,30 @@
 """The tuned library in a real model: a Llama-architecture decoder (transformers, random weights, no downloads).
 
-    python benchmarks/suites/llama_e2e.py record --out DIR            # DIR/shapes.json: its GEMMs in every setting
+    python benchmarks/suites/llama_e2e.py record --out DIR [--fused]  # DIR/shapes.json: its GEMMs in every setting
     kernelrl tune --shapes DIR/shapes.json --out DIR/lib ...   # tune them (nt, the model's dtype, an M grid)
     python benchmarks/suites/llama_e2e.py e2e --out DIR [--library DIR/lib]   # DIR/e2e.csv and DIR/e2e.md
 
 Settings: prefill of 1 x PREFILL tokens, and decode at batch 1, 8 and 64, one token a step, over a PREFILL-token
-KV cache. Methods: plain PyTorch (eager), torch.compile(mode="max-autotune-no-cudagraphs") and kernelrl.patch
-(eager, every nn.Linear through the library). Per setting and method: tokens/s (CUDA events around the timed
-steps, median of rounds), the share of GPU time in GEMM kernels (torch.profiler), and for kernelrl the calls that
-ran a tuned kernel against those that fell back to F.linear. Every row records the environment."""
+KV cache. Methods (`parse_method`): plain PyTorch (`eager`), `kernelrl` (kernelrl.patch: every nn.Linear through
+the library), `kernelrl+fused` (also each gated MLP's gate and up as one GEMM with SwiGLU in its epilogue), and each
+of these under torch.compile: `compile` (mode="max-autotune-no-cudagraphs"), `compile+kernelrl`,
+`compile+kernelrl+fused`, and `compile_default...` (the default mode). Per setting and method: tokens/s (CUDA
+events around the timed steps, median of interleaved rounds), the share of GPU time in GEMM kernels
+(torch.profiler), and for the patched methods the calls that ran a tuned kernel against those that fell back to
+F.linear, and the gate/up calls fused in the kernel against those that were not. Every row records the
+environment. `record --fused` also records the fused model's (M, 2 x intermediate, hidden) GEMMs, to tune them."""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
+import json
 import statistics
 import sys
+import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import kernelrl  # noqa: E402
 from kernelrl.environment import collect  # noqa: E402
 from kernelrl.library import policy  # noqa: E402
+from kernelrl.library.fused import fusable  # noqa: E402
 from kernelrl.library.policy import FALLBACK_LABEL  # noqa: E402
+from kernelrl.workloads.record import write_shapes  # noqa: E402
 
 GEMM_KERNEL_WORDS = ("gemm", "nvjet", "wgmma", "cutlass", "sm90_xmma", "hgemm", "matmul", "triton_mm", "triton_tem")
 
@@ -86,14 +96,15 @@ def _cache_for(model, setting: Setting, device: str):
     return cache
 
 
-def step_fn(model, setting: Setting, device: str, base=None):
-    """One timed step of the setting: the prompt's forward (prefill) or one token for every sequence (decode). The
-    KV cache is prefilled by `base` (the eager model, where `model` is its compiled form: a compile for a prefill of
-    batch x cache tokens that is never timed would only cost minutes)."""
-    base = model if base is None else base
+def step_inputs(base, setting: Setting, device: str):
+    """The setting's input ids and KV cache (prefilled by `base`, the eager model: every arm shares them, and a
+    compile for a prefill of batch x cache tokens that is never timed would only cost minutes)."""
     ids = torch.randint(0, base.config.vocab_size, (setting.batch, setting.new_tokens), device=device)
-    cache = _cache_for(base, setting, device) if setting.cache else None
+    return ids, _cache_for(base, setting, device) if setting.cache else None
 
+
+def make_step(model, ids, cache, setting: Setting):
+    """One timed step of the setting: the prompt's forward (prefill) or one token for every sequence (decode)."""
     def step():
         with torch.no_grad():
             logits = model(input_ids=ids, past_key_values=cache, use_cache=cache is not None).logits
@@ -103,13 +114,34 @@ def step_fn(model, setting: Setting, device: str, base=None):
     return step
 
 
-def record(model, run: Run, device: str, path: Path) -> list[dict]:
-    """The GEMMs of each setting's timed step (the KV caches are built before recording starts)."""
-    steps = [step_fn(model, setting, device) for setting in run.settings]
-    with kernelrl.record(path) as rec:
+def record(model, run: Run, device: str, path: Path, fused: bool = False) -> list[dict]:
+    """The GEMMs of each setting's timed step (the KV caches are built before recording starts); with `fused`,
+    also those the model runs patched with fuse_mlp (over an empty library: every GEMM reaches ATen) that the plain
+    model does not: the gate/up GEMMs of 2 x intermediate columns."""
+    steps = [make_step(model, *step_inputs(model, setting, device), setting) for setting in run.settings]
+    with kernelrl.record() as rec:
         for step in steps:
             step()
-    return rec.shapes()
+    shapes = rec.shapes()
+    if fused:
+        with tempfile.TemporaryDirectory() as empty:
+            Path(empty, "manifest.json").write_text(json.dumps({"shapes": {}, "kernels": {}, "env": {}}))
+            kernelrl.patch(model, kernelrl.load_library(empty), filter=lambda _name, module: fusable(module),
+                           fuse_mlp=True)
+            try:
+                with kernelrl.record() as rec_fused:
+                    for step in steps:
+                        step()
+            finally:
+                kernelrl.unpatch(model)
+        plain = {_shape_key(s) for s in shapes}
+        shapes += [s for s in rec_fused.shapes() if _shape_key(s) not in plain]
+    write_shapes(path, shapes, sorted({str(p.device) for p in model.parameters()}))
+    return shapes
+
+
+def _shape_key(shape: dict) -> tuple:
+    return tuple(shape[name] for name in ("m", "n", "k", "dtype", "layout", "bias", "batch"))
 
 
 def timed(step, steps: int, device: str) -> float:
@@ -132,12 +164,6 @@ def steps_of(setting: Setting, run: Run) -> int:
     return 1 if setting.name == "prefill" else run.decode_steps
 
 
-def time_tokens_per_s(step, setting: Setting, rounds: int, steps: int, device: str) -> float:
-    step()  # warm-up (and compile, for torch.compile)
-    times = [timed(step, steps, device) for _ in range(rounds)]
-    return setting.batch * setting.new_tokens * steps / statistics.median(times)
-
-
 def gemm_share(step, device: str) -> float | None:
     """The fraction of GPU kernel time spent in GEMM kernels over one step (None without CUDA)."""
     if device != "cuda":
@@ -155,18 +181,57 @@ def gemm_share(step, device: str) -> float | None:
     return gemm / total if total else None
 
 
+@dataclass(frozen=True)
+class Method:
+    """One arm of the comparison: the model as it is or patched (`kernelrl`, `+fused`: the gated MLPs' gate and up as
+    one GEMM with SwiGLU in its epilogue), eager or under torch.compile in `compile_mode`."""
+    name: str
+    compile_mode: str | None
+    patched: bool
+    fused: bool
+
+
+COMPILE_MODES = {"compile": "max-autotune-no-cudagraphs", "compile_default": "default"}
+METHODS = [f"{head}{tail}" for head in ("", "compile+", "compile_default+") for tail in ("kernelrl", "kernelrl+fused")
+           ] + ["eager", *COMPILE_MODES]
+
+
+def parse_method(name: str) -> Method:
+    """`eager`, `kernelrl`, `kernelrl+fused`, `compile`, `compile+kernelrl`, `compile+kernelrl+fused`, and the same
+    with `compile_default` (torch.compile's default mode)."""
+    parts = name.split("+")
+    mode = COMPILE_MODES.get(parts[0])
+    rest = parts[1:] if mode or parts[0] == "eager" else parts
+    if (parts[0] == "eager" and rest) or rest not in ([], ["kernelrl"], ["kernelrl", "fused"]):
+        raise ValueError(f"unknown method {name!r}; these exist: {', '.join(sorted(METHODS))}")
+    return Method(name, mode, bool(rest), rest == ["kernelrl", "fused"])
+
+
+def arm_model(model, method: Method, lib):
+    """The module a method runs: the model itself (eager), else a copy of it (the same weights), patched and/or
+    compiled, so that every arm stays as it is across the interleaved rounds (no patching or recompiling between
+    them)."""
+    if method.name == "eager":
+        return model
+    arm = copy.deepcopy(model)
+    if method.patched:
+        kernelrl.patch(arm, lib, fuse_mlp=method.fused)
+    return torch.compile(arm, mode=method.compile_mode) if method.compile_mode else arm
+
+
 def e2e(model, run: Run, device: str, library_path: str | None, methods: list[str], out: Path | None = None,
         command: str = "", rows: list[dict] | None = None) -> list[dict]:
     """Rows per (method, setting), after `rows` (an earlier run's); with `out`, the CSV and table are rewritten
-    after every row (a run cut short by a time limit keeps what it measured). Eager and kernelrl.patch are timed in
-    interleaved rounds of one step closure (the same inputs and cache; the patch is a class swap), so a shared,
-    noisy machine moves both alike; torch.compile is timed after them. A setting that raises is a row with its
-    error, and ends its method (a CUDA error leaves the context unusable: run such a method in its own process, with
+    after every row (a run cut short by a time limit keeps what it measured). All methods of one process are timed
+    in interleaved rounds with the same inputs and KV cache, so a shared, noisy machine moves them alike; compiled
+    and uncompiled arms beside each other too. A method that raises in a setting is a row with its error and ends
+    that method (a CUDA error leaves the context unusable: run torch.compile's methods in their own process, with
     --append)."""
     env = collect({"mode": "e2e"})
     rows = list(rows or [])
     lib = kernelrl.load_library(library_path) if library_path else None
-    arms = [m for m in ("eager", "kernelrl") if m in methods and (m != "kernelrl" or lib is not None)]
+    wanted = [parse_method(m) for m in methods]
+    arms = {m.name: arm_model(model, m, lib) for m in wanted if not m.patched or lib is not None}
     layers: list[dict] = []
 
     def save(row):
@@ -175,68 +240,63 @@ def e2e(model, run: Run, device: str, library_path: str | None, methods: list[st
         if out is not None:
             write(rows, out, command)
 
-    if arms:
-        for setting in run.settings:
-            try:
-                measured = interleaved(model, lib, setting, run, device, arms)
-            except Exception as exc:  # noqa: BLE001 - measured rows are kept, and the failure is one
-                for arm in arms:
-                    save(_failed(setting, arm, exc, env))
-                break
-            for arm in arms:
-                tps, share, calls, fallbacks = measured[arm]
-                save(_row(setting, arm, round(tps, 2), share, calls, fallbacks, env))
-            if lib is not None and out is not None:
-                layers += layer_routes(model, lib, setting)
-                write_layers(layers, out)
-    if "compile" in methods:
-        compiled = torch.compile(model, mode="max-autotune-no-cudagraphs")
-        for setting in run.settings:
-            try:
-                step = step_fn(compiled, setting, device, base=model)
-                tps = time_tokens_per_s(step, setting, run.rounds, steps_of(setting, run), device)
-            except Exception as exc:  # noqa: BLE001
-                save(_failed(setting, "compile", exc, env))
-                break
-            save(_row(setting, "compile", round(tps, 2), gemm_share(step, device), "", "", env))
+    for setting in run.settings:
+        if not arms:
+            break
+        measured, failed = interleaved(arms, model, lib, setting, run, device)
+        for name in list(arms):
+            if name in failed:
+                save(_failed(setting, name, failed[name], env))
+                del arms[name]
+            else:
+                save(_row(setting, name, *measured[name], env))
+        if lib is not None and out is not None and any(parse_method(a).patched for a in arms):
+            layers += layer_routes(model, lib, setting)
+            write_layers(layers, out)
     return rows
 
 
-def interleaved(model, lib, setting: Setting, run: Run, device: str, arms: list[str]) -> dict[str, tuple]:
-    """(tokens/s, GEMM share, kernel calls, fallback calls) per arm, from rounds that alternate the arms' order."""
-    step = step_fn(model, setting, device)
-    steps = steps_of(setting, run)
+def interleaved(arms: dict, base, lib, setting: Setting, run: Run, device: str) -> tuple[dict, dict]:
+    """Per arm (tokens/s, GEMM share, kernel calls, fallback calls, fused / unfused gate-up calls) from rounds that
+    alternate the arms' order, and the arms that raised (their exception): these are left out of the rounds."""
+    ids, cache = step_inputs(base, setting, device)
+    steps = {name: make_step(arm, ids, cache, setting) for name, arm in arms.items()}
+    n_steps = steps_of(setting, run)
+    failed: dict[str, Exception] = {}
+    for name, step in steps.items():
+        try:
+            step()  # warm-up: the library decides its shapes, torch.compile compiles
+        except Exception as exc:  # noqa: BLE001 - the arm's row says it; the others go on
+            failed[name] = exc
+    live = [name for name in steps if name not in failed]
+    times: dict[str, list[float]] = {name: [] for name in live}
+    counts = {name: Counter() for name in live}
+    for r in range(run.rounds):
+        for name in (live if r % 2 == 0 else live[::-1]):
+            before = library_counts(lib)
+            times[name].append(timed(steps[name], n_steps, device))
+            counts[name].update(library_counts(lib) - before)
+    tokens = setting.batch * setting.new_tokens * n_steps
+    measured = {}
+    for name in live:
+        patched = parse_method(name).patched
+        c = counts[name]
+        measured[name] = (round(tokens / statistics.median(times[name]), 2), gemm_share(steps[name], device),
+                          c["calls"] if patched else "", c["fallbacks"] if patched else "",
+                          f"{c['fused']} / {c['unfused']}" if parse_method(name).fused else "")
+    return measured, failed
 
-    def use(arm):
-        kernelrl.unpatch(model)
-        if arm == "kernelrl":
-            kernelrl.patch(model, lib)
 
-    try:
-        for arm in arms:
-            use(arm)
-            step()  # warm-up: the library decides its shapes on this call
-        before = lib.stats() if lib is not None else {}
-        times = {arm: [] for arm in arms}
-        for r in range(run.rounds):
-            for arm in (arms if r % 2 == 0 else arms[::-1]):
-                use(arm)
-                times[arm].append(timed(step, steps, device))
-        calls = fallbacks = 0
-        if lib is not None:
-            for shape, now in lib.stats().items():
-                was = before.get(shape, {"calls": 0, "fallbacks": 0})
-                calls += now["calls"] - was["calls"]
-                fallbacks += now["fallbacks"] - was["fallbacks"]
-        result = {}
-        for arm in arms:
-            use(arm)
-            tps = setting.batch * setting.new_tokens * steps / statistics.median(times[arm])
-            counted = (calls, fallbacks) if arm == "kernelrl" else ("", "")
-            result[arm] = (tps, gemm_share(step, device), *counted)
-        return result
-    finally:
-        kernelrl.unpatch(model)
+def library_counts(lib) -> Counter:
+    """The library's counters so far: kernel calls and fallbacks through linear(), fused and unfused gate/up calls."""
+    total: Counter = Counter()
+    if lib is None:
+        return total
+    for now in lib.stats().values():
+        total.update(calls=now["calls"], fallbacks=now["fallbacks"])
+    for fused_n, unfused_n in lib.fused_calls.values():
+        total.update(fused=fused_n, unfused=unfused_n)
+    return total
 
 
 def layer_routes(model, lib, setting: Setting) -> list[dict]:
@@ -266,13 +326,13 @@ def write_layers(rows: list[dict], out: Path) -> None:
 def _failed(setting: Setting, method: str, exc: Exception, env: dict) -> dict:
     error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
     print(f"{method} {setting.name}: {type(exc).__name__}: {error}", flush=True)
-    return _row(setting, method, None, None, "", "", env) | {"error": error}
+    return _row(setting, method, None, None, "", "", "", env) | {"error": error}
 
 
-def _row(setting: Setting, method: str, tps, share, calls, fallbacks, env: dict) -> dict:
+def _row(setting: Setting, method: str, tps, share, calls, fallbacks, fused, env: dict) -> dict:
     return {"setting": setting.name, "batch": setting.batch, "method": method, "tokens_per_s": tps,
             "gemm_share": share, "kernel_calls": calls, "fallback_calls": fallbacks, "error": "",
-            "gpu": env.get("gpu"), "torch": env.get("torch"), "date": env.get("date")}
+            "gpu": env.get("gpu"), "torch": env.get("torch"), "date": env.get("date"), "fused_calls": fused}
 
 
 def read_rows(out: Path, methods: list[str], settings: list[str]) -> list[dict]:
@@ -291,21 +351,26 @@ def read_rows(out: Path, methods: list[str], settings: list[str]) -> list[dict]:
 def write(rows: list[dict], out: Path, command: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "e2e.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(_row(Setting("", 0, 0, 0), "", None, None, "", "", {})))
+        writer = csv.DictWriter(f, fieldnames=list(_row(Setting("", 0, 0, 0), "", None, None, "", "", "", {})))
         writer.writeheader()
         writer.writerows(rows)
     lines = [f"# Llama decoder end to end\n\n- command: `{command}`\n- environment: {collect({'mode': 'e2e'})}\n",
-             "| setting | method | tokens/s | vs eager | GEMM share | kernel / fallback calls |",
-             "|---|---|---:|---:|---:|---|"]
-    eager = {r["setting"]: r["tokens_per_s"] for r in rows if r["method"] == "eager" and r["tokens_per_s"]}
+             "| setting | method | tokens/s | vs eager | vs unpatched | GEMM share | kernel / fallback calls | "
+             "fused / unfused gate-up calls |",
+             "|---|---|---:|---:|---:|---:|---|---|"]
+    speed = {(r["setting"], r["method"]): r["tokens_per_s"] for r in rows if r["tokens_per_s"]}
     for r in rows:
         if r.get("error"):
-            lines.append(f"| {r['setting']} | {r['method']} | failed: {r['error'][:120]} | | | |")
+            lines.append(f"| {r['setting']} | {r['method']} | failed: {r['error'][:120]} | | | | | |")
             continue
-        ratio = r["tokens_per_s"] / eager[r["setting"]] if r["setting"] in eager else float("nan")
+        method = parse_method(r["method"])
+        unpatched = {mode: name for name, mode in COMPILE_MODES.items()}.get(method.compile_mode, "eager")
+        ratios = [f"{r['tokens_per_s'] / speed[(r['setting'], base)]:.3f}" if (r["setting"], base) in speed else "-"
+                  for base in ("eager", unpatched)]
         share = f"{r['gemm_share']:.2f}" if isinstance(r["gemm_share"], float) else "-"
-        calls = f"{r['kernel_calls']} / {r['fallback_calls']}" if r["method"] == "kernelrl" else ""
-        lines.append(f"| {r['setting']} | {r['method']} | {r['tokens_per_s']:.1f} | {ratio:.3f} | {share} | {calls} |")
+        calls = f"{r['kernel_calls']} / {r['fallback_calls']}" if method.patched else ""
+        lines.append(f"| {r['setting']} | {r['method']} | {r['tokens_per_s']:.1f} | {ratios[0]} | "
+                     f"{ratios[1] if method.patched else ''} | {share} | {calls} | {r.get('fused_calls') or ''} |")
     (out / "e2e.md").write_text("\n".join(lines) + "\n")
 
 
@@ -315,9 +380,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--library", default=None, help="e2e: a tuned library folder (kernelrl tune --out)")
     ap.add_argument("--methods", default="eager,kernelrl,compile",
-                    help="in this order (torch.compile's max-autotune is the slowest to start: last)")
+                    help=f"timed in interleaved rounds, one process (of {', '.join(sorted(METHODS))}); "
+                         f"torch.compile's in a process of their own, as its autotuning can end the CUDA context")
     ap.add_argument("--append", action="store_true",
                     help="keep out/e2e.csv's rows of other methods (one method per process, e.g. torch.compile)")
+    ap.add_argument("--fused", action="store_true",
+                    help="record: also the gate/up GEMMs of the fused MLP (methods kernelrl+fused) to tune them")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--hidden", type=int, default=4096)
@@ -344,7 +412,7 @@ def main(argv=None) -> int:
     command = "python benchmarks/suites/llama_e2e.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.step == "record":
         args.out.mkdir(parents=True, exist_ok=True)
-        shapes = record(model, run, args.device, args.out / "shapes.json")
+        shapes = record(model, run, args.device, args.out / "shapes.json", fused=args.fused)
         print(f"{len(shapes)} distinct GEMMs: {args.out / 'shapes.json'}")
         return 0
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]

@@ -100,13 +100,29 @@ def _check(x, w_gu, b_gu) -> None:
 
 def fusable(module: nn.Module) -> bool:
     """A Llama-style gated MLP: gate_proj, up_proj and down_proj nn.Linear modules (gate and up alike, with or
-    without bias) and act_fn SiLU, forward down_proj(act_fn(gate_proj(x)) * up_proj(x))."""
+    without bias) and an act_fn that computes SiLU (nn.SiLU, or transformers' own SiLUActivation: judged by what it
+    returns on a probe, not by its class), forward down_proj(act_fn(gate_proj(x)) * up_proj(x))."""
     gate, up, down = (getattr(module, name, None) for name in ("gate_proj", "up_proj", "down_proj"))
     if not (isinstance(gate, nn.Linear) and isinstance(up, nn.Linear) and isinstance(down, nn.Linear)):
         return False
-    return (isinstance(getattr(module, "act_fn", None), nn.SiLU) and gate.weight.shape == up.weight.shape
+    return (_is_silu(getattr(module, "act_fn", None)) and gate.weight.shape == up.weight.shape
             and (gate.bias is None) == (up.bias is None) and gate.weight.dtype == up.weight.dtype
             and gate.weight.device == up.weight.device)
+
+
+_PROBE = torch.linspace(-12.0, 12.0, 97)
+
+
+def _is_silu(act) -> bool:
+    if isinstance(act, nn.SiLU):
+        return True
+    if not isinstance(act, nn.Module) or any(True for _ in act.parameters()):
+        return False
+    try:
+        with torch.no_grad():
+            return torch.equal(act(_PROBE.clone()), F.silu(_PROBE))
+    except Exception:  # noqa: BLE001 - an activation that cannot take the probe is not one to fuse
+        return False
 
 
 class FusedGatedMLP(nn.Module):

@@ -44,14 +44,18 @@ def test_e2e_writes_a_row_per_setting_and_method(tmp_path):
 
 def test_an_appended_run_keeps_the_other_methods_rows_and_a_failed_setting_is_a_row(tmp_path, monkeypatch):
     assert llama_e2e.main(["e2e", "--out", str(tmp_path), "--methods", "eager"] + TINY) == 0
-    real = llama_e2e.time_tokens_per_s
+    real = llama_e2e.make_step
 
-    def fails_at_decode_b1(step, setting, *args):
-        if setting.name == "decode_b1":
+    def fails_at_decode_b1(model, ids, cache, setting):
+        step = real(model, ids, cache, setting)
+        if setting.name != "decode_b1":
+            return step
+
+        def fails():
             raise RuntimeError("CUDA error: an illegal memory access was encountered\nmore")
-        return real(step, setting, *args)
+        return fails
 
-    monkeypatch.setattr(llama_e2e, "time_tokens_per_s", fails_at_decode_b1)
+    monkeypatch.setattr(llama_e2e, "make_step", fails_at_decode_b1)
     monkeypatch.setattr(llama_e2e.torch, "compile", lambda model, **kw: model)  # the method, not inductor's time
     assert llama_e2e.main(["e2e", "--out", str(tmp_path), "--methods", "compile", "--append"] + TINY) == 0
     rows = list(csv.DictReader(open(tmp_path / "e2e.csv")))
@@ -60,3 +64,36 @@ def test_an_appended_run_keeps_the_other_methods_rows_and_a_failed_setting_is_a_
         ("prefill", "compile"), ("decode_b1", "compile")]  # the failure ends its method
     assert rows[-1]["error"] == "CUDA error: an illegal memory access was encountered"
     assert "failed: CUDA error" in (tmp_path / "e2e.md").read_text()
+
+
+def test_record_fused_adds_the_gate_up_gemms_of_twice_the_intermediate_columns(tmp_path):
+    assert llama_e2e.main(["record", "--out", str(tmp_path), "--fused"] + TINY) == 0
+    shapes = json.loads((tmp_path / "shapes.json").read_text())["shapes"]
+    assert {(s["n"], s["k"]) for s in shapes} >= {(128, 64), (256, 64), (64, 128)}  # gate, gate/up fused, down
+    assert sum(1 for s in shapes if (s["m"], s["n"], s["k"]) == (16, 128, 64)) == 1  # the plain GEMMs once
+    down = [s for s in shapes if (s["m"], s["n"], s["k"]) == (16, 64, 128)]
+    assert down[0]["calls"] == 1  # counted from the plain model's pass only, not again from the fused one
+
+
+def test_methods_name_their_arm_and_an_unknown_one_lists_those_that_exist():
+    assert llama_e2e.parse_method("compile+kernelrl+fused") == llama_e2e.Method(
+        "compile+kernelrl+fused", "max-autotune-no-cudagraphs", True, True)
+    assert llama_e2e.parse_method("compile_default").compile_mode == "default"
+    assert llama_e2e.parse_method("kernelrl") == llama_e2e.Method("kernelrl", None, True, False)
+    with pytest.raises(ValueError, match="unknown method 'fused'.*compile_default"):
+        llama_e2e.parse_method("fused")
+
+
+def test_compiled_and_fused_arms_are_rows_beside_their_unpatched_ones(tmp_path, monkeypatch):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "manifest.json").write_text(json.dumps({"shapes": {}, "kernels": {}, "env": {}}))
+    monkeypatch.setattr(llama_e2e.torch, "compile", lambda model, **kw: model)  # the arms, not inductor's time
+    methods = "compile,compile+kernelrl,compile+kernelrl+fused"
+    assert llama_e2e.main(["e2e", "--out", str(tmp_path), "--library", str(tmp_path / "lib"), "--methods", methods,
+                           "--settings", "prefill"] + TINY) == 0
+    rows = {r["method"]: r for r in csv.DictReader(open(tmp_path / "e2e.csv"))}
+    assert list(rows) == methods.split(",")
+    assert rows["compile+kernelrl+fused"]["fused_calls"] == "0 / 1"  # one MLP, on the CPU: unfused, and counted
+    assert rows["compile+kernelrl"]["fused_calls"] == "" and rows["compile"]["kernel_calls"] == ""
+    table = (tmp_path / "e2e.md").read_text()
+    assert "| prefill | compile+kernelrl+fused |" in table and "vs unpatched" in table

@@ -84,6 +84,28 @@ def test_only_gated_silu_mlps_are_fusable():
     assert not fused.fusable(odd)
 
 
+class HandWrittenSilu(nn.Module):  # transformers' SiLUActivation is such a class: not nn.SiLU, computes SiLU
+    def forward(self, x):
+        return F.silu(x)
+
+
+class ClippedSilu(nn.Module):  # SiLU on [-4, 4] only: not the function the epilogue computes
+    def forward(self, x):
+        return F.silu(x.clamp(-4, 4))
+
+
+def test_an_activation_is_fusable_by_what_it_computes_not_its_class():
+    assert fused.fusable(GatedMLP(act=HandWrittenSilu()))
+    assert not fused.fusable(GatedMLP(act=ClippedSilu()))
+
+
+def test_transformers_llama_mlp_is_fusable():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(hidden_size=16, intermediate_size=24, num_attention_heads=2,
+                                      num_key_value_heads=1, num_hidden_layers=1, vocab_size=32)
+    assert fused.fusable(transformers.models.llama.modeling_llama.LlamaMLP(config))
+
+
 @pytest.mark.parametrize("bias", [False, True])
 def test_patch_fuses_the_mlp_and_keeps_its_answer_and_state(lib, bias):
     m, x = block(bias=bias), torch.randn(3, 16)

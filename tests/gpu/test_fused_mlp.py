@@ -13,6 +13,8 @@ from torch import nn
 
 import kernelrl
 from kernelrl.build.builder import BuildRequest, LocalBuilder
+from kernelrl.harness.compare import closeness
+from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.library import fused
 from kernelrl.library.export import shape_key
 from kernelrl.space import Variant
@@ -57,12 +59,16 @@ def library(tmp_path_factory):
     return kernelrl.Library(root)
 
 
+TOL = output_tolerance(torch.bfloat16)  # the harness's rule for a bf16 output: atol = rtol = 1e-2
+
+
 def error(y, ref):
-    """max |y - ref| relative to ref's RMS (the scale of the output)."""
-    return float((y.float() - ref).abs().max() / ref.pow(2).mean().sqrt())
-
-
-TOL = 2e-2  # bf16: a few output roundings
+    """The tightest atol = rtol that y meets against the fp32 reference (the harness's closeness). A max error
+    over the output's RMS is no rule for SwiGLU: silu(g) * u is heavy-tailed, so the fp32 reference rounded once to
+    bf16 already reads 0.024-0.047 of the RMS on these operands (computed on the CPU), over the 2e-2 this file used
+    first; the first H100 run failed every SwiGLU case on that metric while the patched MLP, whose down_proj averages
+    the errors, passed. Under this rule the once-rounded result reads 0.003, the unfused one 0.009, zeros 0.9."""
+    return closeness(y, ref.to(y.device), TOL)[2]
 
 
 def operands(m, bias, seed=0):

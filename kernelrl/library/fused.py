@@ -6,9 +6,10 @@
 `w_gu` holds the gate and up weights interleaved row by row (row 2i is gate's row i, row 2i + 1 up's), so each
 thread of the GEMM holds a (gate, up) pair of one output column in adjacent accumulators: C = M x I gets
 silu(gate) * up from the fp32 sums with one rounding to 16 bits (the unfused path rounds gate and up, then SiLU's
-output, then the product). The kernel is the library's tuned nt kernel of the (M, 2I, K) GEMM where its
-kernelrl_hgemm_ex computes the SwiGLU epilogue; any other call runs the same GEMM through `Library.linear` and
-then F.silu and a multiply in PyTorch, said once per shape (never silently).
+output, then the product). The kernel is the library's tuned nt kernel of the (M, 2I, K) GEMM, or where that shape
+was never tuned the kernel of one projection's (M, I, K) (`swiglu_kernel`, said once), where its kernelrl_hgemm_ex
+computes the SwiGLU epilogue; any other call runs the same GEMM through `Library.linear` and then F.silu and a
+multiply in PyTorch, said once per shape (never silently).
 
 A patched MLP keeps its modules and state_dict: the gate and up weights become strided views into the one
 interleaved tensor (no second copy), and the forward is the fused one only where no gradient is needed (the
@@ -49,15 +50,13 @@ def gate_up_silu(library: Library, x: torch.Tensor, w_gu: torch.Tensor,
             (b_gu is None or b_gu.is_contiguous())):
         why = "not a contiguous fp16/bf16 CUDA call"
     else:
-        decided = library.route(m, n2, k, "fp32", dtype, "nt")
-        kern = library.kernel(decided.kernel) if decided.kind == policy.KERNEL and decided.kernel else None
-        if kern is None:
-            why = f"the library runs {decided.name or 'F.linear'} for {m}x{n2}x{k}"
-        elif not kern.fuses(m, n2, k, flags):
-            why = f"{decided.kernel} has no SwiGLU epilogue for this shape"
-        elif (x.data_ptr() | w_gu.data_ptr() | (b_gu.data_ptr() if b_gu is not None else 0)) & decided.align:
+        kern, why = swiglu_kernel(library, m, n2, k, dtype, flags)
+        if kern is not None and (x.data_ptr() | w_gu.data_ptr() | (b_gu.data_ptr() if b_gu is not None else 0)) & \
+                policy.ALIGN[policy.KERNEL]:
             why = "operands not aligned for the kernel"
-        else:
+        elif kern is not None:
+            if why and library.note_once(("gate_up_silu", m, n2, k, dtype, "borrowed")):
+                say(f"gate/up {m}x{n2}x{k} {dtype}: fused in {kern.name}, {why}")
             return _fused(library, kern, x, w_gu, b_gu, m, n2, k, flags)
     shape = (m, n2, k, dtype or str(x.dtype).removeprefix("torch."))
     library.count_fused(shape, fused=False)
@@ -65,6 +64,26 @@ def gate_up_silu(library: Library, x: torch.Tensor, w_gu: torch.Tensor,
         say(f"gate/up {m}x{n2}x{k} {shape[3]}: unfused ({why}): the GEMM, then F.silu and a multiply")
     y = library.linear(x, w_gu, b_gu).unflatten(-1, (n2 // 2, 2))
     return F.silu(y[..., 0]) * y[..., 1]
+
+
+def swiglu_kernel(library: Library, m: int, n2: int, k: int, dtype: str, flags: int):
+    """(the kernel that computes the gate/up GEMM of (m, n2, k) with SwiGLU in its epilogue, a note) or (None, why
+    not). The library's own choice for (m, n2, k) where it has one; where it has none (the shape was never tuned: a
+    library tuned on the unfused model, whose gate and up GEMMs are (m, n2/2, k) each), the kernel it runs for one
+    projection's GEMM, which the note then names. A shape whose tuning chose a fallback stays with that choice."""
+    decided = library.route(m, n2, k, "fp32", dtype, "nt")
+    kern = library.kernel(decided.kernel) if decided.kernel else None
+    if kern is not None:
+        if kern.fuses(m, n2, k, flags):
+            return kern, ""
+        return None, f"{decided.kernel} has no SwiGLU epilogue for this shape"
+    if decided.reason not in (policy.NOTHING_NEAR, policy.NOT_USABLE):
+        return None, f"the library runs {decided.name or 'F.linear'} for {m}x{n2}x{k}"
+    half = library.route(m, n2 // 2, k, "fp32", dtype, "nt")
+    kern = library.kernel(half.kernel) if half.kernel else None
+    if kern is not None and kern.fuses(m, n2, k, flags):
+        return kern, f"the kernel of one projection's {m}x{n2 // 2}x{k} (none tuned for {m}x{n2}x{k})"
+    return None, f"no kernel tuned for {m}x{n2}x{k} or for one projection's {m}x{n2 // 2}x{k}"
 
 
 def _fused(library, kern, x, w_gu, b_gu, m, n2, k, flags) -> torch.Tensor:

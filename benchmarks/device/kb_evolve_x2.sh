@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issues 4 and 5 on a machine of two GPUs (nvidia-h200-x2), from the repository root, in about 9 minutes: the work of
-# benchmarks/device/next.sh and benchmarks/suites/evolve_proof.py split over two lanes that run at the same time.
+# the KernelBench guard check with benchmarks/device/kernelbench.sh, and benchmarks/suites/evolve_proof.py, split over two lanes that run at the same time.
 #   GPU 0: the KernelBench guard check (no builds), every load_inline extension built once, the KernelBench GPU tests
 #          (each adversarial candidate rejected for its reason, each honest one accepted) with the library-runtime
 #          GPU tests, then issue 5's proof run (a scripted model replaying real kernels);

@@ -5,8 +5,11 @@
 #   tune:   DIR/lib, `kernelrl tune --shapes DIR/shapes.json --families wgmma` (nt bf16, each (N, K) over an M grid);
 #   bench:  DIR/gemm_device.csv, the library (`kernelrl`) against F.linear's product (torch), cuBLAS TN and cuBLASLt
 #           autotuning TN on the recorded shapes, device mode;
-#   e2e:    DIR/e2e.csv and DIR/e2e.md (benchmarks/suites/llama_e2e.py: eager and kernelrl.patch, then
-#           torch.compile max-autotune-no-cudagraphs in a process of its own).
+#   e2e:    DIR/e2e.csv and DIR/e2e.md (benchmarks/suites/llama_e2e.py): E2E_METHODS (eager, kernelrl.patch and
+#           kernelrl.patch with fuse_mlp, interleaved), then COMPILE_METHODS in a process of their own (torch.compile
+#           max-autotune-no-cudagraphs, unpatched, patched and patched+fused, interleaved; compile_default... for the
+#           default mode). The fused methods run on a library tuned from the plain model too: the gate/up GEMM
+#           borrows one projection's kernel (library/fused.py); RECORD_ARGS=--fused records it to tune it itself.
 # DIR defaults to /tmp/kernelrl_llama; every step ends by packing it, without the library's compiled lib/, into
 # $OUT/llama_dir.tgz (a device call returns at most 8 files). Unpack that under .carry/ here, carry it, and point
 # DIR at it on the next call: the library rebuilds its lib/ from kernels/*.cu when it loads.
@@ -17,7 +20,8 @@ export COLUMNS=200
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
 STEPS=" ${STEPS:-record tune} "
 if [[ $STEPS == *" record "* ]]; then
-  timeout "${RECORD_LIMIT:-300}" python3 benchmarks/suites/llama_e2e.py record --out "$DIR" > "$OUT/record.log" 2>&1
+  timeout "${RECORD_LIMIT:-300}" python3 benchmarks/suites/llama_e2e.py record --out "$DIR" ${RECORD_ARGS:-} \
+      > "$OUT/record.log" 2>&1
   tail -n 2 "$OUT/record.log"
 fi
 if [[ $STEPS == *" tune "* ]]; then
@@ -43,9 +47,10 @@ if [[ $STEPS == *" e2e "* ]]; then
   # rows. --append keeps DIR/e2e.csv's other rows (COMPILE=0 keeps an earlier run's compile rows as they are;
   # COMPILE_ARGS="--settings decode_b64" re-measures one setting).
   timeout "${E2E_LIMIT:-200}" python3 benchmarks/suites/llama_e2e.py e2e --out "$DIR" --library "$DIR/lib" \
-      --methods eager,kernelrl --append > "$OUT/e2e.log" 2>&1
+      --methods "${E2E_METHODS:-eager,kernelrl,kernelrl+fused}" --append > "$OUT/e2e.log" 2>&1
   if [[ ${COMPILE:-1} == 1 ]]; then
-    timeout "${COMPILE_LIMIT:-360}" python3 benchmarks/suites/llama_e2e.py e2e --out "$DIR" --methods compile --append \
+    timeout "${COMPILE_LIMIT:-360}" python3 benchmarks/suites/llama_e2e.py e2e --out "$DIR" --library "$DIR/lib" \
+        --methods "${COMPILE_METHODS:-compile,compile+kernelrl,compile+kernelrl+fused}" --append \
         ${COMPILE_ARGS:-} > "$OUT/e2e_compile.log" 2>&1
   fi
   cat "$DIR/e2e.md"

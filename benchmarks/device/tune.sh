@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tune the paper grid on the H200 (from the repository root). Resumable: run it again with the database it wrote
 # and it goes on where it stopped. What it expects to find (both git-ignored, named in the run's carry list):
-#   .whl/nvidia_cutlass-*.whl      CUTLASS headers (see benchmarks/device/next.sh)
+#   .whl/nvidia_cutlass-*.whl      CUTLASS headers (benchmarks/device/pack_carry.sh)
 #   .carry/build-cache.tar.xz      optional: a build cache filled on a CPU machine, which spares the GPU machine the
 #                                  compiles:  kernelrl tune --build-only --out LIB --shapes paper --arch sm_90a
 #                                             tar -cJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE" build

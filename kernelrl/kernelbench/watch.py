@@ -7,7 +7,10 @@ finds is `Fatal` (this worker exits) or a `Rejected` verdict. Runs only in the w
 
 from __future__ import annotations
 
+import ast
+import enum
 import errno
+import functools
 import importlib
 import os
 import sys
@@ -102,6 +105,46 @@ def _raw_attr(owner, name):
 
 _MISSING = object()
 
+# Values harness code never rebinds once its modules are loaded: functions, classes, modules, descriptors and
+# immutable constants (a tolerance, a fraction of checked calls). Not None, containers or other objects: lazily set
+# globals and caches, which the evaluator itself may rebind while it runs.
+_IMMUTABLE = (int, float, complex, str, bytes, tuple, frozenset, enum.Enum, classmethod, staticmethod, property)
+
+
+def _fixed(value) -> bool:
+    return isinstance(value, _IMMUTABLE) or callable(value)
+
+
+@functools.cache
+def _rebound_globals(path: str) -> frozenset[str]:
+    """Names a module's own code rebinds (`global` statements): its lazily set state, never guarded."""
+    try:
+        tree = ast.parse(open(path).read())
+    except (OSError, SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names)
+
+
+def evaluator_guards(skip: tuple[str, ...] = ()) -> list[tuple]:
+    """(owner, name, value, label) for what the judge and the timing look up at call time in every kernelrl module
+    loaded now: each module's fixed globals (but those of `skip`, guarded whole elsewhere) and the fixed attributes
+    of the classes it defines. A candidate runs in this process and can import the evaluator:
+    `kernelrl.harness.compare.closeness` replaced by one that finds every output exact would otherwise make zeros
+    correct (the corpus's patches_kernelrl_judge)."""
+    out: list[tuple] = []
+    for path, module in sorted((n, m) for n, m in list(sys.modules.items())
+                               if (n == "kernelrl" or n.startswith("kernelrl.")) and m is not None):
+        rebound = _rebound_globals(getattr(module, "__file__", None) or "")
+        for name, value in list(vars(module).items()):
+            if name in rebound or not _fixed(value):
+                continue
+            if path not in skip:
+                out.append((module, name, value, f"{path}.{name}"))
+            if isinstance(value, type) and value.__module__ == path:
+                out.extend((value, attr, v, f"{path}.{value.__qualname__}.{attr}")
+                           for attr, v in list(vars(value).items()) if _fixed(v))
+    return out
+
 
 def _library_prefixes() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
@@ -150,8 +193,12 @@ class WatchMixin:
                              (tamper, tamper.__name__)):
             for name, original in list(vars(owner).items()):
                 guards.append((owner, name, original, f"{label}.{name}", "harness patch"))
-        # torch's functions the reference calls: a slower one slows the baseline, not the candidate
         seen = {(id(owner), name) for owner, name, *_ in guards}
+        for owner, name, original, label in evaluator_guards(skip=HARNESS_MODULES):  # the rest of the evaluator
+            if (id(owner), name) not in seen:
+                seen.add((id(owner), name))
+                guards.append((owner, name, original, label, "harness patch"))
+        # torch's functions the reference calls: a slower one slows the baseline, not the candidate
         self.surface_labels = set()
         for owner, name, label, _ in tamper.surface():
             if (id(owner), name) not in seen:

@@ -115,6 +115,13 @@ def _fixed(value) -> bool:
     return isinstance(value, _IMMUTABLE) or callable(value)
 
 
+# Standard-library modules of pure computation the evaluator calls at judge and timing time: their functions (and
+# the classes the evaluator takes from them) are guarded like its own. Not those whose globals a process sets while it
+# runs (tempfile.tempdir, sys, os, threading, warnings).
+PURE_STDLIB = ("math", "statistics", "random", "copy", "itertools", "functools", "operator", "zlib", "json", "weakref",
+               "collections", "heapq", "bisect")
+
+
 @functools.cache
 def _rebound_globals(path: str) -> frozenset[str]:
     """Names a module's own code rebinds (`global` statements): its lazily set state, never guarded."""
@@ -132,6 +139,7 @@ def evaluator_guards(skip: tuple[str, ...] = ()) -> list[tuple]:
     `kernelrl.harness.compare.closeness` replaced by one that finds every output exact would otherwise make zeros
     correct (the corpus's patches_kernelrl_judge)."""
     out: list[tuple] = []
+    classes: dict[int, type] = {}
     for path, module in sorted((n, m) for n, m in list(sys.modules.items())
                                if (n == "kernelrl" or n.startswith("kernelrl.")) and m is not None):
         rebound = _rebound_globals(getattr(module, "__file__", None) or "")
@@ -140,9 +148,14 @@ def evaluator_guards(skip: tuple[str, ...] = ()) -> list[tuple]:
                 continue
             if path not in skip:
                 out.append((module, name, value, f"{path}.{name}"))
-            if isinstance(value, type) and value.__module__ == path:
-                out.extend((value, attr, v, f"{path}.{value.__qualname__}.{attr}")
-                           for attr, v in list(vars(value).items()) if _fixed(v))
+            if isinstance(value, type) and value.__module__ in (path, *PURE_STDLIB):
+                classes[id(value)] = value
+    for name in PURE_STDLIB:  # what the evaluator's arithmetic calls through (statistics.median, math.isnan)
+        if (std := sys.modules.get(name)) is not None:
+            out.extend((std, attr, v, f"{name}.{attr}") for attr, v in list(vars(std).items()) if _fixed(v))
+    for cls in classes.values():  # the methods of the evaluator's classes and of those it uses (Counter's)
+        out.extend((cls, attr, v, f"{cls.__module__}.{cls.__qualname__}.{attr}")
+                   for attr, v in list(vars(cls).items()) if _fixed(v))
     return out
 
 

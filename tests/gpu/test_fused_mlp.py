@@ -25,19 +25,22 @@ pytestmark = pytest.mark.gpu
 K, INTER = 1024, 384  # the GEMM is M x 2I x K
 
 
-def V(M, **kw):
+def V(M, inter=INTER, **kw):
     p = dict(BM=128, BN=128, stages=4, raster=8, b_layout="nk", split_k=1, schedule="pingpong", dtype="bf16")
     p.update(kw)
-    return M, Variant.of("wgmma", "fp32", **p)
+    return M, inter, Variant.of("wgmma", "fp32", **p)
 
 
-# One point per epilogue path, each tuned for its own M (the route is by shape)
+# One point per epilogue path, each tuned for its own M (the route is by shape); the *_edges points end in partial
+# tiles both ways (M = 200 and 456 of 128-row tiles, 2I = 656 of 128-column ones: the TMA store clips at N/2 = 328)
 POINTS = {
     "direct": V(256),
     "split_reduce": V(64, BM=64, stages=8, raster=1, split_k=4, schedule="cooperative"),
     "fixup": V(72, BM=64, stages=8, raster=1, split_k=4, schedule="cooperative", split_reduce="fixup"),
     "dsmem": V(80, BM=64, stages=8, raster=1, split_k=4, schedule="cooperative", split_reduce="dsmem"),
     "tma_store": V(512, schedule="cooperative", epilogue="tma"),
+    "direct_edges": V(200, inter=328),
+    "tma_store_edges": V(456, inter=328, schedule="cooperative", epilogue="tma"),
 }
 
 
@@ -46,14 +49,14 @@ def library(tmp_path_factory):
     root = tmp_path_factory.mktemp("fusedlib")
     (root / "lib").mkdir()
     builder = LocalBuilder()
-    results = builder.build_many([BuildRequest(v.source(), name=v.name) for _, v in POINTS.values()], workers=4)
+    results = builder.build_many([BuildRequest(v.source(), name=v.name) for *_, v in POINTS.values()], workers=4)
     shapes, kernels = {}, {}
-    for (m, v), built in zip(POINTS.values(), results):
+    for (m, inter, v), built in zip(POINTS.values(), results):
         assert built.ok, built.log[-2000:]
         shutil.copy2(built.lib_path, root / "lib" / f"lib{v.name}.so")
         kernels[v.name] = {**v.to_dict(), "library": f"lib/lib{v.name}.so"}
-        shapes[shape_key(m, 2 * INTER, K, "fp32", "bf16", "nt")] = {
-            "m": m, "n": 2 * INTER, "k": K, "acc": "fp32", "dtype": "bf16", "layout": "nt", "kernel": v.name,
+        shapes[shape_key(m, 2 * inter, K, "fp32", "bf16", "nt")] = {
+            "m": m, "n": 2 * inter, "k": K, "acc": "fp32", "dtype": "bf16", "layout": "nt", "kernel": v.name,
             "dispatch": "kernel"}
     (root / "manifest.json").write_text(json.dumps({"shapes": shapes, "kernels": kernels}))
     return kernelrl.Library(root)
@@ -71,11 +74,11 @@ def error(y, ref):
     return closeness(y, ref.to(y.device), TOL)[2]
 
 
-def operands(m, bias, seed=0):
+def operands(m, bias, seed=0, inter=INTER):
     g = torch.Generator(device="cuda").manual_seed(seed)
     x = torch.randn(m, K, device="cuda", dtype=torch.bfloat16, generator=g)
-    gate, up = (torch.randn(INTER, K, device="cuda", dtype=torch.bfloat16, generator=g) / K ** 0.5 for _ in range(2))
-    bg, bu = (torch.randn(INTER, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2)) if bias else \
+    gate, up = (torch.randn(inter, K, device="cuda", dtype=torch.bfloat16, generator=g) / K ** 0.5 for _ in range(2))
+    bg, bu = (torch.randn(inter, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2)) if bias else \
         (None, None)
     return x, gate, up, bg, bu
 
@@ -83,36 +86,36 @@ def operands(m, bias, seed=0):
 @pytest.mark.parametrize("path", list(POINTS))
 @pytest.mark.parametrize("bias", [False, True])
 def test_the_swiglu_epilogue_is_the_gated_product_rounded_once(library, path, bias):
-    m, point = POINTS[path]
-    x, gate, up, bg, bu = operands(m, bias)
+    m, inter, _ = POINTS[path]
+    x, gate, up, bg, bu = operands(m, bias, inter=inter)
     f32 = [t.float() if t is not None else None for t in (x, gate, up, bg, bu)]
     ref = F.silu(F.linear(f32[0], f32[1], f32[3])) * F.linear(f32[0], f32[2], f32[4])
     unfused = F.silu(F.linear(x, gate, bg)) * F.linear(x, up, bu)
-    before = list(library.fused_calls.get((m, 2 * INTER, K, "bf16"), [0, 0]))
+    before = list(library.fused_calls.get((m, 2 * inter, K, "bf16"), [0, 0]))
     h = fused.gate_up_silu(library, x, fused.interleave(gate, up),
                            fused.interleave(bg, bu) if bias else None)
     torch.cuda.synchronize()
-    assert h.shape == (m, INTER) and error(h, ref) < TOL and error(torch.zeros_like(h), ref) > TOL
+    assert h.shape == (m, inter) and error(h, ref) < TOL and error(torch.zeros_like(h), ref) > TOL
     assert error(h, ref) <= error(unfused, ref) * 1.25  # one rounding is no worse than three
-    after = library.fused_calls[(m, 2 * INTER, K, "bf16")]
+    after = library.fused_calls[(m, 2 * inter, K, "bf16")]
     assert after == [before[0] + 1, before[1]]  # fused in the kernel on every path, TMA stores included
 
 
 @pytest.mark.parametrize("path", list(POINTS))
 def test_the_bias_epilogue_is_f_linear_s_answer(library, path):
-    m, _ = POINTS[path]
-    x, gate, up, bg, bu = operands(m, True, seed=1)
+    m, inter, _ = POINTS[path]
+    x, gate, up, bg, bu = operands(m, True, seed=1, inter=inter)
     w, b = fused.interleave(gate, up), fused.interleave(bg, bu)
     ref = F.linear(x.float(), w.float(), b.float())
     for _ in range(2):  # decided in Python, then from the C++ fast path
         y = library.linear(x, w, b)
         torch.cuda.synchronize()
         assert error(y, ref) < TOL and error(torch.zeros_like(y), ref) > TOL
-    assert library.stats()[(m, 2 * INTER, K, "bf16", "nt")]["calls"] >= 2
+    assert library.stats()[(m, 2 * inter, K, "bf16", "nt")]["calls"] >= 2
 
 
 def test_a_patched_gated_mlp_runs_fused_and_keeps_its_answer(library):
-    m, _ = POINTS["direct"]
+    m, _, _ = POINTS["direct"]
     torch.manual_seed(0)
     mlp = GatedMLP(hidden=K, inter=INTER).cuda().to(torch.bfloat16)
     x = torch.randn(m, K, device="cuda", dtype=torch.bfloat16)
@@ -126,7 +129,7 @@ def test_a_patched_gated_mlp_runs_fused_and_keeps_its_answer(library):
 
 
 def test_a_fused_mlp_replays_in_a_cuda_graph_with_new_inputs(library):
-    m, _ = POINTS["direct"]
+    m, _, _ = POINTS["direct"]
     x, gate, up, _, _ = operands(m, False, seed=2)
     w = fused.interleave(gate, up)
     fused.gate_up_silu(library, x, w)  # warm-up outside capture
@@ -141,7 +144,7 @@ def test_a_fused_mlp_replays_in_a_cuda_graph_with_new_inputs(library):
 
 
 def test_under_torch_compile_the_fused_op_is_traced(library):
-    m, _ = POINTS["direct"]
+    m, _, _ = POINTS["direct"]
     torch.manual_seed(1)
     mlp = nn.Sequential(GatedMLP(hidden=K, inter=INTER)).cuda().to(torch.bfloat16)
     x = torch.randn(m, K, device="cuda", dtype=torch.bfloat16)

@@ -3,11 +3,12 @@
 One point = one CTA tile of BM x BN (BM = 64 per consumer warpgroup) marching over K in BK = 64 steps:
 - a producer warpgroup (one thread issues) loads A and B tiles with `cp.async.bulk.tensor` into a STAGES-deep ring
   of 128-byte-swizzled shared memory, each stage guarded by a full and an empty mbarrier;
-- one or two consumer warpgroups issue `wgmma.mma_async.m64n{BN}k16` straight from shared memory (descriptors, no
+- one, two or three consumer warpgroups issue `wgmma.mma_async.m64n{BN}k16` straight from shared memory (descriptors, no
   ldmatrix), keep one wgmma group in flight and free a stage as soon as the group that read it retires;
 - the CTAs are persistent (one per SM, tiles handed out in a grouped raster for L2 reuse), so a CTA's epilogue
   (registers to global, guarded at the edges) overlaps the producer's loads of its next tile;
-- with two consumers the producer gives its registers to them (`setmaxnreg`).
+- with two or three consumers the producer gives its registers to them (`setmaxnreg`; three share a 512-thread
+  CTA's 64K registers, compiled within 128 a thread).
 
 Both layouts of B from the start: `kn` is the paper's (B is K x N row-major: N-major for wgmma, transposed in the
 descriptor), `nk` is what nn.Linear holds (B given as N x K, K contiguous: K-major like A). An `nk` point exports
@@ -27,12 +28,15 @@ BK = 64  # halves per smem row: 128 bytes, the 128-byte swizzle's span
 INT_MAX = 2**31 - 1
 BARRIER_BYTES = 8
 ALIGN_SLACK = 1024  # the dynamic smem base is rounded up to the 1024-byte period of the 128-byte swizzle
-PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg with two consumers: 128*40 + 256*232 <= 65536
+PRODUCER_REGS = 40
+# setmaxnreg's consumer registers by consumer count: 128 * (40 + 2 * 232) and 128 * (40 + 3 * 152) <= 65536
+CONSUMER_REGS = {1: 232, 2: 232, 3: 152}
 # Registers a consumer thread needs besides its accumulators (descriptors, indices, loop state): a floor for check().
 REG_OVERHEAD = 40
 # What ptxas may allocate per thread: __launch_bounds__(threads, 1) caps a 384-thread kernel at 168 for every
-# warpgroup (setmaxnreg moves registers between warpgroups at run time; the code is compiled within the cap).
-MAX_REGS = {256: 255, 384: 168}
+# warpgroup and a 512-thread one at 128 (setmaxnreg moves registers between warpgroups at run time; the code is
+# compiled within the cap): three consumers of 64 rows hold at most 88 fp32 accumulators a thread (BN <= 176).
+MAX_REGS = {256: 255, 384: 168, 512: 128}
 MAX_WORKSPACE = 1 << 31  # split-K partials: S * M * N fp32
 # split_reduce=fixup: the output tiles one call's arrival counters cover (a warp's counter per tile, in the kernel's
 # own device memory, FIXUP_SLOTS sets of them taken in turn by successive calls)
@@ -42,8 +46,9 @@ FIXUP_TILES = 4096
 class WgmmaSpace(KernelSpace):
     family = "wgmma"
     knobs = {
-        # 256: two cooperative consumers of 128 rows (two m64 blocks each, 128 fp32 accumulators a thread at BN 128)
-        "BM": [64, 128, 256],
+        # 256: two cooperative consumers of 128 rows (two m64 blocks each, 128 fp32 accumulators a thread at BN 128);
+        # 192: three cooperative consumers of 64 rows (a 512-thread CTA; BN up to 176 within its register cap)
+        "BM": [64, 128, 192, 256],
         "BN": list(range(64, 257, 16)),  # any multiple of 16 (see pruned: those off the B box stay off the grid)
         "stages": [2, 3, 4, 5, 6, 7, 8, 10, 12],  # 10 and 12 fit small tiles only (cuBLAS runs 64x64 with 13)
         "raster": [1, 8],
@@ -74,9 +79,11 @@ class WgmmaSpace(KernelSpace):
     # -- derived quantities ----------------------------------------------------------------------------------
     @staticmethod
     def consumers(variant: Variant) -> int:
-        """Consumer warpgroups: cooperative ones split a tile's rows (one for 64, two for 128 or 256); ping-pong
-        ones take turns on whole tiles, one's epilogue overlapping the other's main loop."""
-        return 2 if variant.p["schedule"] == "pingpong" or variant.p["BM"] >= 128 else 1
+        """Consumer warpgroups: cooperative ones split a tile's rows (one for 64, two for 128 or 256, three for
+        192); ping-pong ones take turns on whole tiles, one's epilogue overlapping the other's main loop."""
+        if variant.p["schedule"] == "pingpong":
+            return 2
+        return 3 if variant.p["BM"] == 192 else 2 if variant.p["BM"] >= 128 else 1
 
     @staticmethod
     def m_blocks(variant: Variant) -> int:
@@ -219,6 +226,10 @@ class WgmmaSpace(KernelSpace):
             # pairs and fp16 accumulation at 256 rows are verified or compiled, not benched.
             return ("256-row tiles narrower than 128 columns, split, in CTA pairs or with fp16 accumulators are off "
                     "the default grid: 256x64 lost to its 128-row twin on the H100, the rest is not benched yet")
+        if variant.p["BM"] == 192:
+            # Compiled for sm_90a without spills (tests/space/test_space_wgmma.py); GPU test points in
+            # tests/gpu/test_wgmma.py; not benched yet.
+            return "192-row tiles (three consumer warpgroups) are off the default grid until verified and benched"
         if variant.p["pdl"]:
             # benchmarks/results/h200/wgmma/v3/: 20 PDL points ran a geomean 0.98 of their twins, 6 faster.
             return "the PDL-launched reduce is off the default grid: no faster than two plain launches on the H200"
@@ -295,7 +306,7 @@ class WgmmaSpace(KernelSpace):
             "@RASTER@": str(p["raster"]), "@B_KMAJOR@": "true" if p["b_layout"] == "nk" else "false",
             "@ACC_F16@": "false" if fp32 else "true", "@THREADS@": str(self.threads(variant)),
             "@SMEM@": str(self.smem_bytes(variant)), "@PRODUCER_REGS@": str(PRODUCER_REGS),
-            "@CONSUMER_REGS@": str(CONSUMER_REGS), "@SPLIT_K@": str(p["split_k"]),
+            "@CONSUMER_REGS@": str(CONSUMER_REGS[self.consumers(variant)]), "@SPLIT_K@": str(p["split_k"]),
             "@PINGPONG@": "true" if p["schedule"] == "pingpong" else "false",
             "@ELEM@": "__nv_bfloat16" if p["dtype"] == "bf16" else "__half",
             "@ELEM2@": "__nv_bfloat162" if p["dtype"] == "bf16" else "__half2",

@@ -1,10 +1,11 @@
 """Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
-one and two consumer warpgroups, cooperative and ping-pong, 256-row tiles (two m64 blocks per consumer), split-K
-(with either accumulator; reduced by a second kernel or in-kernel by the last slice to arrive), direct and TMA-store
-epilogues, 2-CTA clusters that multicast B or A, split-K summed in distributed shared memory, tile widths of any
-multiple of 16 on the paper's layout, shapes with partial tiles in M, N and K, the main kernel launched
-programmatically. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and accumulator inputs,
-guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports the shape."""
+one, two and three consumer warpgroups, cooperative and ping-pong, 256-row tiles (two m64 blocks per consumer) and
+192-row ones (three consumers), split-K (with either accumulator; reduced by a second kernel or in-kernel by the last
+slice to arrive), direct and TMA-store epilogues, 2-CTA clusters that multicast B or A, split-K summed in distributed
+shared memory, tile widths of any multiple of 16 on the paper's layout, shapes with partial tiles in M, N and K, the
+main kernel launched programmatically. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and
+accumulator inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports
+the shape."""
 
 import pytest
 
@@ -52,7 +53,11 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               point("fp32", 256, 128, 4, 8, "kn"), point("fp32", 256, 128, 4, 8, "nk", split_k=2),
               point("fp32", 256, 64, 4, 8, "kn", epilogue="tma"),
               # the fastest 256-row point on the H100 (benchmarks/results/h100/wgmma_bm256), its CTA pairs sharing B
-              point("fp32", 256, 128, 3, 8, "kn", epilogue="tma", cluster="2x1")]),
+              point("fp32", 256, 128, 3, 8, "kn", epilogue="tma", cluster="2x1"),
+              # 192-row tiles: three cooperative consumers of 64 rows (333 rows: a partial second tile), the TMA
+              # store and split-K among them
+              point("fp32", 192, 128, 4, 8, "nk"), point("fp32", 192, 128, 4, 8, "kn", epilogue="tma"),
+              point("fp32", 192, 176, 3, 8, "kn", split_k=2)]),
     ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma"),
               point("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2"),

@@ -50,7 +50,11 @@ F32_COOP_256 = V("fp32", 256, 128, 4, 8, "kn")
 BF16_COOP_256_NK = V("fp32", 256, 128, 4, 8, "nk", dtype="bf16")
 F16_COOP_256_TMA = V("fp16", 256, 128, 3, 8, "nk", epilogue="tma")
 F32_COOP_256_CLUSTER = V("fp32", 256, 128, 3, 8, "kn", epilogue="tma", cluster="2x1")  # CTA pairs sharing B
-BUILT = [F32_COOP_256, BF16_COOP_256_NK, F16_COOP_256_TMA, F32_COOP_256_CLUSTER, F32_WIDE_KN, F16_NARROW_NK,
+# 192-row tiles: three cooperative consumers of 64 rows (a 512-thread CTA compiled within 128 registers a thread)
+F32_COOP_192_NK = V("fp32", 192, 128, 4, 8, "nk", dtype="bf16")
+F16_COOP_192_TMA = V("fp16", 192, 128, 4, 8, "kn", epilogue="tma")
+BUILT = [F32_COOP_192_NK, F16_COOP_192_TMA,
+         F32_COOP_256, BF16_COOP_256_NK, F16_COOP_256_TMA, F32_COOP_256_CLUSTER, F32_WIDE_KN, F16_NARROW_NK,
          F32_PINGPONG_SPLIT, BF16_NK,
          F16_PINGPONG_TMA_STORE, F32_CLUSTER_B, F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80, F16_SPLIT,
          F32_FIXUP, F32_MAIN_PDL]
@@ -215,10 +219,21 @@ def test_ping_pong_consumers_take_turns_on_the_ring():
     assert "mbar_wait(&turn[1 - c]" in src and "splitk_reduce_kernel<<<" in src
 
 
-def test_only_two_consumer_points_trade_registers():
-    src = F32_WIDE_KN.source()
-    assert "static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;" in src
-    assert "if constexpr (CONSUMERS == 2) regs_down<PRODUCER_REGS>();" in src
+def test_points_of_several_consumers_trade_registers_within_the_sm_s_64k():
+    assert "static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;" in F32_WIDE_KN.source()
+    src = F32_COOP_192_NK.source()  # 128 * (40 + 3 * 152) <= 65536
+    assert "static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 152;" in src
+    assert "if constexpr (CONSUMERS >= 2) regs_down<PRODUCER_REGS>();" in src
+
+
+def test_a_192_row_tile_has_three_consumers_and_a_register_bound_width():
+    space = SPACE
+    assert space.consumers(F32_COOP_192_NK) == 3 and space.threads(F32_COOP_192_NK) == 512
+    assert space.m_blocks(F32_COOP_192_NK) == 1
+    assert space.check(V("fp32", 192, 176, 4, 8, "nk")) is None  # 88 accumulators + overhead = 128
+    assert "exceeds the 128 a 512-thread kernel" in space.check(V("fp32", 192, 192, 4, 8, "nk"))
+    assert space.check(V("fp16", 192, 256, 3, 8, "nk")) is None  # fp16 accumulators: 64 a thread
+    assert "off the default grid" in space.pruned(F32_COOP_192_NK)
 
 
 def test_a_cluster_point_names_its_cluster_and_older_points_keep_their_names():
@@ -490,7 +505,8 @@ def test_256_row_tiles_are_on_the_grid_where_measured_faster(points):
     narrow = V("fp32", 256, 64, 5, 8, "kn")
     assert SPACE.check(narrow) is None and "256x64 lost" in SPACE.pruned(narrow)
     assert SPACE.check(F32_COOP_256_CLUSTER) is None and SPACE.pruned(F32_COOP_256_CLUSTER) is not None
-    assert "BM=192" in SPACE.check(V("fp32", 192, 128, 4, 8, "kn"))
+    assert "BM=96" in SPACE.check(V("fp32", 96, 128, 4, 8, "kn"))
+    assert not any(v.p["BM"] == 192 for v in points["fp32"] + points["fp16"])  # valid, not on the default grid yet
     assert "one m64 block per consumer" in SPACE.check(V("fp32", 256, 64, 4, 1, "kn", split_k=2,
                                                          split_reduce="dsmem"))
     assert "registers" in SPACE.check(V("fp32", 256, 256, 2, 8, "kn"))  # 256 accumulators a thread

@@ -15,8 +15,8 @@
 # in-kernel split-K fixup beside the same points with the workspace and reduce kernel, on deep-K shapes; ONLY=mainpdl
 # the main kernel launched programmatically beside the same points launched plainly, on short calls; ONLY=bm256
 # the 256-row tiles (off the grid until measured) beside their 128-row twins, on the square shapes, the fastest one
-# also in CTA pairs (2x1, 1x2). SHAPES
-# replaces the bench's shapes.
+# also in CTA pairs (2x1, 1x2); ONLY=bm192 the 192-row tiles (three consumers) beside their 128- and 256-row twins,
+# on the square shapes. SHAPES replaces the bench's shapes.
 set -uo pipefail
 source benchmarks/device/env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -113,6 +113,12 @@ elif only == "bm256":  # 256-row tiles (two cooperative consumers of 128 rows) b
                         dtype="fp16", cluster=c) for c in ("2x1", "1x2")]
     twins = [Variant.of("wgmma", v.acc, **{**v.p, "BM": 128}) for v in tall]
     points = [v for v in tall + twins if space.check(v) is None]
+elif only == "bm192":  # 192-row tiles (three cooperative consumers of 64 rows) beside their 128- and 256-row twins
+    mid = [Variant.of("wgmma", "fp32", BM=192, BN=bn, stages=st, raster=8, b_layout=layout, epilogue=ep, dtype=dtype)
+           for bn, st, layout, ep, dtype in [(128, 4, "kn", "direct", "fp16"), (128, 4, "kn", "tma", "fp16"),
+                                             (128, 4, "nk", "direct", "fp16"), (176, 3, "nk", "direct", "fp16")]]
+    twins = [Variant.of("wgmma", v.acc, **{**v.p, "BM": bm}) for v in mid for bm in (128, 256)]
+    points = [v for v in mid + twins if space.check(v) is None]
 elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width
     odd = [v for v in points if v.p["BN"] % 64]
     twins = {Variant.of("wgmma", "fp32", **{**v.p, "BN": bn}) for v in odd for bn in (v.p["BN"] // 64 * 64,

@@ -10,7 +10,9 @@
 #   3. CUDA-L1's released H100 kernels, level 1 whole (copy $OUT/published.db back to .carry/ after it, and repeat
 #      with PUBLISHED_LEVELS=2, 3);
 #   4. the Llama decoder end to end with the fused MLP and under torch.compile (llama.sh: record, tune, e2e; three
-#      calls, DIR carried between them as llama.sh says).
+#      calls, DIR carried between them as llama.sh says);
+#   5. the 192-row wgmma tiles: their GPU test points (tests/gpu/test_wgmma.py) and the bench beside their 128- and
+#      256-row twins (wgmma.sh ONLY=bm192).
 set -uo pipefail
 case "${CALL:-1}" in
   1) STEPS="env tests" TESTS_LIMIT=540 TESTS="tests/gpu/test_fused_mlp.py tests/gpu/test_kernelbench_gpu.py" \
@@ -18,5 +20,6 @@ case "${CALL:-1}" in
   2) STEPS="env level3" LEVEL_LIMIT=300 bash benchmarks/device/sandbox.sh ;;
   3) STEPS=published PUBLISHED_LEVELS="${PUBLISHED_LEVELS:-1}" bash benchmarks/device/harness.sh ;;
   4) STEPS="${LLAMA_STEPS:-record tune}" RECORD_ARGS=--fused bash benchmarks/device/llama.sh ;;
-  *) echo "CALL=$CALL: choose 1-4 (see this file's header)"; exit 2 ;;
+  5) ONLY=bm192 bash benchmarks/device/wgmma.sh ;;
+  *) echo "CALL=$CALL: choose 1-5 (see this file's header)"; exit 2 ;;
 esac

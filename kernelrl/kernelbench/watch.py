@@ -62,6 +62,11 @@ GUARDED = [
     ("kernelrl.kernelbench.task_guard.TaskSnapshot", ("changed",), "harness patch"),
     ("kernelrl.kernelbench.trivial.OutputProbe", ("rule", "passing"), "harness patch"),
 ]
+# Classes whose whole surface (each class of their MRO but builtins, every fixed attribute) a candidate may not
+# replace: the profiler the kernel census reads (kernelbench/census.py): events() filtered of the reference's kernels
+# would let PyTorch's own computation pass as the candidate's kernels.
+GUARDED_CLASSES = ("torch.profiler.profile", "torch.autograd.profiler_util.EventList",
+                   "torch.autograd.profiler_util.FunctionEvent")
 FRAME_EVENTS = {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
                 "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"}
 FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
@@ -207,6 +212,15 @@ class WatchMixin:
             for name, original in list(vars(owner).items()):
                 guards.append((owner, name, original, f"{label}.{name}", "harness patch"))
         seen = {(id(owner), name) for owner, name, *_ in guards}
+        for path in GUARDED_CLASSES:  # as looked up on the class: a patch on it or on a base is seen
+            klass = _resolve(path)
+            if not isinstance(klass, type):
+                continue
+            for name in dict.fromkeys(n for k in klass.__mro__ if k.__module__ != "builtins" for n in vars(k)):
+                original = _raw_attr(klass, name)
+                if _fixed(original) and (id(klass), name) not in seen:
+                    seen.add((id(klass), name))
+                    guards.append((klass, name, original, f"{path}.{name}", "harness patch"))
         for owner, name, original, label in evaluator_guards(skip=HARNESS_MODULES):  # the rest of the evaluator
             if (id(owner), name) not in seen:
                 seen.add((id(owner), name))

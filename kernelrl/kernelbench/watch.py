@@ -7,10 +7,7 @@ finds is `Fatal` (this worker exits) or a `Rejected` verdict. Runs only in the w
 
 from __future__ import annotations
 
-import ast
-import enum
 import errno
-import functools
 import importlib
 import os
 import sys
@@ -21,6 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from kernelrl.harness.device_state import DeviceState, context_usable
+from kernelrl.harness.guards import _MISSING, TIMING_SURFACE, _fixed, _raw_attr, _resolve, evaluator_guards
 from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
@@ -28,16 +26,9 @@ from kernelrl.kernelbench import memguard, tamper
 from kernelrl.kernelbench.tamper import global_hooks
 
 # What the candidate may not replace: (module or class path, attributes, verdict key).
-GUARDED = [
-    ("time", ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns", "process_time",
-              "sleep"), "timer patch"),
-    ("torch.cuda", ("synchronize", "Event", "Stream", "ExternalStream", "current_stream", "default_stream",
-                    "stream", "set_stream", "_sleep", "elapsed_time"), "timer patch"),
+GUARDED = TIMING_SURFACE + [
     ("torch.cuda", ("empty_cache", "memory_snapshot"), "harness patch"),
     ("torch.cuda.memory", ("_snapshot", "_record_memory_history", "memory_snapshot", "empty_cache"), "harness patch"),
-    ("torch.cuda.Event", ("record", "elapsed_time", "synchronize", "query", "wait"), "timer patch"),
-    ("torch.cuda.Stream", ("synchronize", "wait_stream", "wait_event", "record_event", "query"), "timer patch"),
-    ("torch._C", ("_cuda_synchronize",), "timer patch"),
     ("torch", ("allclose", "equal", "isfinite", "isnan", "nan_to_num", "no_grad", "compile", "as_tensor", "empty",
                "rand", "randn"), "harness patch"),
     ("torch.Tensor", ("clone", "copy_", "double", "abs", "max", "min", "all", "any", "sum", "isnan", "data_ptr",
@@ -79,89 +70,6 @@ AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit event
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
-
-
-def _resolve(path: str):
-    """The object at a dotted path (modules imported as needed), or None."""
-    parts = path.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        try:
-            for p in parts[i:]:
-                obj = getattr(obj, p)
-        except AttributeError:
-            return None
-        return obj
-    return None
-
-
-def _raw_attr(owner, name):
-    """The attribute as stored (a class's own or inherited dict entry, a module's global), without binding."""
-    if isinstance(owner, type):
-        for klass in owner.__mro__:
-            if name in klass.__dict__:
-                return klass.__dict__[name]
-        return _MISSING
-    return vars(owner).get(name, _MISSING) if hasattr(owner, "__dict__") else getattr(owner, name, _MISSING)
-
-
-_MISSING = object()
-
-# Values harness code never rebinds once its modules are loaded: functions, classes, modules, descriptors and
-# immutable constants (a tolerance, a fraction of checked calls). Not None, containers or other objects: lazily set
-# globals and caches, which the evaluator itself may rebind while it runs.
-_IMMUTABLE = (int, float, complex, str, bytes, tuple, frozenset, enum.Enum, classmethod, staticmethod, property)
-
-
-def _fixed(value) -> bool:
-    return isinstance(value, _IMMUTABLE) or callable(value)
-
-
-# Standard-library modules of pure computation the evaluator calls at judge and timing time: their functions (and
-# the classes the evaluator takes from them) are guarded like its own. Not those whose globals a process sets while it
-# runs (tempfile.tempdir, sys, os, threading, warnings).
-PURE_STDLIB = ("math", "statistics", "random", "copy", "itertools", "functools", "operator", "zlib", "json", "weakref",
-               "collections", "heapq", "bisect")
-
-
-@functools.cache
-def _rebound_globals(path: str) -> frozenset[str]:
-    """Names a module's own code rebinds (`global` statements): its lazily set state, never guarded."""
-    try:
-        tree = ast.parse(open(path).read())
-    except (OSError, SyntaxError, ValueError):
-        return frozenset()
-    return frozenset(n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names)
-
-
-def evaluator_guards(skip: tuple[str, ...] = ()) -> list[tuple]:
-    """(owner, name, value, label) for what the judge and the timing look up at call time in every kernelrl module
-    loaded now: each module's fixed globals (but those of `skip`, guarded whole elsewhere) and the fixed attributes
-    of the classes it defines. A candidate runs in this process and can import the evaluator:
-    `kernelrl.harness.compare.closeness` replaced by one that finds every output exact would otherwise make zeros
-    correct (the corpus's patches_kernelrl_judge)."""
-    out: list[tuple] = []
-    classes: dict[int, type] = {}
-    for path, module in sorted((n, m) for n, m in list(sys.modules.items())
-                               if (n == "kernelrl" or n.startswith("kernelrl.")) and m is not None):
-        rebound = _rebound_globals(getattr(module, "__file__", None) or "")
-        for name, value in list(vars(module).items()):
-            if name in rebound or not _fixed(value):
-                continue
-            if path not in skip:
-                out.append((module, name, value, f"{path}.{name}"))
-            if isinstance(value, type) and value.__module__ in (path, *PURE_STDLIB):
-                classes[id(value)] = value
-    for name in PURE_STDLIB:  # what the evaluator's arithmetic calls through (statistics.median, math.isnan)
-        if (std := sys.modules.get(name)) is not None:
-            out.extend((std, attr, v, f"{name}.{attr}") for attr, v in list(vars(std).items()) if _fixed(v))
-    for cls in classes.values():  # the methods of the evaluator's classes and of those it uses (Counter's)
-        out.extend((cls, attr, v, f"{cls.__module__}.{cls.__qualname__}.{attr}")
-                   for attr, v in list(vars(cls).items()) if _fixed(v))
-    return out
 
 
 def _library_prefixes() -> tuple[str, ...]:

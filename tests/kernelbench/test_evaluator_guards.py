@@ -6,7 +6,8 @@ import kernelrl.harness.compare
 import kernelrl.kernelbench.worker_process  # noqa: F401 - every module a KernelBench worker loads
 import kernelrl.library.native  # noqa: F401 - loaded, as in a worker that built the library's fast path
 import kernelrl.library.runtime  # noqa: F401
-from kernelrl.kernelbench.watch import HARNESS_MODULES, evaluator_guards
+from kernelrl.harness.guards import evaluator_guards
+from kernelrl.kernelbench.watch import HARNESS_MODULES
 
 
 def labels(**kw):

@@ -16,6 +16,7 @@ import torch
 
 from kernelrl.baselines import native_lib
 from kernelrl.harness.device_state import DeviceState, context_usable
+from kernelrl.harness.guards import Snapshot
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import hidden_work, summarize
 from kernelrl.harness.timing import CUDA_CLOCKS, capture, capture_verdict, timed_replay
@@ -64,6 +65,9 @@ class Worker(ContentProbe, WorkerBase):
             if not self.ctx:
                 raise RuntimeError("cuBLAS context: " + native_lib.last_error(self.blas))
             env.update(native_lib.versions(self.blas))
+        # Before any candidate library loads: a native library can run Python in this process (a constructor that
+        # calls the Python C API at load, an entry point that takes the GIL) and replace the checks or the timers
+        self.tamper = Snapshot.capture()
         self.send("env", env)
 
     def make_method(self, spec: dict) -> M.Method:
@@ -108,6 +112,7 @@ class Worker(ContentProbe, WorkerBase):
             except Rejected as exc:
                 self._reject(results[name], exc)
             if not self._trusted(name):  # a library's own threads (cuBLAS, torch) are not a candidate's
+                self._check_tamper("loading the candidate")
                 self.check_no_background(before, "loading the candidate")
                 self.check_device_settled(CUDA_CLOCKS.now, CUDA_CLOCKS.sync, "loading the candidate")
         self._guards: list[GuardedBuffer] = []
@@ -262,8 +267,20 @@ class Worker(ContentProbe, WorkerBase):
             raise Rejected(Verdict.RETURNED_ERROR, f"{rc} ({self._error_name(rc)})")
         self._judge(problem, bufs, a, b, ref, exact, results[name], previous)
 
+    def _check_tamper(self, phase: str) -> None:
+        """The evaluator's and the timers' Python after a method's code ran: a replaced one is put back, and the
+        worker, no longer trustworthy, ends with that method's verdict (the parent starts a fresh one for the
+        others)."""
+        changed = self.tamper.changed()
+        if changed:
+            key = Verdict.TIMER_PATCH if any(k == "timer patch" for k, _ in changed) else Verdict.HARNESS_PATCH
+            raise Fatal(key, f"{', '.join(label for _, label in changed)} replaced during {phase}: a kernel library "
+                             f"that runs Python in the evaluator's process (the Python C API) can rewrite its checks")
+
     def _check_state(self, phase: str) -> None:
-        """The device-global state after a method ran: any change is put back and is that method's verdict."""
+        """The device-global state after a method ran: any change is put back and is that method's verdict (after
+        the Python the evaluator runs on, _check_tamper)."""
+        self._check_tamper(phase)
         now = self.state.snapshot()
         changed = self.state.changed(self.state0, now)
         if changed:

@@ -42,6 +42,7 @@ def verdict(outcome, method):
     ("cheat_persisting_l2", "device state"),
     ("cheat_background_thread", "background activity"),
     ("cheat_gpu_work_at_load", "background activity"),
+    ("cheat_python_at_load", "harness patch"),
     ("bad_illegal_address", "crash"),
     ("bad_returns_error", "returned error: 1"),
     ("bad_no_entry", "no entry point"),

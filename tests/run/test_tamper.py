@@ -1,0 +1,59 @@
+"""The HGEMM worker's watch over the evaluator's Python (kernelrl/harness/guards.py, Worker._check_tamper): a native
+candidate can run Python in the worker's process through the C API. The corpus's cheat_python_at_load, built here
+and loaded as the worker loads candidates, replaces the output comparison at load; the snapshot taken before names
+it and puts it back, and the worker ends with that method's `harness patch`."""
+
+import ctypes
+from pathlib import Path
+
+import pytest
+
+import kernelrl.harness.stats
+import kernelrl.run.worker as worker_module
+from kernelrl.harness.guards import Snapshot
+from kernelrl.harness.verdicts import Verdict
+from kernelrl.harness.worker_base import Fatal
+
+CHEAT = Path(__file__).resolve().parents[1] / "gpu" / "hgemm_corpus" / "cheat_python_at_load.cu"
+
+
+@pytest.mark.nvcc
+def test_a_library_that_runs_python_at_load_is_seen_and_put_back(tmp_path):
+    from kernelrl.build.builder import BuildRequest, LocalBuilder
+    from kernelrl.build.toolchain import Toolchain
+    builder = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False), cache_dir=tmp_path)
+    (built,) = builder.build_many([BuildRequest(CHEAT.read_text(), name="cheat_python_at_load")], workers=1)
+    assert built.ok, built.log[-2000:]
+    snapshot, real = Snapshot.capture(), worker_module.compare_output
+    ctypes.CDLL(built.lib_path)  # no GPU needed: its constructor runs Python, its kernel never runs here
+    assert worker_module.compare_output is not real
+    assert snapshot.changed() == [("harness patch", "kernelrl.run.worker.compare_output")]
+    assert worker_module.compare_output is real and snapshot.changed() == []
+
+
+def test_the_worker_ends_with_the_running_method_s_verdict_when_its_python_changed():
+    worker = object.__new__(worker_module.Worker)  # no CUDA here: only the check
+    worker.tamper = Snapshot.capture()
+    real = kernelrl.harness.stats.summarize
+    kernelrl.harness.stats.summarize = lambda samples: {"median": 0.0}
+    try:
+        with pytest.raises(Fatal) as caught:
+            worker._check_state("device timing")
+    finally:
+        kernelrl.harness.stats.summarize = real
+    assert caught.value.verdict is Verdict.HARNESS_PATCH
+    assert caught.value.detail.startswith("kernelrl.harness.stats.summarize replaced during device timing")
+
+
+def test_a_replaced_timer_is_a_timer_patch():
+    import torch
+    worker = object.__new__(worker_module.Worker)
+    worker.tamper = Snapshot.capture()
+    real = torch.cuda.synchronize
+    torch.cuda.synchronize = lambda *args, **kwargs: None
+    try:
+        with pytest.raises(Fatal) as caught:
+            worker._check_tamper("loading the candidate")
+    finally:
+        torch.cuda.synchronize = real
+    assert caught.value.verdict is Verdict.TIMER_PATCH

@@ -23,6 +23,7 @@ from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
 from kernelrl.kernelbench import memguard, tamper
+from kernelrl.kernelbench.dispatch_guard import DispatchGuard
 from kernelrl.kernelbench.tamper import global_hooks
 
 # What the candidate may not replace: (module or class path, attributes, verdict key).
@@ -94,6 +95,7 @@ class WatchMixin:
         guards: list[tuple]
         state: DeviceState
         library: tuple[str, ...]
+        dispatch: DispatchGuard
 
     # -- what a candidate may not change ---------------------------------------------------------------------
     def _capture_guards(self) -> list[tuple]:
@@ -162,6 +164,11 @@ class WatchMixin:
         if added:
             return Verdict.HARNESS_PATCH, (f"{', '.join(added)} {when}: a global module hook or torch mode runs "
                                            f"inside every reference call")
+        dispatch = getattr(self, "dispatch", None)
+        foreign = dispatch.foreign(everything=when == "during load") if dispatch is not None else []
+        if foreign:
+            return Verdict.HARNESS_PATCH, (f"{'; '.join(foreign[:3])} {when}: PyTorch's own operators compute the "
+                                           f"reference, the baselines and the checks in this process")
         return None
 
     def _patched(self) -> list[tuple[str, str]]:

@@ -28,6 +28,7 @@ from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_th
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench import memory_plan
 from kernelrl.kernelbench.census import CensusMixin
+from kernelrl.kernelbench.dispatch_guard import DispatchGuard
 from kernelrl.kernelbench.inputs import (InputsMixin, _flatten, _storage, host_copy, model_bytes, module_tensors,
                                          redraw_bytes)
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
@@ -133,6 +134,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.precision0 = self._precision()
         self.l2_0 = self._persisting_l2()
         self.library = _library_prefixes()
+        self.dispatch = DispatchGuard(self.library)  # the dispatcher before any candidate code (dispatch_guard.py)
         if self.cuda:
             self.guard = MemoryGuard(torch, self.device, sync=self.sync)
         self._start_torch_pools()

@@ -73,6 +73,8 @@ DEFENCES = {
         "copies_reference_result"],
     "hiding PyTorch's kernels from the census (the profiler's events() replaced through run-time names)": [
         "hides_kernels_from_census"],
+    "a kernel of its own for one of PyTorch's operators (aten::sub through torch.library), which the judge's "
+    "arithmetic runs on": ["overrides_aten_kernel"],
 }
 
 

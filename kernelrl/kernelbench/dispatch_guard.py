@@ -1,0 +1,59 @@
+"""Kernels a candidate registers for PyTorch's own operators: what the worker's attribute guards cannot see.
+
+`torch.library.Library("aten", "IMPL").impl("sub.Tensor", fn, "CUDA")` (or `TORCH_LIBRARY_IMPL(aten, CUDA, m)` in a
+load_inline extension) replaces the kernel every `a - b` on CUDA runs, without replacing any Python attribute. The
+reference, the baselines and the judge's own arithmetic (the difference, its absolute value, the maximum) run on
+those kernels in the candidate's process: an aten::sub that returns zeros makes every output exact (the CPU worker
+judged such a candidate, returning zeros, correct). The dispatcher says where each kernel was registered, so the
+guard records, before any candidate code runs, the operators that exist and the files their kernels come from;
+afterwards, a kernel of one of those operators registered from any other file outside the installed libraries (the
+candidate's module, its extension's sources) is `harness patch`. Operators the candidate defines in its own
+namespace are its business. After a load, when extensions register, every operator is read (about 70 ms); after
+other stretches of candidate code, only those torch.library's own record says gained a kernel since."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+import torch.library
+
+_REGISTERED = re.compile(r"^([^:\n]+): registered at (.+?):(\d+)", re.MULTILINE)
+
+
+def _registrations(op: str) -> list[tuple[str, str, str]]:
+    """(dispatch key, file, line) of every kernel the dispatcher holds for `op` (`ns::name.overload`)."""
+    return _REGISTERED.findall(torch._C._dispatch_dump(op))
+
+
+class DispatchGuard:
+    """The dispatcher as it was before any candidate code ran (the worker's start)."""
+
+    def __init__(self, library_prefixes: tuple[str, ...]):
+        self.prefixes = library_prefixes
+        self.ops = frozenset(torch._C._dispatch_get_all_op_names())
+        self.files = {file for op in self.ops for _, file, _ in _registrations(op)}
+        self.impls = set(_python_impls())
+
+    def foreign(self, everything: bool = False) -> list[str]:
+        """One line per kernel of a pre-existing operator registered since from a file that is neither one the
+        dispatcher knew then nor the installed libraries'; `everything`: read every operator (after a load), else
+        those torch.library's record says gained a Python kernel."""
+        added = set(_python_impls()) - self.impls
+        self.impls |= added  # torch's own lazy registrations (its meta kernels on the first compile) pass once read
+        ops = self.ops if everything else {_op_of(entry) for entry in added} & self.ops
+        found = []
+        for op in sorted(ops):
+            for key, file, line in _registrations(op):
+                if file not in self.files and not file.startswith(self.prefixes):
+                    found.append(f"the {key} kernel of {op} registered at {file}:{line}")
+        return found
+
+
+def _python_impls():
+    return getattr(torch.library, "_impls", ())  # "namespace/name.overload/DispatchKey" of each Python kernel
+
+
+def _op_of(entry: str) -> str:
+    namespace, name, _key = entry.split("/", 2)
+    return f"{namespace}::{name}"

@@ -11,19 +11,16 @@ import errno
 import importlib
 import os
 import sys
-import sysconfig
 import threading
 from typing import TYPE_CHECKING
 
-import torch
-
 from kernelrl.harness.device_state import DeviceState, context_usable
+from kernelrl.harness.dispatch_guard import DispatchGuard
 from kernelrl.harness.guards import _MISSING, TIMING_SURFACE, _fixed, _raw_attr, _resolve, evaluator_guards
 from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
 from kernelrl.kernelbench import memguard, tamper
-from kernelrl.kernelbench.dispatch_guard import DispatchGuard
 from kernelrl.kernelbench.tamper import global_hooks
 
 # What the candidate may not replace: (module or class path, attributes, verdict key).
@@ -71,13 +68,6 @@ AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit event
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
-
-
-def _library_prefixes() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    prefixes = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
-    prefixes.add(os.path.dirname(torch.__file__))
-    return tuple(sorted(os.path.realpath(p) + os.sep for p in prefixes)) + ("<frozen",)
 
 
 # The worker's own modules: every global of each is guarded like the KBWorker class's attributes.

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from kernelrl.harness.device_state import DeviceState
+from kernelrl.harness.dispatch_guard import DispatchGuard, library_prefixes
 from kernelrl.harness.record import Record
 from kernelrl.harness.tolerance import PROFILES, input_independent, output_tolerance
 from kernelrl.harness.rounds import Clocks
@@ -28,7 +29,6 @@ from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_th
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench import memory_plan
 from kernelrl.kernelbench.census import CensusMixin
-from kernelrl.kernelbench.dispatch_guard import DispatchGuard
 from kernelrl.kernelbench.inputs import (InputsMixin, _flatten, _storage, host_copy, model_bytes, module_tensors,
                                          redraw_bytes)
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
@@ -42,7 +42,7 @@ from kernelrl.kernelbench.tasks import load_module
 from kernelrl.kernelbench.trivial import (ALTERNATIVES, alternative, needs_exact_reference, probe, task_verdict,
                                           with_noise)
 from kernelrl.kernelbench.timing import TimingMixin
-from kernelrl.kernelbench.watch import Fatal, WatchMixin, _library_prefixes, _short
+from kernelrl.kernelbench.watch import Fatal, WatchMixin, _short
 from kernelrl.run.protocol import RECYCLE, serve
 
 
@@ -133,7 +133,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.guards = self._capture_guards()
         self.precision0 = self._precision()
         self.l2_0 = self._persisting_l2()
-        self.library = _library_prefixes()
+        self.library = library_prefixes()
         self.dispatch = DispatchGuard(self.library)  # the dispatcher before any candidate code (dispatch_guard.py)
         if self.cuda:
             self.guard = MemoryGuard(torch, self.device, sync=self.sync)

@@ -16,6 +16,7 @@ import torch
 
 from kernelrl.baselines import native_lib
 from kernelrl.harness.device_state import DeviceState, context_usable
+from kernelrl.harness.dispatch_guard import DispatchGuard, library_prefixes
 from kernelrl.harness.guards import Snapshot
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import hidden_work, summarize
@@ -68,6 +69,8 @@ class Worker(ContentProbe, WorkerBase):
         # Before any candidate library loads: a native library can run Python in this process (a constructor that
         # calls the Python C API at load, an entry point that takes the GIL) and replace the checks or the timers
         self.tamper = Snapshot.capture()
+        self.dispatch = DispatchGuard(library_prefixes())  # and torch's operators, whose kernels the checks run on
+        self.loaded: set[str | None] = set()  # candidate libraries loaded in this process
         self.send("env", env)
 
     def make_method(self, spec: dict) -> M.Method:
@@ -112,7 +115,11 @@ class Worker(ContentProbe, WorkerBase):
             except Rejected as exc:
                 self._reject(results[name], exc)
             if not self._trusted(name):  # a library's own threads (cuBLAS, torch) are not a candidate's
-                self._check_tamper("loading the candidate")
+                # every operator's kernels read at a library's first load in this process (its constructors run
+                # then; about 70 ms), the cheap check after later ones
+                first = spec.get("lib_path") not in self.loaded
+                self.loaded.add(spec.get("lib_path"))
+                self._check_tamper("loading the candidate", everything=first)
                 self.check_no_background(before, "loading the candidate")
                 self.check_device_settled(CUDA_CLOCKS.now, CUDA_CLOCKS.sync, "loading the candidate")
         self._guards: list[GuardedBuffer] = []
@@ -267,7 +274,7 @@ class Worker(ContentProbe, WorkerBase):
             raise Rejected(Verdict.RETURNED_ERROR, f"{rc} ({self._error_name(rc)})")
         self._judge(problem, bufs, a, b, ref, exact, results[name], previous)
 
-    def _check_tamper(self, phase: str) -> None:
+    def _check_tamper(self, phase: str, everything: bool = False) -> None:
         """The evaluator's and the timers' Python after a method's code ran: a replaced one is put back, and the
         worker, no longer trustworthy, ends with that method's verdict (the parent starts a fresh one for the
         others)."""
@@ -276,6 +283,10 @@ class Worker(ContentProbe, WorkerBase):
             key = Verdict.TIMER_PATCH if any(k == "timer patch" for k, _ in changed) else Verdict.HARNESS_PATCH
             raise Fatal(key, f"{', '.join(label for _, label in changed)} replaced during {phase}: a kernel library "
                              f"that runs Python in the evaluator's process (the Python C API) can rewrite its checks")
+        foreign = self.dispatch.foreign(everything=everything)
+        if foreign:
+            raise Fatal(Verdict.HARNESS_PATCH, f"{'; '.join(foreign[:3])} during {phase}: the checks compute on "
+                                               f"PyTorch's operators in this process")
 
     def _check_state(self, phase: str) -> None:
         """The device-global state after a method ran: any change is put back and is that method's verdict (after

@@ -1,5 +1,6 @@
-"""The HGEMM worker's watch over the evaluator's Python (kernelrl/harness/guards.py, Worker._check_tamper): a native
-candidate can run Python in the worker's process through the C API. The corpus's cheat_python_at_load, built here
+"""The HGEMM worker's watch over the evaluator's Python and torch's dispatcher (kernelrl/harness/guards.py and
+dispatch_guard.py, Worker._check_tamper): a native candidate can run Python in the worker's process through the C
+API. The corpus's cheat_python_at_load, built here
 and loaded as the worker loads candidates, replaces the output comparison at load; the snapshot taken before names
 it and puts it back, and the worker ends with that method's `harness patch`."""
 
@@ -10,6 +11,7 @@ import pytest
 
 import kernelrl.harness.stats
 import kernelrl.run.worker as worker_module
+from kernelrl.harness.dispatch_guard import DispatchGuard, library_prefixes
 from kernelrl.harness.guards import Snapshot
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.harness.worker_base import Fatal
@@ -31,9 +33,14 @@ def test_a_library_that_runs_python_at_load_is_seen_and_put_back(tmp_path):
     assert worker_module.compare_output is real and snapshot.changed() == []
 
 
+def bare_worker():
+    worker = object.__new__(worker_module.Worker)  # no CUDA here: only the checks
+    worker.tamper, worker.dispatch = Snapshot.capture(), DispatchGuard(library_prefixes())
+    return worker
+
+
 def test_the_worker_ends_with_the_running_method_s_verdict_when_its_python_changed():
-    worker = object.__new__(worker_module.Worker)  # no CUDA here: only the check
-    worker.tamper = Snapshot.capture()
+    worker = bare_worker()
     real = kernelrl.harness.stats.summarize
     kernelrl.harness.stats.summarize = lambda samples: {"median": 0.0}
     try:
@@ -47,8 +54,7 @@ def test_the_worker_ends_with_the_running_method_s_verdict_when_its_python_chang
 
 def test_a_replaced_timer_is_a_timer_patch():
     import torch
-    worker = object.__new__(worker_module.Worker)
-    worker.tamper = Snapshot.capture()
+    worker = bare_worker()
     real = torch.cuda.synchronize
     torch.cuda.synchronize = lambda *args, **kwargs: None
     try:
@@ -57,3 +63,16 @@ def test_a_replaced_timer_is_a_timer_patch():
     finally:
         torch.cuda.synchronize = real
     assert caught.value.verdict is Verdict.TIMER_PATCH
+
+
+def test_a_kernel_registered_for_a_torch_operator_ends_the_worker():
+    import torch
+    worker = bare_worker()
+    lib = torch.library.Library("aten", "IMPL")
+    try:
+        lib.impl("sinc", lambda x: x.new_zeros(x.shape), "CPU")
+        with pytest.raises(Fatal) as caught:
+            worker._check_tamper("loading the candidate", everything=True)
+    finally:
+        lib._destroy()
+    assert caught.value.verdict is Verdict.HARNESS_PATCH and "the CPU kernel of aten::sinc" in caught.value.detail

@@ -5,7 +5,7 @@ the output exact.
 
 Caught right after the import: the dispatcher says where each operator's kernels were registered; a kernel of an
 operator that existed before the candidate loaded, registered from the candidate's own file, is a harness patch
-(kernelrl/kernelbench/dispatch_guard.py).
+(kernelrl/harness/dispatch_guard.py).
 
 task: 10_SwishPlusOne
 reason: harness patch

@@ -1,15 +1,14 @@
-"""kernelrl/kernelbench/dispatch_guard.py: a kernel registered for an existing PyTorch operator by code outside the
+"""kernelrl/harness/dispatch_guard.py: a kernel registered for an existing PyTorch operator by code outside the
 installed libraries is seen, after a load (every operator read) and after any other stretch (the operators
 torch.library's record says gained a kernel); a candidate's own operator is its business."""
 
 import torch
 
-from kernelrl.kernelbench.dispatch_guard import DispatchGuard
-from kernelrl.kernelbench.watch import _library_prefixes
+from kernelrl.harness.dispatch_guard import DispatchGuard, library_prefixes
 
 
 def test_an_override_of_an_aten_kernel_is_named_with_its_file():
-    guard = DispatchGuard(_library_prefixes())
+    guard = DispatchGuard(library_prefixes())
     lib = torch.library.Library("aten", "IMPL")
     try:
         lib.impl("sinc", lambda x: x.new_zeros(x.shape), "CPU")
@@ -23,7 +22,7 @@ def test_an_override_of_an_aten_kernel_is_named_with_its_file():
 
 
 def test_a_candidate_s_own_operator_is_not_an_override():
-    guard = DispatchGuard(_library_prefixes())
+    guard = DispatchGuard(library_prefixes())
     lib = torch.library.Library("kr_test_own_op", "DEF")
     try:
         lib.define("twice(Tensor x) -> Tensor")

@@ -89,6 +89,25 @@ def global_hooks() -> dict[str, int]:
     return counts
 
 
+# torch's compiler settings: what the torch.compile baselines compile under (a candidate that sets
+# torch._dynamo.config.disable makes them eager, and its speedup over torch.compile a speedup over eager)
+COMPILER_CONFIGS = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")
+
+
+def compiler_overrides() -> dict[str, str]:
+    """Every compiler setting that differs from its default, in the config modules loaded now: name -> repr."""
+    out = {}
+    for name in COMPILER_CONFIGS:
+        module = sys.modules.get(name)
+        is_default = getattr(module, "_is_default", None)
+        if module is None or is_default is None:
+            continue
+        for key in list(getattr(module, "_config", {})):
+            if not is_default(key):
+                out[f"{name}.{key}"] = repr(getattr(module, key, None))
+    return out
+
+
 def static_tampering(source: str, task_source: str) -> Rejected | None:
     """The verdict of a candidate whose source assigns to a timer or a torch/time/sys/builtins attribute, or None."""
     findings = [f for f in scan(source, task_input_dtype(task_source)) if f.rule in STATIC_KEYS]

@@ -132,6 +132,7 @@ class WatchMixin:
                 guards.append((owner, name, _raw_attr(owner, name), label, "harness patch"))
                 self.surface_labels.add(label)
         self.hooks0 = tamper.global_hooks()
+        self.compiler0 = tamper.compiler_overrides()
         return guards
 
     def _tampered(self, when) -> tuple[Verdict, str] | None:
@@ -154,6 +155,11 @@ class WatchMixin:
         if added:
             return Verdict.HARNESS_PATCH, (f"{', '.join(added)} {when}: a global module hook or torch mode runs "
                                            f"inside every reference call")
+        compiler = tamper.compiler_overrides()
+        moved = sorted(k for k in compiler.keys() | self.compiler0.keys() if compiler.get(k) != self.compiler0.get(k))
+        if moved:
+            return Verdict.HARNESS_PATCH, (f"{', '.join(moved[:4])} changed {when}: the torch.compile baselines "
+                                           f"compile under torch's compiler settings, which the candidate may not set")
         dispatch = getattr(self, "dispatch", None)
         foreign = dispatch.foreign(everything=when == "during load") if dispatch is not None else []
         if foreign:

@@ -75,6 +75,8 @@ DEFENCES = {
         "hides_kernels_from_census"],
     "a kernel of its own for one of PyTorch's operators (aten::sub through torch.library), which the judge's "
     "arithmetic runs on": ["overrides_aten_kernel"],
+    "torch's compiler settings changed (dynamo disabled: the torch.compile baselines run eager)": [
+        "disables_compile_baselines"],
 }
 
 

@@ -92,20 +92,30 @@ def global_hooks() -> dict[str, int]:
 # torch's compiler settings: what the torch.compile baselines compile under (a candidate that sets
 # torch._dynamo.config.disable makes them eager, and its speedup over torch.compile a speedup over eager)
 COMPILER_CONFIGS = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")
+_SETTING = (bool, int, float, str, type(None))
 
 
-def compiler_overrides() -> dict[str, str]:
-    """Every compiler setting that differs from its default, in the config modules loaded now: name -> repr."""
-    out = {}
+def load_compiler_configs() -> None:
+    """Import the compiler's config modules (about 0.8 s, once per worker, before the guards are captured), so
+    that their settings are known before any candidate code runs."""
     for name in COMPILER_CONFIGS:
-        module = sys.modules.get(name)
-        is_default = getattr(module, "_is_default", None)
-        if module is None or is_default is None:
-            continue
-        for key in list(getattr(module, "_config", {})):
-            if not is_default(key):
-                out[f"{name}.{key}"] = repr(getattr(module, key, None))
+        importlib.import_module(name)
+
+
+def compiler_settings() -> dict[str, object]:
+    """Every plain (bool, number, string, None) compiler setting of the config modules loaded now: name -> value.
+    Values, not whether a setting was overridden: torch's own first compile sets some to their defaults again."""
+    out: dict[str, object] = {}
+    for name in COMPILER_CONFIGS:
+        copy = getattr(sys.modules.get(name), "get_config_copy", None)
+        if copy is not None:
+            out.update((f"{name}.{key}", value) for key, value in copy().items() if isinstance(value, _SETTING))
     return out
+
+
+def changed_settings(before: dict[str, object], now: dict[str, object]) -> list[str]:
+    """The settings known at both times whose value changed."""
+    return sorted(k for k in before.keys() & now.keys() if before[k] != now[k] and before[k] == before[k])
 
 
 def static_tampering(source: str, task_source: str) -> Rejected | None:

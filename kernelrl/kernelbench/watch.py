@@ -36,7 +36,9 @@ GUARDED = TIMING_SURFACE + [
     ("builtins", ("isinstance", "issubclass", "type", "id", "len", "zip", "float", "int", "bool", "max", "min",
                   "sum", "any", "all", "print"), "harness patch"),
     ("os", ("_exit",), "harness patch"),
-    ("sys", ("settrace", "gettrace", "_current_frames", "_getframe"), "harness patch"),
+    ("sys", ("settrace", "gettrace", "_current_frames", "_getframe", "audit"), "harness patch"),
+    ("_thread", ("start_new_thread",), "harness patch"),  # audit_thread_starts' wrappers before Python 3.12
+    ("threading", ("_start_new_thread",), "harness patch"),
     ("multiprocessing.connection._ConnectionBase", ("send", "_send_bytes"), "harness patch"),
     ("multiprocessing.connection.Connection", ("_send", "_send_bytes"), "harness patch"),
     ("kernelrl.harness.stats", ("summarize", "hidden_work", "percentile"), "harness patch"),
@@ -65,6 +67,26 @@ HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.s
 AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit events from Python 3.12 on
 
 
+def audit_thread_starts() -> bool:
+    """Before Python 3.12 a thread start raises no audit event: make threading's and _thread's start function raise
+    the one 3.12 raises, so the watch names the code that started each thread (a candidate's own thread, or torch
+    compiling a candidate's torch.compile, which is library code) instead of blaming every new thread on the
+    candidate. Called once, before the guards are captured (which then guard the wrappers). True: thread starts are
+    audited."""
+    if AUDITED_THREADS:
+        return True
+    import _thread
+    original = _thread.start_new_thread
+
+    def start_new_thread(function, args, kwargs=None):
+        sys.audit("_thread.start_new_thread", function, args, kwargs)
+        return original(function, args, kwargs) if kwargs is not None else original(function, args)
+
+    _thread.start_new_thread = start_new_thread
+    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]  # what Thread.start calls
+    return True
+
+
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
@@ -86,6 +108,7 @@ class WatchMixin:
         state: DeviceState
         library: tuple[str, ...]
         dispatch: DispatchGuard
+        threads_audited: bool
 
     # -- what a candidate may not change ---------------------------------------------------------------------
     def _capture_guards(self) -> list[tuple]:
@@ -132,7 +155,7 @@ class WatchMixin:
                 guards.append((owner, name, _raw_attr(owner, name), label, "harness patch"))
                 self.surface_labels.add(label)
         self.hooks0 = tamper.global_hooks()
-        self.compiler0 = tamper.compiler_overrides()
+        self.compiler0 = tamper.compiler_settings()
         return guards
 
     def _tampered(self, when) -> tuple[Verdict, str] | None:
@@ -155,8 +178,7 @@ class WatchMixin:
         if added:
             return Verdict.HARNESS_PATCH, (f"{', '.join(added)} {when}: a global module hook or torch mode runs "
                                            f"inside every reference call")
-        compiler = tamper.compiler_overrides()
-        moved = sorted(k for k in compiler.keys() | self.compiler0.keys() if compiler.get(k) != self.compiler0.get(k))
+        moved = tamper.changed_settings(self.compiler0, tamper.compiler_settings())
         if moved:
             return Verdict.HARNESS_PATCH, (f"{', '.join(moved[:4])} changed {when}: the torch.compile baselines "
                                            f"compile under torch's compiler settings, which the candidate may not set")
@@ -212,7 +234,8 @@ class WatchMixin:
         self.in_hook = True
         try:
             frame = sys._getframe(1)
-            while frame is not None and self._is_helper(frame.f_code.co_filename):
+            while frame is not None and (self._is_helper(frame.f_code.co_filename) or
+                                         frame.f_code.co_filename == __file__):  # audit_thread_starts' wrapper
                 frame = frame.f_back
             if frame is not None and not self._is_library(frame.f_code.co_filename):
                 what = f"{args[1]}" if event == "object.__getattr__" else event
@@ -262,7 +285,7 @@ class WatchMixin:
         # Python 3.12+: the audit event names the code that started the thread (library code's own are fine);
         # before that, any Python thread alive now that was not before the call
         # (`before` None: a baseline's call, where a new thread is torch's own: inductor's timer, say)
-        new = set() if AUDITED_THREADS or before is None else set(self._current_frames()) - before
+        new = set() if self.threads_audited or before is None else set(self._current_frames()) - before
         started = [w for k, w in self.hits if k == "thread"]
         if new or started:
             names = sorted({getattr(threading._active.get(i), "name", "raw thread") for i in new})

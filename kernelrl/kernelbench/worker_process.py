@@ -36,13 +36,13 @@ from kernelrl.kernelbench.memguard import MemoryGuard
 from kernelrl.kernelbench.memory_report import allocator_state, reachable_tensors
 from kernelrl.kernelbench.memory_plan import Footprint
 from kernelrl.kernelbench.pairs import MODE
-from kernelrl.kernelbench.tamper import static_tampering
+from kernelrl.kernelbench.tamper import load_compiler_configs, static_tampering
 from kernelrl.kernelbench.task_guard import TaskSnapshot
 from kernelrl.kernelbench.tasks import load_module
 from kernelrl.kernelbench.trivial import (ALTERNATIVES, alternative, needs_exact_reference, probe, task_verdict,
                                           with_noise)
 from kernelrl.kernelbench.timing import TimingMixin
-from kernelrl.kernelbench.watch import Fatal, WatchMixin, _short
+from kernelrl.kernelbench.watch import Fatal, WatchMixin, _short, audit_thread_starts
 from kernelrl.run.protocol import RECYCLE, serve
 
 
@@ -130,6 +130,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                              event=(lambda: self._Event(enable_timing=True)) if self.cuda else None,
                              record=self._event_record, elapsed_ms=self._event_elapsed)
         self.state = DeviceState(torch, self.cuda)
+        self.threads_audited = audit_thread_starts()  # before the guards: they guard its wrappers
+        load_compiler_configs()  # their settings known before any candidate code (tamper.compiler_settings)
         self.guards = self._capture_guards()
         self.precision0 = self._precision()
         self.l2_0 = self._persisting_l2()

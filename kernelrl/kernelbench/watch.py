@@ -7,6 +7,7 @@ finds is `Fatal` (this worker exits) or a `Rejected` verdict. Runs only in the w
 
 from __future__ import annotations
 
+import _thread
 import errno
 import importlib
 import os
@@ -75,7 +76,6 @@ def audit_thread_starts() -> bool:
     audited."""
     if AUDITED_THREADS:
         return True
-    import _thread
     original = _thread.start_new_thread
 
     def start_new_thread(function, args, kwargs=None):

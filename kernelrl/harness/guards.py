@@ -14,7 +14,7 @@ import importlib
 import sys
 
 # The timers and synchronisation every workload's timing goes through (verdict key "timer patch").
-TIMING_SURFACE = [
+TIMING_SURFACE = (
     ("time", ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns", "process_time",
               "sleep"), "timer patch"),
     ("torch.cuda", ("synchronize", "Event", "Stream", "ExternalStream", "current_stream", "default_stream",
@@ -22,7 +22,7 @@ TIMING_SURFACE = [
     ("torch.cuda.Event", ("record", "elapsed_time", "synchronize", "query", "wait"), "timer patch"),
     ("torch.cuda.Stream", ("synchronize", "wait_stream", "wait_event", "record_event", "query"), "timer patch"),
     ("torch._C", ("_cuda_synchronize",), "timer patch"),
-]
+)
 
 
 def _resolve(path: str):

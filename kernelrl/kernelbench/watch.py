@@ -25,7 +25,7 @@ from kernelrl.kernelbench import memguard, tamper
 from kernelrl.kernelbench.tamper import global_hooks
 
 # What the candidate may not replace: (module or class path, attributes, verdict key).
-GUARDED = TIMING_SURFACE + [
+GUARDED = TIMING_SURFACE + (
     ("torch.cuda", ("empty_cache", "memory_snapshot"), "harness patch"),
     ("torch.cuda.memory", ("_snapshot", "_record_memory_history", "memory_snapshot", "empty_cache"), "harness patch"),
     ("torch", ("allclose", "equal", "isfinite", "isnan", "nan_to_num", "no_grad", "compile", "as_tensor", "empty",
@@ -53,16 +53,17 @@ GUARDED = TIMING_SURFACE + [
     ("kernelrl.kernelbench.watch", ("written_paths", "writes_allowed"), "harness patch"),
     ("kernelrl.kernelbench.task_guard.TaskSnapshot", ("changed",), "harness patch"),
     ("kernelrl.kernelbench.trivial.OutputProbe", ("rule", "passing"), "harness patch"),
-]
+)
 # Classes whose whole surface (each class of their MRO but builtins, every fixed attribute) a candidate may not
 # replace: the profiler the kernel census reads (kernelbench/census.py): events() filtered of the reference's kernels
 # would let PyTorch's own computation pass as the candidate's kernels.
 GUARDED_CLASSES = ("torch.profiler.profile", "torch.autograd.profiler_util.EventList",
                    "torch.autograd.profiler_util.FunctionEvent")
-FRAME_EVENTS = {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
-                "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"}
-FRAME_ATTRS = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
-THREAD_EVENTS = {"_thread.start_new_thread", "_thread.start_joinable_thread"}
+# Frozen: the guards compare these names by identity, and a set or a list could be emptied in place
+FRAME_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
+                          "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"})
+FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+THREAD_EVENTS = frozenset({"_thread.start_new_thread", "_thread.start_joinable_thread"})
 HELPER_FILES = ("inspect.py", "traceback.py", "threading.py")  # library helpers the stack walk looks through
 HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep)
 AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit events from Python 3.12 on
@@ -96,7 +97,7 @@ def _short(exc: BaseException) -> str:
 HARNESS_MODULES = ("kernelrl.kernelbench.worker_process", "kernelrl.kernelbench.watch", "kernelrl.kernelbench.inputs",
                    "kernelrl.kernelbench.judge", "kernelrl.kernelbench.timing", "kernelrl.kernelbench.pairs",
                    "kernelrl.kernelbench.memory_plan", "kernelrl.kernelbench.trivial",
-                   "kernelrl.kernelbench.task_guard")
+                   "kernelrl.kernelbench.task_guard", "kernelrl.kernelbench.reference_probe")
 
 
 class WatchMixin:

@@ -74,7 +74,7 @@ DEFENCES = {
     "hiding PyTorch's kernels from the census (the profiler's events() replaced through run-time names)": [
         "hides_kernels_from_census"],
     "a kernel of its own for one of PyTorch's operators (aten::sub through torch.library), which the judge's "
-    "arithmetic runs on": ["overrides_aten_kernel"],
+    "arithmetic runs on": ["overrides_aten_kernel", "overrides_aten_kernel_disguised"],
     "torch's compiler settings changed (dynamo disabled: the torch.compile baselines run eager)": [
         "disables_compile_baselines"],
 }

@@ -15,6 +15,7 @@ only on a path they never took) still fails the pair. Used only in the worker pr
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 
@@ -86,6 +87,13 @@ def global_hooks() -> dict[str, int]:
         fn = getattr(torch._C, name, None)
         if fn is not None:
             counts[f"torch._C.{name}"] = fn()
+    # code that runs inside the harness's own work: torch.compile's start and end callbacks (the baselines' compile),
+    # the garbage collector's callbacks (the harness collects between phases)
+    handler = getattr(sys.modules.get("torch._dynamo.callback"), "callback_handler", None)
+    for name in ("start_callbacks", "end_callbacks"):
+        if isinstance(getattr(handler, name, None), list):
+            counts[f"torch._dynamo.callback.callback_handler.{name}"] = len(getattr(handler, name))
+    counts["gc.callbacks"] = len(gc.callbacks)
     return counts
 
 

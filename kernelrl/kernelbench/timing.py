@@ -84,9 +84,9 @@ class TimingMixin:
                 fns[b] = fn
             except Exception as exc:
                 base_reasons[b] = f"baseline failed: {_short(exc)}"
-        # Only harness code ran since the last check: what the baselines' compilers changed (torch._dynamo wraps
-        # torch.manual_seed on import, for one) is the new normal.
-        self.guards = self._capture_guards()
+        # What the baselines' compilers changed (torch._dynamo wraps torch.manual_seed on import, for one) is the
+        # new normal; nothing else may have changed (watch._recapture_after_baselines).
+        self._recapture_after_baselines(tid)
         self.precision0 = self._precision()
         fns["candidate"] = None
         self.begin(tid, "candidate", "warmup")

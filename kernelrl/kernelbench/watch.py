@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kernelrl.harness.device_state import DeviceState, context_usable
@@ -39,6 +40,12 @@ GUARDED = TIMING_SURFACE + (
     ("os", ("_exit",), "harness patch"),
     ("sys", ("settrace", "gettrace", "_current_frames", "_getframe", "audit"), "harness patch"),
     ("_thread", ("start_new_thread",), "harness patch"),  # audit_thread_starts' wrappers before Python 3.12
+    # what torch.compile consults on every call (is_exporting: True returns the model uncompiled, so the torch.compile
+    # baselines would run eager)
+    ("torch.compiler", ("is_exporting", "is_compiling", "is_dynamo_compiling", "disable", "reset", "compile"),
+     "harness patch"),
+    ("torch._dynamo", ("optimize", "disable", "reset", "run", "skip", "list_backends", "is_compiling"),
+     "harness patch"),
     ("threading", ("_start_new_thread",), "harness patch"),
     ("multiprocessing.connection._ConnectionBase", ("send", "_send_bytes"), "harness patch"),
     ("multiprocessing.connection.Connection", ("_send", "_send_bytes"), "harness patch"),
@@ -110,6 +117,7 @@ class WatchMixin:
         library: tuple[str, ...]
         dispatch: DispatchGuard
         threads_audited: bool
+        begin: Callable[..., None]
 
     # -- what a candidate may not change ---------------------------------------------------------------------
     def _capture_guards(self) -> list[tuple]:
@@ -159,6 +167,21 @@ class WatchMixin:
         self.compiler0 = tamper.compiler_settings()
         return guards
 
+    def _recapture_after_baselines(self, tid) -> None:
+        """Only harness code ran while the baselines were prepared, unless the candidate registered code that runs
+        inside it (a compile callback, a finalizer): adopt only what torch's own compiler is known to replace there
+        (tamper.UNTIMED: it wraps manual_seed on import and nn.Module.__init__ / __setstate__ on the first compile);
+        any other replaced name, compiler setting or torch kernel is the candidate's, as `_untouched`'s are."""
+        replaced = [label for owner, name, original, label, _ in self.guards
+                    if _raw_attr(owner, name) is not original and name not in tamper.UNTIMED]
+        changed = replaced + tamper.changed_settings(self.compiler0, tamper.compiler_settings()) + \
+            self.dispatch.foreign()
+        if changed:
+            self.begin(tid, "candidate", "time")
+            raise Fatal(Verdict.HARNESS_PATCH, f"{', '.join(changed[:4])} changed while the baselines were prepared: "
+                                               f"code the candidate registered ran inside the harness's own work")
+        self.guards = self._capture_guards()
+
     def _tampered(self, when) -> tuple[Verdict, str] | None:
         """(key, detail) when a guarded attribute was replaced (each is put back), or a global module hook or torch
         mode was installed, since the guards were captured."""
@@ -177,8 +200,8 @@ class WatchMixin:
         hooks = global_hooks()
         added = [f"{k} = {v} (was {self.hooks0.get(k)})" for k, v in hooks.items() if v != self.hooks0.get(k)]
         if added:
-            return Verdict.HARNESS_PATCH, (f"{', '.join(added)} {when}: a global module hook or torch mode runs "
-                                           f"inside every reference call")
+            return Verdict.HARNESS_PATCH, (f"{', '.join(added)} {when}: a global module hook, torch mode or callback "
+                                           f"runs inside the reference's calls or the harness's own work")
         moved = tamper.changed_settings(self.compiler0, tamper.compiler_settings())
         if moved:
             return Verdict.HARNESS_PATCH, (f"{', '.join(moved[:4])} changed {when}: the torch.compile baselines "

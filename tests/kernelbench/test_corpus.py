@@ -75,8 +75,9 @@ DEFENCES = {
         "hides_kernels_from_census"],
     "a kernel of its own for one of PyTorch's operators (aten::sub through torch.library), which the judge's "
     "arithmetic runs on": ["overrides_aten_kernel", "overrides_aten_kernel_disguised"],
-    "torch's compiler settings changed (dynamo disabled: the torch.compile baselines run eager)": [
-        "disables_compile_baselines"],
+    "torch's compiler settings changed (dynamo disabled: the torch.compile baselines run eager), or its entry points "
+    "(torch.compiler.is_exporting answering True)": [
+        "disables_compile_baselines", "disables_compile_through_exporting"],
 }
 
 

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.dispatch_guard import DispatchGuard
-from kernelrl.harness.guards import _MISSING, TIMING_SURFACE, _fixed, _raw_attr, _resolve, evaluator_guards
+from kernelrl.harness.guards import (_MISSING, TIMING_SURFACE, Snapshot, _fixed, _raw_attr, _resolve,
+                                     evaluator_guards)
 from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
@@ -215,15 +216,7 @@ class WatchMixin:
 
     def _patched(self) -> list[tuple[str, str]]:
         """(verdict key, name) of every guarded attribute that changed; each is put back."""
-        out = []
-        for owner, name, original, label, key in self.guards:
-            if _raw_attr(owner, name) is not original:
-                out.append((key, label))
-                try:
-                    setattr(owner, name, original)
-                except (AttributeError, TypeError):
-                    pass
-        return out
+        return Snapshot(self.guards).changed()
 
     def _precision(self) -> dict:
         return self.state.flags()

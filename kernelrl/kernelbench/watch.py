@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.dispatch_guard import DispatchGuard
-from kernelrl.harness.guards import (_MISSING, TIMING_SURFACE, Snapshot, _fixed, _raw_attr, _resolve,
+from kernelrl.harness.guards import (TIMING_SURFACE, Snapshot, _fixed, _raw_attr, _resolve,
                                      evaluator_guards)
 from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
@@ -122,15 +122,7 @@ class WatchMixin:
 
     # -- what a candidate may not change ---------------------------------------------------------------------
     def _capture_guards(self) -> list[tuple]:
-        guards = []
-        for path, names, key in GUARDED:
-            owner = _resolve(path)
-            if owner is None:
-                continue
-            for name in names:
-                original = _raw_attr(owner, name)
-                if original is not _MISSING:
-                    guards.append((owner, name, original, f"{path}.{name}", key))
+        guards = Snapshot.capture(GUARDED, evaluator=False).entries
         for path in HARNESS_MODULES:
             module = importlib.import_module(path)  # all loaded at start-up, before any candidate code
             for name, original in list(vars(module).items()):
@@ -140,10 +132,10 @@ class WatchMixin:
         label = f"{cls.__module__}.{cls.__qualname__}"
         for name in dict.fromkeys(n for k in cls.__mro__ if k is not object for n in vars(k)):
             guards.append((cls, name, _raw_attr(cls, name), f"{label}.{name}", "harness patch"))
-        for owner, label in ((memguard, memguard.__name__), (memguard.MemoryGuard, f"{memguard.__name__}.MemoryGuard"),
-                             (tamper, tamper.__name__)):
-            for name, original in list(vars(owner).items()):
-                guards.append((owner, name, original, f"{label}.{name}", "harness patch"))
+        for holder, label in ((memguard, memguard.__name__), (memguard.MemoryGuard, f"{memguard.__name__}.MemoryGuard"),
+                              (tamper, tamper.__name__)):
+            for name, original in list(vars(holder).items()):
+                guards.append((holder, name, original, f"{label}.{name}", "harness patch"))
         seen = {(id(owner), name) for owner, name, *_ in guards}
         for path in GUARDED_CLASSES:  # as looked up on the class: a patch on it or on a base is seen
             klass = _resolve(path)

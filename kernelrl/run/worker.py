@@ -117,8 +117,9 @@ class Worker(ContentProbe, WorkerBase):
             if not self._trusted(name):  # a library's own threads (cuBLAS, torch) are not a candidate's
                 # every operator's kernels read at a library's first load in this process (its constructors run
                 # then; about 70 ms), the cheap check after later ones
-                first = spec.get("lib_path") not in self.loaded
-                self.loaded.add(spec.get("lib_path"))
+                library = spec.get("lib_path") or spec.get("root")  # a candidate's .so, a tuned library's folder
+                first = library not in self.loaded
+                self.loaded.add(library)
                 self._check_tamper("loading the candidate", everything=first)
                 self.check_no_background(before, "loading the candidate")
                 self.check_device_settled(CUDA_CLOCKS.now, CUDA_CLOCKS.sync, "loading the candidate")

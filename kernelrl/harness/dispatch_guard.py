@@ -4,12 +4,13 @@
 load_inline extension) replaces the kernel every `a - b` on CUDA runs, without replacing any Python attribute. The
 reference, the baselines and the judge's own arithmetic (the difference, its absolute value, the maximum) run on
 those kernels in the candidate's process: an aten::sub that returns zeros makes every output exact (the CPU worker
-judged such a candidate, returning zeros, correct). The dispatcher says where each kernel was registered, so the
-guard records, before any candidate code runs, the operators that exist and the files their kernels come from;
-afterwards, a kernel of one of those operators registered from any other file outside the installed libraries (the
-candidate's module, its extension's sources) is `harness patch`. Operators the candidate defines in its own
-namespace are its business. After a load, when extensions register, every operator is read (about 70 ms); after
-other stretches of candidate code, only those torch.library's own record says gained a kernel since."""
+judged such a candidate, returning zeros, correct). Before any candidate code runs the guard records the operators
+that exist, the files their kernels come from, and the whole dispatcher entry of each operator the judge computes
+with (JUDGE_OPS). Afterwards, any change to such an entry, whatever file it names, and a kernel of a pre-existing
+operator registered from a file outside those and the installed libraries (the candidate's module, its extension's
+sources) are `harness patch`. Operators the candidate defines in its own namespace are its business. Every operator
+is read after a load, when extensions register, and at a pair's end (about 70 ms); after other stretches of candidate
+code, the judge's operators and those torch.library's own record says gained a kernel since."""
 
 from __future__ import annotations
 

@@ -83,11 +83,12 @@ def _verdict_tables(rows: list[dict], baseline: str) -> None:
     claims = [row for row in claims_table(rows, baseline) if row["pairs"]]
     if claims:
         table = Table(title=f"claimed against measured speedup over {baseline} (pairs correct under each profile)")
-        for col in ("profile", "pairs", "measured geomean", "claimed geomean", "below claim"):
+        for col in ("profile", "pairs", "measured geomean", "claimed geomean", "below claim",
+                    "ran without its extension (did not build here)"):
             table.add_column(col)
         for row in claims:
             table.add_row(row["profile"], str(row["pairs"]), f"{row['measured_geomean']:.3f}",
-                          f"{row['claimed_geomean']:.3f}", str(row["below_claim"]))
+                          f"{row['claimed_geomean']:.3f}", str(row["below_claim"]), str(row["without_extension"]))
         console.print(table)
 
 

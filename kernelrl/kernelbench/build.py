@@ -25,11 +25,12 @@ import multiprocessing as mp
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelrl.harness.sandbox import confine_worker
 from kernelrl.harness.verdicts import Verdict
+from kernelrl.kernelbench.failed_builds import recording, write_record
 from kernelrl.kernelbench.tasks import load_module
 
 WARMING = "warming up"  # the build process's message between its import and its warm-up
@@ -43,6 +44,7 @@ class BuildOutcome:
     verdict: Verdict | None = None  # compile error / compile timeout, or None when it built
     detail: str = ""
     note: str = ""  # what else the build step has to say (a warm-up it stopped), shown with the build line
+    failed: list = field(default_factory=list)  # builds that failed while the candidate went on (failed_builds.py)
 
     @property
     def ok(self) -> bool:
@@ -88,7 +90,10 @@ def _import(conn, root: str, path: str, task_path: str | None = None, device: st
     scratch = folder / ".tmp"
     confine_worker(scratch, [folder])
     os.chdir(scratch)  # a relative write (a `cuda_extensions/` build folder) lands where it may, as in the worker
-    result = None
+    result: str | None = None
+    failed: list[dict] = []  # builds that failed while the candidate went on (failed_builds.recording)
+    from torch.utils import cpp_extension  # the build process only: the parent stays torch-free
+    cpp_extension._run_ninja_build = recording(cpp_extension._run_ninja_build, failed)
     try:
         module = load_module(path)
         if task_path is not None:
@@ -98,7 +103,7 @@ def _import(conn, root: str, path: str, task_path: str | None = None, device: st
         text = str(exc).strip()
         result = f"{type(exc).__name__}: {text[-1500:]}"
     shutil.rmtree(scratch, ignore_errors=True)  # before the answer: the parent ends this process once it has it
-    conn.send(result)
+    conn.send((result, failed))
 
 
 def _warm_up(candidate, task, device: str) -> None:
@@ -149,13 +154,20 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
     warming: dict[str, float] = {}  # path -> when its warm-up began
     out: dict[str, BuildOutcome] = {}
 
-    def finish(path, verdict, detail="", note=""):
+    def finish(path, verdict, detail="", note="", failed=()):
         proc, conn, started = running.pop(path)
         if proc.is_alive():
             proc.kill()
         proc.join(5)
         conn.close()
-        out[path] = BuildOutcome(path, time.monotonic() - started, verdict, detail if verdict else "", note)
+        failed = [f for f in failed if isinstance(f, dict) and "fingerprint" in f] if verdict is None else []
+        write_record(extension_dir(root, path), failed)  # here, after the candidate's process is gone
+        if failed:
+            names = ", ".join(sorted({repr(f.get("extension")) for f in failed}))
+            note = "; ".join(filter(None, (note, f"extension {names} failed to build and the candidate went on "
+                                                 f"(its fallback will run; the worker replays the failure)")))
+        out[path] = BuildOutcome(path, time.monotonic() - started, verdict, detail if verdict else "", note,
+                                 list(failed))
         if on_done:
             on_done(out[path])
 
@@ -171,13 +183,16 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
             warm = warming.get(path)
             if conn.poll():
                 try:
-                    text = conn.recv()
+                    message = conn.recv()
                 except (EOFError, OSError):
-                    text = "the build process died"
-                if text == WARMING:
+                    message = "the build process died"
+                if message == WARMING:
                     warming[path] = time.monotonic()
                     continue
-                finish(path, Verdict.COMPILE_ERROR if text and _is_build_error(text) else None, text)
+                text, failed = message if isinstance(message, tuple) and len(message) == 2 else (message, [])
+                text = text if isinstance(text, str) or text is None else str(text)
+                finish(path, Verdict.COMPILE_ERROR if text and _is_build_error(text) else None, text,
+                       failed=failed if isinstance(failed, list) else [])
             elif warm is not None and not proc.is_alive():  # built at import; a crash in the warm-up is the
                 finish(path, None, note="the warm-up call crashed: left to the worker")  # worker's to judge
             elif warm is not None and time.monotonic() - warm > warm_up_timeout_s:

@@ -57,7 +57,8 @@ def static_eval(task_paths: list[str], candidate_paths: list[str], mapping_entri
 CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict", "candidate_us", "baseline_us",
                "speedup", "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch", "profile",
                *(f"correct_{p}" for p in PROFILES), "tightest_tolerance",
-               "claimed_speedup", "phase_s", "rounds_run", "task_verdict", "tolerance_blind", "kernelbench_rule")
+               "claimed_speedup", "phase_s", "rounds_run", "task_verdict", "tolerance_blind", "kernelbench_rule",
+               "notes")
 
 
 def task_verdict_text(task_verdicts: dict | None) -> str:
@@ -107,7 +108,9 @@ def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict
                          "task_verdicts": r.get("task_verdicts"),
                          "task_verdict": task_verdict_text(r.get("task_verdicts")),
                          "tolerance_blind": tolerance_blind_text(r.get("task_verdicts")),
-                         "phase_s": json.dumps(phases, separators=(",", ":")) if phases else None})
+                         "phase_s": json.dumps(phases, separators=(",", ":")) if phases else None,
+                         # what the worker had to allow for or could not do (an extension that did not build, ...)
+                         "notes": "; ".join(extra.get("notes") or ()) or None})
     return rows
 
 

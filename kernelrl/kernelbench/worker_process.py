@@ -16,6 +16,7 @@ import zlib
 from pathlib import Path
 
 import torch
+from torch.utils import cpp_extension
 
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.dispatch_guard import DispatchGuard, library_prefixes
@@ -28,6 +29,7 @@ from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_th
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench import memory_plan
 from kernelrl.kernelbench.census import CensusMixin
+from kernelrl.kernelbench.failed_builds import replaying
 from kernelrl.kernelbench.inputs import (InputsMixin, _storage, host_copy, model_bytes, module_tensors,
                                          redraw_bytes)
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
@@ -130,6 +132,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.state = DeviceState(torch, self.cuda)
         self.threads_audited = audit_thread_starts()  # before the guards: they guard its wrappers
         load_compiler_configs()  # their settings known before any candidate code (tamper.compiler_settings)
+        # a build the build step saw fail (the candidate caught it) fails here at once, and the pair says so
+        cpp_extension._run_ninja_build = replaying(cpp_extension._run_ninja_build, self._replayed_build)
         self.guards = self._capture_guards()
         self.precision0 = self._precision()
         self.l2_0 = self._persisting_l2()
@@ -155,6 +159,10 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             a = torch.randn(256, 256, device=self.device)
             (a @ a).sum().item()
             self.sync()
+
+    def _replayed_build(self, note: str) -> None:
+        if note not in self.pair_notes:
+            self.pair_notes.append(note)
 
     def sync(self):
         if self.cuda:

@@ -76,6 +76,13 @@ def test_claims_are_compared_on_the_pairs_each_profile_passes():
     assert by["kernelbench"]["below_claim"] == 1
 
 
+def test_claims_count_the_pairs_that_ran_without_an_extension_that_did_not_build():
+    fallback = {**_row("e", "1", speedup="1.0", claimed="5.0", strict="1", loose="1"),
+                "notes": "extension 'k' failed to build in the build step (main.cpp:4:46: error: ...); ..."}
+    by = {r["profile"]: r for r in claims_table([*CSV_ROWS, fallback], "eager")}
+    assert (by["strict"]["pairs"], by["strict"]["without_extension"]) == (2, 1)
+
+
 def _pair_records(load: float, time: float) -> list[dict]:
     account = {"candidate load": load, "candidate time": time}
     return [{"extra": {"task_phase_s": account}}, {"extra": {"task_phase_s": account}}]  # one per baseline

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from kernelrl.harness.stats import geomean, percentile
 from kernelrl.harness.tolerance import PROFILES
 from kernelrl.harness.verdicts import category_of
-from kernelrl.kernelbench.failed_builds import REPLAYED
+from kernelrl.kernelbench.failed_builds import FAILED_TO_BUILD
 
 BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
 FASTER = 1.01
@@ -150,7 +150,7 @@ def claims_table(rows: list[dict], baseline: str = "eager", profiles: tuple[str,
     out = []
     timed = [r for r in rows if r.get("baseline") == baseline]
     for prof in profiles:
-        both = [(m, c, REPLAYED in (r.get("notes") or "")) for r in timed if _true(r.get(f"correct_{prof}"))
+        both = [(m, c, FAILED_TO_BUILD in (r.get("notes") or "")) for r in timed if _true(r.get(f"correct_{prof}"))
                 and (m := _number(r.get("speedup"))) and (c := _number(r.get("claimed_speedup")))]
         out.append({"profile": prof, "baseline": baseline, "pairs": len(both),
                     "measured_geomean": geomean([m for m, _, _ in both]),

@@ -21,6 +21,7 @@ warm-up raises is left to the worker as well, unless it is a build error."""
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing as mp
 import os
 import shutil
@@ -30,10 +31,13 @@ from pathlib import Path
 
 from kernelrl.harness.sandbox import confine_worker
 from kernelrl.harness.verdicts import Verdict
-from kernelrl.kernelbench.failed_builds import recording, write_record
+from kernelrl.kernelbench.failed_builds import checked, recording
 from kernelrl.kernelbench.tasks import load_module
 
 WARMING = "warming up"  # the build process's message between its import and its warm-up
+# The build process's messages are JSON bytes, never pickles (it ran the candidate's code, which can reach the pipe:
+# an unpickled object runs code in the parent), at most this long.
+MAX_MESSAGE = 1 << 20
 EXTENSION_MARKERS = ("load_inline", "cpp_extension.load", "from torch.utils.cpp_extension import load")
 
 
@@ -97,13 +101,28 @@ def _import(conn, root: str, path: str, task_path: str | None = None, device: st
     try:
         module = load_module(path)
         if task_path is not None:
-            conn.send(WARMING)  # imported: the parent now gives the warm-up its own, shorter limit
+            _send(conn, {"state": WARMING})  # imported: the parent now gives the warm-up its own, shorter limit
             _warm_up(module, load_module(task_path), device)
     except BaseException as exc:  # a candidate may raise anything, SystemExit included
         text = str(exc).strip()
         result = f"{type(exc).__name__}: {text[-1500:]}"
     shutil.rmtree(scratch, ignore_errors=True)  # before the answer: the parent ends this process once it has it
-    conn.send((result, failed))
+    _send(conn, {"error": result, "failed": failed[:20]})
+
+
+def _send(conn, message: dict) -> None:
+    conn.send_bytes(json.dumps(message).encode())
+
+
+def _receive(conn) -> dict:
+    """The build process's next message, or what the parent makes of one it cannot read."""
+    try:
+        message = json.loads(conn.recv_bytes(MAX_MESSAGE))
+    except (EOFError, OSError):
+        return {"error": "the build process died"}
+    except ValueError:
+        return {"error": "the build process's report was not readable"}
+    return message if isinstance(message, dict) else {"error": "the build process's report was not readable"}
 
 
 def _warm_up(candidate, task, device: str) -> None:
@@ -160,10 +179,9 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
             proc.kill()
         proc.join(5)
         conn.close()
-        failed = [f for f in failed if isinstance(f, dict) and "fingerprint" in f] if verdict is None else []
-        write_record(extension_dir(root, path), failed)  # here, after the candidate's process is gone
+        failed = checked(failed) if verdict is None else []
         if failed:
-            names = ", ".join(sorted({repr(f.get("extension")) for f in failed}))
+            names = ", ".join(sorted({repr(f["extension"]) for f in failed}))
             note = "; ".join(filter(None, (note, f"extension {names} failed to build and the candidate went on "
                                                  f"(its fallback will run; the worker replays the failure)")))
         out[path] = BuildOutcome(path, time.monotonic() - started, verdict, detail if verdict else "", note,
@@ -182,17 +200,14 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
         for path, (proc, conn, started) in list(running.items()):
             warm = warming.get(path)
             if conn.poll():
-                try:
-                    message = conn.recv()
-                except (EOFError, OSError):
-                    message = "the build process died"
-                if message == WARMING:
+                message = _receive(conn)
+                if message.get("state") == WARMING:
                     warming[path] = time.monotonic()
                     continue
-                text, failed = message if isinstance(message, tuple) and len(message) == 2 else (message, [])
-                text = text if isinstance(text, str) or text is None else str(text)
+                text = message.get("error")
+                text = text[-3000:] if isinstance(text, str) else None if text is None else str(text)[-3000:]
                 finish(path, Verdict.COMPILE_ERROR if text and _is_build_error(text) else None, text,
-                       failed=failed if isinstance(failed, list) else [])
+                       failed=message.get("failed"))
             elif warm is not None and not proc.is_alive():  # built at import; a crash in the warm-up is the
                 finish(path, None, note="the warm-up call crashed: left to the worker")  # worker's to judge
             elif warm is not None and time.monotonic() - warm > warm_up_timeout_s:

@@ -75,10 +75,12 @@ class KBTask:
     name: str = ""
     modes: list[str] = field(default_factory=lambda: [MODE])
     skip: set[str] = field(default_factory=set)
+    failed_builds: list[dict] = field(default_factory=list)  # the build step's, replayed in the worker
 
     def to_payload(self) -> dict:
         return {"id": self.id, "task_path": str(self.task_path), "candidate_path": str(self.candidate_path),
-                "name": self.name, "modes": self.modes, "skip": sorted(self.skip)}
+                "name": self.name, "modes": self.modes, "skip": sorted(self.skip),
+                "failed_builds": self.failed_builds}
 
 
 def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=None, on_progress=None,
@@ -125,6 +127,9 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
         elif outcome is not None and outcome.verdict is not None:  # not outcome.ok
             collect(task, verdict_records(task, "candidate", outcome.verdict, outcome.detail))
         else:
+            # builds that failed while the candidate went on: the worker raises their errors without compiling
+            # (failed_builds.py); carried in the pair's payload, never through a folder a candidate can write
+            task.failed_builds = outcome.failed if outcome is not None else []
             runnable.append(task)
     if runnable:
         target = worker_target or worker_main

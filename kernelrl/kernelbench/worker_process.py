@@ -74,6 +74,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self._arena = 0
         self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
         self.pair_notes: list[str] = []  # what this pair's task did that the verdict had to allow for
+        self.known_failures: list[dict] = []  # the build step's failed builds of this pair's candidate (payload)
         self.task_notes: list[str] = []  # the same for the task itself (kept with it while it is reused)
         self.task_cache: tuple | None = None  # (key, module, reference model, footprint verdict, footprint, ...)
         # set by _task: the task's input and output bytes, its input bytes, the seconds its reference's load took
@@ -133,7 +134,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.threads_audited = audit_thread_starts()  # before the guards: they guard its wrappers
         load_compiler_configs()  # their settings known before any candidate code (tamper.compiler_settings)
         # a build the build step saw fail (the candidate caught it) fails here at once, and the pair says so
-        cpp_extension._run_ninja_build = replaying(cpp_extension._run_ninja_build, self._replayed_build)
+        cpp_extension._run_ninja_build = replaying(cpp_extension._run_ninja_build, lambda: self.known_failures,
+                                                   self._build_note)
         self.guards = self._capture_guards()
         self.precision0 = self._precision()
         self.l2_0 = self._persisting_l2()
@@ -160,7 +162,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             (a @ a).sum().item()
             self.sync()
 
-    def _replayed_build(self, note: str) -> None:
+    def _build_note(self, note: str) -> None:
         if note not in self.pair_notes:
             self.pair_notes.append(note)
 
@@ -176,6 +178,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         # KernelBench kernels do) writes where it may, and sees none of the pair before it
         enter_emptied_dir(self.pair_dir)
         self.pair_notes = []
+        self.known_failures = list(task.get("failed_builds") or ())
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()  # the pair's peak, beside its plan's (`_memory_report`)
         if "candidate" in skip or "reference" in skip:

@@ -29,6 +29,7 @@ from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_th
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench import memory_plan
 from kernelrl.kernelbench.census import CensusMixin
+from kernelrl.kernelbench import extension_fence
 from kernelrl.kernelbench.failed_builds import replaying
 from kernelrl.kernelbench.inputs import (InputsMixin, _storage, host_copy, model_bytes, module_tensors,
                                          redraw_bytes)
@@ -75,6 +76,9 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
         self.pair_notes: list[str] = []  # what this pair's task did that the verdict had to allow for
         self.known_failures: list[dict] = []  # the build step's failed builds of this pair's candidate (payload)
+        self.writable_run: list | None = None  # the run's writable folders; per pair, narrowed (extension_fence.py)
+        self.fence: dict | None = None  # other candidates' built libraries before this pair's candidate loaded
+        self.own_extensions: str = ""  # this pair's candidate's extension folder
         self.task_notes: list[str] = []  # the same for the task itself (kept with it while it is reused)
         self.task_cache: tuple | None = None  # (key, module, reference model, footprint verdict, footprint, ...)
         # set by _task: the task's input and output bytes, its input bytes, the seconds its reference's load took
@@ -162,6 +166,19 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             (a @ a).sum().item()
             self.sync()
 
+    def _fence_check(self, failure: Rejected | None) -> Rejected | None:
+        """Another candidate's built library rewritten or removed since this candidate loaded: its `file write`,
+        unless its verdict is already a defence's."""
+        if self.fence is None:
+            return failure
+        moved = extension_fence.changed(self.fence, extension_fence.libraries(self.s["extensions_dir"],
+                                                                              self.own_extensions))
+        self.fence = None
+        if not moved or (failure is not None and failure.verdict.category is Category.DEFENCE):
+            return failure
+        return Rejected(Verdict.FILE_WRITE, f"the candidate rewrote or removed another candidate's built extension "
+                                            f"({', '.join(moved[:3])}): its verdict would depend on this one")
+
     def _build_note(self, note: str) -> None:
         if note not in self.pair_notes:
             self.pair_notes.append(note)
@@ -178,6 +195,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         # KernelBench kernels do) writes where it may, and sees none of the pair before it
         enter_emptied_dir(self.pair_dir)
         self.pair_notes = []
+        self.fence = None  # read again once this pair's candidate folder is known
         self.known_failures = list(task.get("failed_builds") or ())
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()  # the pair's peak, beside its plan's (`_memory_report`)
@@ -203,7 +221,12 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         # what the patch did)
         static = static_tampering(Path(self.cand_file).read_text(), Path(task["task_path"]).read_text())
         if self.s.get("extensions_dir"):
-            use_extension_dir(self.s["extensions_dir"], self.cand_file)
+            own = use_extension_dir(self.s["extensions_dir"], self.cand_file)
+            if self.writable_run is None:
+                self.writable_run = list(self.writable)
+            self.writable = extension_fence.pair_writable(self.writable_run, self.s["extensions_dir"], own)
+            self.own_extensions = str(own)
+            self.fence = extension_fence.libraries(self.s["extensions_dir"], own)
         threads = os_threads()
         before = self._watch()
         try:
@@ -475,6 +498,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         time and speedups are reported (and count for the profiles in `profiles`) even when `verified` (this run's
         own profile) is False."""
         self.begin(tid, None, "report")  # closes the pair's last phase
+        failure = self._fence_check(failure)
         phases = self.take_phases()
         reason, verdict, detail = (str(failure), failure.verdict.value, failure.detail) if failure is not None else \
             (None, None, None)

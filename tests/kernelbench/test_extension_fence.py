@@ -1,0 +1,109 @@
+"""A candidate may not write into another candidate's extension folder: a Python write there is refused and a
+`file write`, and another candidate's built library rewritten without Python (libc through ctypes) is found at the
+pair's report (kernelrl/kernelbench/extension_fence.py). The honest pairs before and after the cheats are accepted."""
+
+import os
+from pathlib import Path
+
+from kernelrl.kernelbench import extension_fence
+from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
+from tests.kernelbench.test_worker import TASK
+
+
+def _lib(folder: Path, data: bytes = b"\x7fELF") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "lib.so").write_bytes(data)
+    return folder / "lib.so"
+
+
+def test_a_pair_may_write_its_own_folder_and_not_the_root():
+    writable = extension_fence.pair_writable(["/scratch", "/ext"], "/ext", "/ext/abc")
+    assert [str(p) for p in writable] == ["/scratch", os.path.realpath("/ext/abc")]
+
+
+def test_another_folder_s_library_rewritten_or_removed_is_a_change(tmp_path):
+    own, other, gone = _lib(tmp_path / "own"), _lib(tmp_path / "other"), _lib(tmp_path / "gone")
+    before = extension_fence.libraries(tmp_path, own.parent)
+    assert sorted(before) == [str(gone), str(other)]
+    own.write_bytes(b"rebuilt, longer")  # its own: allowed
+    other.write_bytes(b"overwritten, longer")
+    gone.unlink()
+    _lib(tmp_path / "new")  # another worker's lazy build (Ray on one host): not counted
+    assert extension_fence.changed(before, extension_fence.libraries(tmp_path, own.parent)) == [str(gone), str(other)]
+
+
+# the build step "builds" each candidate by importing it: a stand-in library in its own folder
+VICTIM = '''
+# load_inline (a stand-in: the build step's import writes the library)
+import os
+from pathlib import Path
+import torch
+import torch.nn as nn
+
+lib = Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "victim_ext" / "victim_ext.so"
+if not lib.exists():
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    lib.write_bytes(b"\\x7fELF built")
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+'''
+
+# acts in the evaluation only (the build step's process works in <folder>/.tmp): every other candidate's library
+REWRITES = '''
+# load_inline
+import ctypes, os
+from pathlib import Path
+import torch
+import torch.nn as nn
+
+own = Path(os.environ["TORCH_EXTENSIONS_DIR"])
+if Path.cwd().name != ".tmp":
+    for lib in own.parent.glob("*/*/*.so"):
+        if own not in lib.parents:
+            {write}
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+'''
+THROUGH_LIBC = REWRITES.format(write='''libc = ctypes.CDLL(None)
+            libc.fopen.restype = ctypes.c_void_p
+            fh = libc.fopen(str(lib).encode(), b"w")
+            if fh:
+                libc.fputs(b"replaced", ctypes.c_void_p(fh))
+                libc.fclose(ctypes.c_void_p(fh))''')
+THROUGH_PYTHON = REWRITES.format(write='''try:
+                lib.write_bytes(b"replaced")
+            except OSError:
+                pass''')
+
+
+def test_a_candidate_that_rewrites_another_s_library_gets_file_write_and_the_others_keep_theirs(tmp_path):
+    task = tmp_path / "tasks" / "a.py"
+    task.parent.mkdir()
+    task.write_text(TASK)
+    cands = []
+    for name, text in (("victim", VICTIM), ("libc", THROUGH_LIBC), ("python", THROUGH_PYTHON),
+                       ("victim_again", VICTIM + "\n# a second honest candidate\n")):
+        path = tmp_path / "cands" / f"{name}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        cands.append(path)
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
+                          extensions_dir=str(tmp_path / "ext"))
+    out = run_pairs([(str(task), str(c)) for c in cands], settings)
+    verdicts = [pair_verdict(out[i]) for i in range(len(cands))]
+    assert verdicts[0] == (True, None) and verdicts[3] == (True, None)
+    assert verdicts[1][1].startswith("file write: the candidate rewrote or removed another candidate's built "
+                                     "extension")
+    assert verdicts[2][1].startswith("file write: the candidate wrote outside the worker's scratch folder")

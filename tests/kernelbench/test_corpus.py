@@ -53,8 +53,8 @@ DEFENCES = {
     "try/except fallback, inheriting Model": ["fallback_try_except", "inherits_model"],
     "out-of-bounds writes": ["oob_write"],
     "persisting-L2 access windows": ["persisting_l2"],
-    "writing outside the worker's scratch folder (the results database, the task's source)": [
-        "writes_results_db", "rewrites_task_file"],
+    "writing outside the worker's scratch folder (the results database, the task's source, another candidate's "
+    "built extension)": ["writes_results_db", "rewrites_task_file", "rewrites_other_extension"],
     "an output chosen without the input (all zeros, a constant), within atol = rtol on its task": [
         "zeros_wide_softmax", "zeros_l1_normalize", "constant_wide_softmax", "constant_l1_normalize"],
     "a stale answer for fresh inputs of the same shape, within atol = rtol on its task": [

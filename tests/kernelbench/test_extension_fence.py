@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kernelrl.kernelbench import extension_fence
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
-from tests.kernelbench.test_worker import TASK
+from tests.kb_helpers import candidate, task
 
 
 def _lib(folder: Path, data: bytes = b"\x7fELF") -> Path:
@@ -37,61 +37,41 @@ VICTIM = '''
 # load_inline (a stand-in: the build step's import writes the library)
 import os
 from pathlib import Path
-import torch
-import torch.nn as nn
 
 lib = Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "victim_ext" / "victim_ext.so"
 if not lib.exists():
     lib.parent.mkdir(parents=True, exist_ok=True)
     lib.write_bytes(b"\\x7fELF built")
-
-class ModelNew(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.fc = nn.Linear(n, n)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-'''
+''' + candidate("torch.relu(x)")
 
 # acts in the evaluation only (the build step's process works in <folder>/.tmp): every other candidate's library
 REWRITES = '''
 # load_inline
 import ctypes, os
 from pathlib import Path
-import torch
-import torch.nn as nn
 
 own = Path(os.environ["TORCH_EXTENSIONS_DIR"])
 if Path.cwd().name != ".tmp":
     for lib in own.parent.glob("*/*/*.so"):
         if own not in lib.parents:
             {write}
-
-class ModelNew(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.fc = nn.Linear(n, n)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
 '''
 THROUGH_LIBC = REWRITES.format(write='''libc = ctypes.CDLL(None)
             libc.fopen.restype = ctypes.c_void_p
             fh = libc.fopen(str(lib).encode(), b"w")
             if fh:
                 libc.fputs(b"replaced", ctypes.c_void_p(fh))
-                libc.fclose(ctypes.c_void_p(fh))''')
+                libc.fclose(ctypes.c_void_p(fh))''') + candidate("torch.relu(x)")
 THROUGH_PYTHON = REWRITES.format(write='''try:
                 lib.write_bytes(b"replaced")
             except OSError:
-                pass''')
+                pass''') + candidate("torch.relu(x)")
 
 
 def test_a_candidate_that_rewrites_another_s_library_gets_file_write_and_the_others_keep_theirs(tmp_path):
-    task = tmp_path / "tasks" / "a.py"
-    task.parent.mkdir()
-    task.write_text(TASK)
+    task_path = tmp_path / "tasks" / "a.py"
+    task_path.parent.mkdir()
+    task_path.write_text(task("torch.relu(x)"))
     cands = []
     for name, text in (("victim", VICTIM), ("libc", THROUGH_LIBC), ("python", THROUGH_PYTHON),
                        ("victim_again", VICTIM + "\n# a second honest candidate\n")):
@@ -101,7 +81,7 @@ def test_a_candidate_that_rewrites_another_s_library_gets_file_write_and_the_oth
         cands.append(path)
     settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
                           extensions_dir=str(tmp_path / "ext"))
-    out = run_pairs([(str(task), str(c)) for c in cands], settings)
+    out = run_pairs([(str(task_path), str(c)) for c in cands], settings)
     verdicts = [pair_verdict(out[i]) for i in range(len(cands))]
     assert verdicts[0] == (True, None) and verdicts[3] == (True, None)
     assert verdicts[1][1].startswith("file write: the candidate rewrote or removed another candidate's built "

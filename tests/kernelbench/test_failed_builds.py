@@ -11,7 +11,7 @@ import pytest
 
 from kernelrl.kernelbench import build, failed_builds
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
-from tests.kernelbench.test_worker import TASK
+from tests.kb_helpers import candidate, task
 
 NINJA = 'cflags = -O2\nbuild main.o: compile {folder}/main.cpp\nbuild k.so: link main.o\n'
 DIAGNOSTIC = "main.cpp:1:20: error: 'undeclared' was not declared in this scope"
@@ -129,8 +129,6 @@ def test_the_build_process_s_pipe_carries_json_not_pickles(tmp_path):
 
 # A real build (g++ and ninja, about 20 s): it fails, the candidate catches it and computes with PyTorch.
 CAUGHT_BUILD_FAILURE = '''
-import torch
-import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 try:
@@ -138,28 +136,20 @@ try:
                       functions=["relu"])
 except RuntimeError:
     ext = None
-
-class ModelNew(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.fc = nn.Linear(n, n)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-'''
+''' + candidate("torch.relu(x)")
 
 
 @pytest.mark.skipif(shutil.which("ninja") is None or shutil.which("c++") is None, reason="needs ninja and c++")
 def test_a_caught_build_failure_is_built_once_and_named_in_the_pair_s_notes(tmp_path):
-    task = tmp_path / "tasks" / "a.py"
+    task_path = tmp_path / "tasks" / "a.py"
     cand = tmp_path / "cands" / "a.py"
-    for path, text in ((task, TASK), (cand, CAUGHT_BUILD_FAILURE)):
+    for path, text in ((task_path, task("torch.relu(x)")), (cand, CAUGHT_BUILD_FAILURE)):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
                           extensions_dir=str(tmp_path / "ext"), compile_timeout_s=300.0)
     built = []
-    out = run_pairs([(str(task), str(cand))], settings, on_build=built.append)
+    out = run_pairs([(str(task_path), str(cand))], settings, on_build=built.append)
     (outcome,) = built
     assert outcome.ok and [f["extension"] for f in outcome.failed] == ["never_builds"]
     assert pair_verdict(out[0]) == (True, None)  # its fallback is right: the verdict is the fallback's

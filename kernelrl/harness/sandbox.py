@@ -235,8 +235,11 @@ def writes_allowed(path: str, folders: list[Path]) -> bool:
 # relative to, or None). shutil.rmtree (TemporaryDirectory's cleanup, Triton's launcher build) removes each entry by
 # its bare name relative to the folder's descriptor: resolved against the working directory instead, a compiler
 # cleaning its own temporary folder would look like a write beside the repository.
+# A hard link's source counts too (writing through a link to a file outside changes that file), and so do a file's
+# times, mode and owner (a rewritten file's modification time put back hides the rewrite from a check by time).
 _PATH_EVENTS = {"os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),), "os.rename": ((0, 2), (1, 3)),
-                "os.link": ((1, 3),), "os.symlink": ((1, 2),), "os.truncate": ((0, None),),
+                "os.link": ((0, 2), (1, 3)), "os.symlink": ((1, 2),), "os.truncate": ((0, None),),
+                "os.utime": ((0, 3),), "os.chmod": ((0, 2),), "os.chown": ((0, 3),),
                 "shutil.copyfile": ((1, None),), "shutil.rmtree": ((0, 1),)}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 

@@ -168,13 +168,14 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
 
     def _fence_check(self, failure: Rejected | None) -> Rejected | None:
         """Another candidate's built library rewritten or removed since this candidate loaded: its `file write`,
-        unless its verdict is already a defence's."""
+        whatever verdict it had earned (the kernel census's `reference kernels` comes later in a pair than the write,
+        and a write that changes another candidate's verdict is the finding to name)."""
         if self.fence is None:
             return failure
         moved = extension_fence.changed(self.fence, extension_fence.libraries(self.s["extensions_dir"],
                                                                               self.own_extensions))
         self.fence = None
-        if not moved or (failure is not None and failure.verdict.category is Category.DEFENCE):
+        if not moved or (failure is not None and failure.verdict is Verdict.FILE_WRITE):
             return failure
         return Rejected(Verdict.FILE_WRITE, f"the candidate rewrote or removed another candidate's built extension "
                                             f"({', '.join(moved[:3])}): its verdict would depend on this one")

@@ -220,6 +220,10 @@ def test_a_refused_write_the_candidate_ignores_leaves_it_judged_on_its_outputs(l
     ("open", (3, "w", 0), []),  # a file descriptor: opened (and judged) before
     ("os.rename", ("/a", "/b", None, None), ["/a", "/b"]),
     ("os.remove", ("/a", None), ["/a"]),
+    ("os.link", ("/a", "/b", None, None), ["/a", "/b"]),  # writing through the link writes /a
+    ("os.utime", ("/a", (0, 0), None, None), ["/a"]),
+    ("os.chmod", ("/a", 0o777, None), ["/a"]),
+    ("os.utime", (3, None, None, None), []),  # a file descriptor: opened (and judged) before
     ("sqlite3.connect", ("/r.db",), ["/r.db"]),
     ("sqlite3.connect", ("file:/r.db?mode=ro",), []),
     ("sqlite3.connect", (":memory:",), []),

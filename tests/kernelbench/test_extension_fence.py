@@ -68,12 +68,35 @@ THROUGH_PYTHON = REWRITES.format(write='''try:
                 pass''') + candidate("torch.relu(x)")
 
 
-def test_a_candidate_that_rewrites_another_s_library_gets_file_write_and_the_others_keep_theirs(tmp_path):
+# a hard link to the victim's library from the candidate's own folder, written through, its times put back
+THROUGH_A_LINK = REWRITES.format(write='''st = os.stat(lib)
+            link = own / ("linked_" + lib.name)
+            try:
+                os.link(lib, link)
+                link.write_bytes(b"replaced")
+                os.utime(link, ns=(st.st_atime_ns, st.st_mtime_ns))
+            except OSError:
+                pass''') + candidate("torch.relu(x)")
+# writes its own folder in the evaluation: allowed
+OWN_WRITE = '''
+# load_inline
+import os
+from pathlib import Path
+
+if Path.cwd().name != ".tmp":
+    (Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "own_ext").mkdir(exist_ok=True)
+    (Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "own_ext" / "own_ext.so").write_bytes(b"rebuilt here")
+''' + candidate("torch.relu(x)")
+
+
+def test_a_candidate_that_rewrites_another_s_library_gets_file_write_and_the_honest_pairs_around_it_pass(tmp_path):
     task_path = tmp_path / "tasks" / "a.py"
     task_path.parent.mkdir()
     task_path.write_text(task("torch.relu(x)"))
     cands = []
-    for name, text in (("victim", VICTIM), ("libc", THROUGH_LIBC), ("python", THROUGH_PYTHON),
+    wrong_too = THROUGH_LIBC.replace("return torch.relu(x)", "return torch.relu(x) + 1")
+    for name, text in (("victim", VICTIM), ("libc", THROUGH_LIBC), ("python", THROUGH_PYTHON), ("link", THROUGH_A_LINK),
+                       ("libc_and_wrong", wrong_too), ("own_write", OWN_WRITE),
                        ("victim_again", VICTIM + "\n# a second honest candidate\n")):
         path = tmp_path / "cands" / f"{name}.py"
         path.parent.mkdir(exist_ok=True)
@@ -83,7 +106,10 @@ def test_a_candidate_that_rewrites_another_s_library_gets_file_write_and_the_oth
                           extensions_dir=str(tmp_path / "ext"))
     out = run_pairs([(str(task_path), str(c)) for c in cands], settings)
     verdicts = [pair_verdict(out[i]) for i in range(len(cands))]
-    assert verdicts[0] == (True, None) and verdicts[3] == (True, None)
-    assert verdicts[1][1].startswith("file write: the candidate rewrote or removed another candidate's built "
-                                     "extension")
-    assert verdicts[2][1].startswith("file write: the candidate wrote outside the worker's scratch folder")
+    assert [verdicts[i] for i in (0, 5, 6)] == [(True, None)] * 3  # the victim, one writing its own folder, another
+    for i in (1, 4):  # through libc; and with wrong values too: the write is named
+        assert verdicts[i][1].startswith("file write: the candidate rewrote or removed another candidate's built "
+                                         "extension"), verdicts[i]
+    for i in (2, 3):  # through Python; through a hard link (its times put back)
+        assert verdicts[i][1].startswith("file write: the candidate wrote outside the worker's scratch folder"), \
+            verdicts[i]

@@ -39,7 +39,7 @@ from kernelrl.kernelbench.worker import (KBSettings, failed_record, pair_verdict
 
 COLUMNS = ("task", "candidate", "expect", "verified", "verdict", "reason", "candidate_us", "eager_us", "speedup",
            "max_abs_err", "tolerance", "correct_strict", "correct_kernelbench", "tightest_tolerance", "phase_s",
-           "task_verdict", "tolerance_blind")
+           "task_verdict", "tolerance_blind", "time_spread")
 AUDIT_COLUMNS = ("task", "profile", "output", "within_tolerance", "kernelrl_correct")
 
 
@@ -162,7 +162,9 @@ def main(argv=None) -> int:
                 "tightest_tolerance": cand.get("tightest_tolerance"),
                 "task_verdict": task_verdict_text(cand.get("task_verdicts")),
                 "tolerance_blind": tolerance_blind_text(cand.get("task_verdicts")),
-                "phase_s": json.dumps((cand.get("extra") or {}).get("task_phase_s") or {}, separators=(",", ":"))}
+                "phase_s": json.dumps((cand.get("extra") or {}).get("task_phase_s") or {}, separators=(",", ":")),
+                # each side's p10/p90 (µs) and number of timed calls: why a self-pair reads off 1.00
+                "time_spread": json.dumps((cand.get("extra") or {}).get("time_spread") or {}, separators=(",", ":"))}
 
     def write_rows() -> list[dict]:
         """Every pair evaluated so far, rewritten after each pair: a run stopped by a time limit keeps its rows."""

@@ -58,6 +58,7 @@ class TimingMixin:
     def _time(self, tid, tmod, ref, cand, baselines, errs):
         s = self.s
         self.rounds_run = 0
+        self.time_spread: dict[str, dict] = {}  # method -> p10, p90 (µs) and n of its timed calls (the record's extra)
         # input sets in the pool: as the task's memory plan says (kernelbench/memory_plan.py: as asked, fewer or
         # on the host where the device cannot hold them beside the rest)
         plan = self.mem_plan
@@ -116,7 +117,10 @@ class TimingMixin:
         for name in fns:
             if name != "candidate" and name in base_reasons:
                 continue
-            times[name] = summarize(samples[name])["median"]
+            summary = summarize(samples[name])
+            times[name] = summary["median"]
+            # each side's spread over its timed calls: a self-pair off 1.00 says whether a slow spell caused it
+            self.time_spread[name] = {k: summary[k] for k in ("p10", "p90", "n")}
         if self.cuda and reason is None:
             reason = hidden_work(overhead["candidate"], [summarize(overhead[n])["median"] for n in fns
                                                          if n != "candidate" and overhead[n] and n not in base_reasons],

@@ -196,6 +196,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         # KernelBench kernels do) writes where it may, and sees none of the pair before it
         enter_emptied_dir(self.pair_dir)
         self.pair_notes = []
+        self.time_spread = {}  # set by _time
         self.fence = None  # read again once this pair's candidate folder is known
         self.known_failures = list(task.get("failed_builds") or ())
         if self.cuda:
@@ -514,6 +515,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                 "candidate", MODE, verified=ok, reason=reason, verdict=verdict, detail=detail,
                 time_us_median=cand_us if ok else None, max_rel_err=errs.get("max_rel_err"),
                 extra={"task_reused": self.task_reused, "task_phase_s": phases, "rounds_run": self.rounds_run,
+                       **({"time_spread": self.time_spread} if timed and self.time_spread else {}),
                        **({"trivial_audit": self.trivial_audit} if self.trivial_audit else {}),
                        **({"memory": memory} if (memory := self._memory_report()) else {}),
                        **({"notes": notes} if (notes := self.notes + self.task_notes + self.pair_notes) else {})},

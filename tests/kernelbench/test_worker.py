@@ -85,6 +85,16 @@ def test_honest_candidate_passes_with_a_finite_speedup(results):
     assert rows[0]["tasks"] == len(results) and rows[0]["success"] == 2
 
 
+def test_a_timed_pair_records_each_side_s_spread(results):
+    """p10 and p90 of each side's timed calls: what a self-pair reading off 1.00 is explained by."""
+    (rec,) = results["honest"]
+    spread = rec["extra"]["time_spread"]
+    assert set(spread) == {"candidate", "eager"}
+    for side, s in spread.items():
+        assert s["n"] >= 1 and s["p10"] <= s["p90"]
+        assert s["p10"] <= (rec["candidate_us"] if side == "candidate" else rec["baseline_us"]) <= s["p90"]
+
+
 @pytest.mark.parametrize("name,expected", [
     ("wrong", "wrong values"), ("inplace", "modified inputs"), ("returns_input", "returned an input"),
     ("subclass", "tensor subclass"), ("raises", "exception: ValueError: nope")])

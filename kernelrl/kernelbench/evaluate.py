@@ -58,7 +58,7 @@ CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict",
                "speedup", "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch", "profile",
                *(f"correct_{p}" for p in PROFILES), "tightest_tolerance",
                "claimed_speedup", "phase_s", "rounds_run", "task_verdict", "tolerance_blind", "kernelbench_rule",
-               "notes")
+               "notes", "time_spread")
 
 
 def task_verdict_text(task_verdicts: dict | None) -> str:
@@ -110,7 +110,10 @@ def csv_rows(verdicts: list[PairCheck], runnable: list[PairCheck], records: dict
                          "tolerance_blind": tolerance_blind_text(r.get("task_verdicts")),
                          "phase_s": json.dumps(phases, separators=(",", ":")) if phases else None,
                          # what the worker had to allow for or could not do (an extension that did not build, ...)
-                         "notes": "; ".join(extra.get("notes") or ()) or None})
+                         "notes": "; ".join(extra.get("notes") or ()) or None,
+                         # each side's p10/p90 (µs) and timed calls: a ratio read beside its noise
+                         "time_spread": json.dumps(spread, separators=(",", ":"))
+                         if (spread := extra.get("time_spread")) else None})
     return rows
 
 

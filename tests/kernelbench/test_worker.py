@@ -2,6 +2,7 @@
 each kind of cheat or failure gets its named verdict; hangs and crashes become verdicts and the run continues."""
 
 import csv
+import json
 import math
 from pathlib import Path
 
@@ -149,6 +150,8 @@ def test_kb_eval_stores_each_pair_in_the_results_database(tmp_path):
     db.close()
     assert rows[("7_Softmax", "eager")]["verified"] and rows[("7_Softmax", "eager")]["speedup"] > 0
     assert rows[("7_Softmax", "eager")]["kernelbench_rule"] is True
+    spread = json.loads(rows[("7_Softmax", "eager")]["time_spread"])  # kept beside the ratio it qualifies
+    assert set(spread) == {"candidate", "eager"} and spread["candidate"]["n"] >= 2
     assert not rows[("5_SumDim", "")]["verified"] and "no candidate" in rows[("5_SumDim", "")]["reason"]
 
 

@@ -10,9 +10,11 @@
 #      (64e3ab9: the worker no longer compiles again an extension the build step saw fail; the pairs that ran without
 #      their extension say so in `notes`); then PUBLISHED_LEVELS=2 and 3, copying $OUT/published.db back to
 #      .carry/published.db (carried) between calls if a level does not finish;
-#   1. the KernelBench suite again after 64e3ab9 (STEPS=tests TESTS=tests/gpu/test_kernelbench_gpu.py, TESTS_LIMIT=560:
-#      72 tests took about 480 s with the HGEMM file behind them);
-#   2. level 3 reference-as-candidate whole (LEVEL_LIMIT=330), the self-pairs' spread measured over the level;
+#   1. the KernelBench suite again after 64e3ab9..d15c057 (the failed-build replay, the JSON build pipe, the extension
+#      fence with its corpus cheat rewrites_other_extension, each side's time_spread): STEPS=tests
+#      TESTS=tests/gpu/test_kernelbench_gpu.py, TESTS_LIMIT=560 (72 tests took about 480 s with the HGEMM file behind);
+#   2. level 3 reference-as-candidate whole (LEVEL_LIMIT=330): the CSV's time_spread says whether an RNN self-pair
+#      off 1.00 (36_LSTMHn, 41_GRUBidirectional: 0.83-1.08 in four runs) is a slow spell on one side;
 #   4. the Llama decoder end to end with the fused MLP and under torch.compile (llama.sh: record, tune, e2e; three
 #      calls, DIR carried between them as llama.sh says);
 #   5. the 192-row wgmma tiles: their GPU test points (tests/gpu/test_wgmma.py) and the bench beside their 128- and

@@ -14,7 +14,7 @@ from kernelrl.build.builder import cache_root
 from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench.aggregate import TaskResult
-from kernelrl.kernelbench.build import build_extensions
+from kernelrl.kernelbench.build import build_extensions, extension_dir
 from kernelrl.kernelbench.requirements import environment_detail, missing_packages
 
 DEFAULT_BASELINES = ("eager", "compile_default", "compile_reduce_overhead", "cuda_graph")
@@ -40,6 +40,9 @@ class KBSettings:
     memory_cap_gib: float | None = None  # the device memory the memory plan may count on, at most (kernelbench/
     # memory_plan.py; e.g. 79 to evaluate as on an 80 GB card); None: what is free
     tolerance_profile: str = "strict"  # the profile that decides `verified` (harness.tolerance); both are reported
+    # this run's candidates' extension folders (set by run_pairs): the ones each pair's fence watches, not every
+    # folder an earlier or concurrent run left under a shared root (kernelbench/extension_fence.py)
+    fenced: list[str] = field(default_factory=list)
     build_on_device: bool = True  # models constructed under the device (weights initialised there), not the CPU
     own_kernels: bool = False  # a pair that passed everything is `reference kernels` where its call launched every
     # kernel the reference's does (kernelbench/census.py): PyTorch computed the output, beside or instead of its own.
@@ -102,6 +105,8 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
 
     if settings.extensions_dir is None:
         settings.extensions_dir = str(cache_root() / "kb_extensions")
+    settings.fenced = sorted({str(extension_dir(settings.extensions_dir, c)) for _, c in pairs
+                              if Path(c).is_file()})
     tasks = [KBTask(i, str(t), str(c), name=Path(c).stem) for i, (t, c) in enumerate(pairs)]
     out: dict[int, list[dict]] = {t.id: [] for t in tasks}
 

@@ -172,13 +172,16 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         and a write that changes another candidate's verdict is the finding to name)."""
         if self.fence is None:
             return failure
-        moved = extension_fence.changed(self.fence, extension_fence.libraries(self.s["extensions_dir"],
-                                                                              self.own_extensions))
+        moved = extension_fence.changed(self.fence, extension_fence.libraries(self._fenced(), self.own_extensions))
         self.fence = None
         if not moved or (failure is not None and failure.verdict is Verdict.FILE_WRITE):
             return failure
         return Rejected(Verdict.FILE_WRITE, f"the candidate rewrote or removed another candidate's built extension "
                                             f"({', '.join(moved[:3])}): its verdict would depend on this one")
+
+    def _fenced(self) -> list[str]:
+        """The folders the fence watches: this run's candidates' (run_pairs), else the whole extension root."""
+        return list(self.s.get("fenced") or [self.s["extensions_dir"]])
 
     def _build_note(self, note: str) -> None:
         if note not in self.pair_notes:
@@ -228,7 +231,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                 self.writable_run = list(self.writable)
             self.writable = extension_fence.pair_writable(self.writable_run, self.s["extensions_dir"], own)
             self.own_extensions = str(own)
-            self.fence = extension_fence.libraries(self.s["extensions_dir"], own)
+            self.fence = extension_fence.libraries(self._fenced(), own)
         threads = os_threads()
         before = self._watch()
         try:

@@ -23,13 +23,22 @@ def test_a_pair_may_write_its_own_folder_and_not_the_root():
 
 def test_another_folder_s_library_rewritten_or_removed_is_a_change(tmp_path):
     own, other, gone = _lib(tmp_path / "own"), _lib(tmp_path / "other"), _lib(tmp_path / "gone")
-    before = extension_fence.libraries(tmp_path, own.parent)
+    before = extension_fence.libraries([tmp_path], own.parent)
     assert sorted(before) == [str(gone), str(other)]
     own.write_bytes(b"rebuilt, longer")  # its own: allowed
     other.write_bytes(b"overwritten, longer")
     gone.unlink()
     _lib(tmp_path / "new")  # another worker's lazy build (Ray on one host): not counted
-    assert extension_fence.changed(before, extension_fence.libraries(tmp_path, own.parent)) == [str(gone), str(other)]
+    assert extension_fence.changed(before, extension_fence.libraries([tmp_path], own.parent)) == [str(gone),
+                                                                                                  str(other)]
+
+
+def test_only_this_run_s_folders_are_watched(tmp_path):
+    ours, earlier_run = _lib(tmp_path / "ours"), _lib(tmp_path / "earlier_run")
+    before = extension_fence.libraries([ours.parent], tmp_path / "own")
+    earlier_run.write_bytes(b"another run rebuilt it")  # another run on the machine, same shared root
+    assert list(before) == [str(ours)] and extension_fence.changed(before, extension_fence.libraries(
+        [ours.parent], tmp_path / "own")) == []
 
 
 # the build step "builds" each candidate by importing it: a stand-in library in its own folder

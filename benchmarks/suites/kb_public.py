@@ -152,6 +152,7 @@ def main(argv=None) -> int:
         ok, reason = pair_verdict(recs)
         res = task_result(t.stem, recs, ("eager",))
         cand = next((r for r in recs if r.get("method") == "candidate"), {})
+        extra = cand.get("extra") or {}
         key = key_of(failed_record(recs) or Verdict.NOT_EVALUATED)  # the failed record's key, never its text
         return {"task": t.stem, "candidate": c.name, "expect": expect, "verified": int(ok),
                 "verdict": key.value if key and not ok else "", "reason": reason or "",
@@ -162,9 +163,9 @@ def main(argv=None) -> int:
                 "tightest_tolerance": cand.get("tightest_tolerance"),
                 "task_verdict": task_verdict_text(cand.get("task_verdicts")),
                 "tolerance_blind": tolerance_blind_text(cand.get("task_verdicts")),
-                "phase_s": json.dumps((cand.get("extra") or {}).get("task_phase_s") or {}, separators=(",", ":")),
+                "phase_s": json.dumps(extra.get("task_phase_s") or {}, separators=(",", ":")),
                 # each side's p10/p90 (µs) and number of timed calls: why a self-pair reads off 1.00
-                "time_spread": json.dumps((cand.get("extra") or {}).get("time_spread") or {}, separators=(",", ":"))}
+                "time_spread": json.dumps(extra.get("time_spread") or {}, separators=(",", ":"))}
 
     def write_rows() -> list[dict]:
         """Every pair evaluated so far, rewritten after each pair: a run stopped by a time limit keeps its rows."""

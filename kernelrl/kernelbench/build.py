@@ -204,8 +204,7 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
                 if message.get("state") == WARMING:
                     warming[path] = time.monotonic()
                     continue
-                text = message.get("error")
-                text = text[-3000:] if isinstance(text, str) else None if text is None else str(text)[-3000:]
+                text = None if (error := message.get("error")) is None else str(error)[-3000:]
                 finish(path, Verdict.COMPILE_ERROR if text and _is_build_error(text) else None, text,
                        failed=message.get("failed"))
             elif warm is not None and not proc.is_alive():  # built at import; a crash in the warm-up is the

@@ -106,8 +106,8 @@ def replaying(original: Callable, known: Callable[[], list[dict]], on_note: Call
         if failures:
             try:
                 failure = failures.get(fingerprint(build_directory))
-            except OSError:
-                failure = None
+            except OSError:  # no build file or source to know it by: built as usual
+                pass
         if failure is not None:
             on_note(f"extension {failure['extension']!r} {FAILED_TO_BUILD} in the build step ({failure['error']}); "
                     f"the worker raised that error again without compiling")

@@ -58,7 +58,7 @@ class TimingMixin:
     def _time(self, tid, tmod, ref, cand, baselines, errs):
         s = self.s
         self.rounds_run = 0
-        self.time_spread: dict[str, dict] = {}  # method -> p10, p90 (µs) and n of its timed calls (the record's extra)
+        self.time_spread = {}
         # input sets in the pool: as the task's memory plan says (kernelbench/memory_plan.py: as asked, fewer or
         # on the host where the device cannot hold them beside the rest)
         plan = self.mem_plan

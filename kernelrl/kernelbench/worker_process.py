@@ -87,6 +87,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.ref_settle_s: float
         self.task_reused = False  # whether this pair's task came from the cache (reported in `extra`)
         self.rounds_run = 0  # timed rounds the pair's timing ran (fewer than asked where they settled)
+        self.time_spread: dict[str, dict] = {}  # method -> p10, p90 (µs) and n of its timed calls (set by _time)
         self.baseline_fns: dict = {}  # the cached task's prepared baselines, by name
         self.mem_plan: memory_plan.Plan | None = None  # the task's memory plan (kernelbench/memory_plan.py), kept
         # with the task
@@ -199,7 +200,6 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         # KernelBench kernels do) writes where it may, and sees none of the pair before it
         enter_emptied_dir(self.pair_dir)
         self.pair_notes = []
-        self.time_spread = {}  # set by _time
         self.fence = None  # read again once this pair's candidate folder is known
         self.known_failures = list(task.get("failed_builds") or ())
         if self.cuda:

@@ -57,14 +57,15 @@ def test_broken_candidate_is_rejected_for_its_reason(tmp_path, name, reason):
 
 
 @pytest.mark.skipif(not landlock_abi()[0], reason="needs Linux Landlock (harness/sandbox.py)")
-def test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["cheat_writes_results_db", "cheat_links_results_db"])
+def test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was(tmp_path, monkeypatch, name):
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "results.db").write_text("measured")
     monkeypatch.setenv("KERNELRL_CACHE", str(cache))  # the worker inherits it; the bench's own db is r.db
-    outcome = evaluate(tmp_path, [CORPUS / "cheat_writes_results_db.cu"])
+    outcome = evaluate(tmp_path, [CORPUS / f"{name}.cu"])
     assert (cache / "results.db").read_text() == "measured"
-    assert verdict(outcome, "cheat_writes_results_db")["verified"]  # the write failed; the GEMM is honest
+    assert verdict(outcome, name)["verified"]  # the write failed; the GEMM is honest
 
 
 def test_hang_becomes_a_verdict(tmp_path):

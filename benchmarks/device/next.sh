@@ -11,7 +11,8 @@
 #      their extension say so in `notes`); then PUBLISHED_LEVELS=2 and 3, copying $OUT/published.db back to
 #      .carry/published.db (carried) between calls if a level does not finish;
 #   1. the KernelBench suite again after 64e3ab9..d15c057 (the failed-build replay, the JSON build pipe, the extension
-#      fence with its corpus cheat rewrites_other_extension, each side's time_spread): STEPS=tests
+#      fence with its corpus cheat rewrites_other_extension, each side's time_spread) and the HGEMM results-database cheats (the new
+#      cheat_links_results_db): STEPS=tests
 #      TESTS=tests/gpu/test_kernelbench_gpu.py, TESTS_LIMIT=560 (72 tests took about 480 s with the HGEMM file behind);
 #   2. level 3 reference-as-candidate whole (LEVEL_LIMIT=330): the CSV's time_spread says whether an RNN self-pair
 #      off 1.00 (36_LSTMHn, 41_GRUBidirectional: 0.83-1.08 in four runs) is a slow spell on one side;
@@ -21,7 +22,8 @@
 #      256-row twins (wgmma.sh ONLY=bm192).
 set -uo pipefail
 case "${CALL:-1}" in
-  1) STEPS="env tests" TESTS_LIMIT=560 TESTS=tests/gpu/test_kernelbench_gpu.py bash benchmarks/device/sandbox.sh ;;
+  1) STEPS="env tests" TESTS_LIMIT=560 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
+       bash benchmarks/device/sandbox.sh ;;
   2) STEPS="level3" LEVEL_LIMIT=330 bash benchmarks/device/sandbox.sh ;;
   3) STEPS=published PUBLISHED_LEVELS="${PUBLISHED_LEVELS:-1}" bash benchmarks/device/harness.sh ;;
   4) STEPS="${LLAMA_STEPS:-record tune}" RECORD_ARGS=--fused bash benchmarks/device/llama.sh ;;

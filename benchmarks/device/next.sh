@@ -19,7 +19,10 @@
 #   4. the Llama decoder end to end with the fused MLP and under torch.compile (llama.sh: record, tune, e2e; three
 #      calls, DIR carried between them as llama.sh says);
 #   5. the 192-row wgmma tiles: their GPU test points (tests/gpu/test_wgmma.py) and the bench beside their 128- and
-#      256-row twins (wgmma.sh ONLY=bm192).
+#      256-row twins (wgmma.sh ONLY=bm192);
+#   6. Nsight Compute on this card: the family's fastest point of benchmarks/results/h100/wgmma_bm256/ on each of its
+#      large and medium shapes, and cuBLAS's kernel (torch.matmul) beside it (benchmarks/experiments/profile_gap.py
+#      --points), so the next gap on the H100 is read, not guessed.
 set -uo pipefail
 case "${CALL:-1}" in
   1) STEPS="env tests" TESTS_LIMIT=560 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
@@ -28,5 +31,13 @@ case "${CALL:-1}" in
   3) STEPS=published PUBLISHED_LEVELS="${PUBLISHED_LEVELS:-1}" bash benchmarks/device/harness.sh ;;
   4) STEPS="${LLAMA_STEPS:-record tune}" RECORD_ARGS=--fused bash benchmarks/device/llama.sh ;;
   5) ONLY=bm192 bash benchmarks/device/wgmma.sh ;;
-  *) echo "CALL=$CALL: choose 1-5 (see this file's header)"; exit 2 ;;
+  6) OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT/ncu"; source benchmarks/device/env.sh
+     nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/ncu/gpu.txt"
+     big=wgmma_f32_kn_256x128x64_s3_r8_k1_co_et; med=wgmma_f32_kn_128x128x64_s3_r8_k1_co_et
+     thin=wgmma_f32_kn_128x64x64_s5_r8_k1_co
+     timeout "${PROFILE_LIMIT:-560}" python3 benchmarks/experiments/profile_gap.py - "$OUT/ncu" --points \
+       "4096x4096x4096=$big,8192x8192x8192=$big,4096x4096x1024=$big,1024x4096x4096=$big,2048x2048x2048=$big,\
+4096x4096x4096=wgmma_f32_nk_256x128x64_s4_r8_k1_co,2048x1024x1024=$med,1024x1024x1024=$thin,512x1024x8192=$thin,\
+512x512x4096=$thin" > "$OUT/ncu/profile.txt" 2>&1; echo "rc=$?"; tail -n 80 "$OUT/ncu/profile.txt" ;;
+  *) echo "CALL=$CALL: choose 1-6 (see this file's header)"; exit 2 ;;
 esac

@@ -18,8 +18,9 @@
 #      off 1.00 (36_LSTMHn, 41_GRUBidirectional: 0.83-1.08 in four runs) is a slow spell on one side;
 #   4. the Llama decoder end to end with the fused MLP and under torch.compile (llama.sh: record, tune, e2e; three
 #      calls, DIR carried between them as llama.sh says);
-#   5. the 192-row wgmma tiles: their GPU test points (tests/gpu/test_wgmma.py) and the bench beside their 128- and
-#      256-row twins (wgmma.sh ONLY=bm192);
+#   5. the subtiled TMA-store epilogue (epilogue=tma_sub: a 256x128 tile with a fourth stage) beside the whole-tile
+#      staging and the direct store (wgmma.sh ONLY=subtile), the 192-row tiles beside their 128- and 256-row twins
+#      (ONLY=bm192), and both through every evaluator check (tests/gpu/test_wgmma.py, which has their points);
 #   6. Nsight Compute on this card: the family's fastest point of benchmarks/results/h100/wgmma_bm256/ on each of its
 #      large and medium shapes, and cuBLAS's kernel (torch.matmul) beside it (benchmarks/experiments/profile_gap.py
 #      --points), so the next gap on the H100 is read, not guessed.
@@ -30,7 +31,12 @@ case "${CALL:-1}" in
   2) STEPS="level3" LEVEL_LIMIT=330 bash benchmarks/device/sandbox.sh ;;
   3) STEPS=published PUBLISHED_LEVELS="${PUBLISHED_LEVELS:-1}" bash benchmarks/device/harness.sh ;;
   4) STEPS="${LLAMA_STEPS:-record tune}" RECORD_ARGS=--fused bash benchmarks/device/llama.sh ;;
-  5) ONLY=bm192 bash benchmarks/device/wgmma.sh ;;
+  5) O="${OUT:-/tmp/out}"
+     # at most 8 files come back: the databases (the CSVs hold their rows) are left behind
+     OUT="$O/subtile" ONLY=subtile BENCH_LIMIT=170 TESTS_LIMIT=0 bash benchmarks/device/wgmma.sh
+     rm -f "$O/subtile/wgmma.db"
+     OUT="$O/bm192" ONLY=bm192 BENCH_LIMIT=170 TESTS_LIMIT=220 bash benchmarks/device/wgmma.sh
+     rm -f "$O/bm192/wgmma.db" ;;
   6) OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT/ncu"; source benchmarks/device/env.sh
      nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/ncu/gpu.txt"
      big=wgmma_f32_kn_256x128x64_s3_r8_k1_co_et; med=wgmma_f32_kn_128x128x64_s3_r8_k1_co_et

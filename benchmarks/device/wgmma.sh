@@ -16,7 +16,8 @@
 # the main kernel launched programmatically beside the same points launched plainly, on short calls; ONLY=bm256
 # the 256-row tiles (off the grid until measured) beside their 128-row twins, on the square shapes, the fastest one
 # also in CTA pairs (2x1, 1x2); ONLY=bm192 the 192-row tiles (three consumers) beside their 128- and 256-row twins,
-# on the square shapes. SHAPES replaces the bench's shapes.
+# on the square shapes; ONLY=subtile the subtiled TMA-store epilogue beside the whole-tile staging (3 stages) and the
+# direct store (same stages), on the square shapes. SHAPES replaces the bench's shapes.
 set -uo pipefail
 source benchmarks/device/env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -119,6 +120,15 @@ elif only == "bm192":  # 192-row tiles (three cooperative consumers of 64 rows) 
                                              (128, 4, "nk", "direct", "fp16"), (176, 3, "nk", "direct", "fp16")]]
     twins = [Variant.of("wgmma", v.acc, **{**v.p, "BM": bm}) for v in mid for bm in (128, 256)]
     points = [v for v in mid + twins if space.check(v) is None]
+elif only == "subtile":  # the subtiled TMA store (two staging boxes a consumer) beside the whole-tile staging
+    sub = [Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=st, raster=8, b_layout=layout, epilogue="tma_sub")
+           for bm, bn, st, layout in [(256, 128, 4, "kn"), (256, 128, 3, "kn"), (128, 256, 4, "kn"),
+                                      (256, 128, 4, "nk"), (128, 128, 5, "kn")]]
+    # the whole-tile twins: the same point with epilogue tma where it fits (at most 3 stages at 256x128), and the
+    # 4-stage direct-store twin (what the fourth stage buys without any staging)
+    twins = {Variant.of("wgmma", "fp32", **{**v.p, "epilogue": ep, "stages": st})
+             for v in sub for ep, st in (("tma", 3), ("direct", v.p["stages"]))}
+    points = sub + sorted((v for v in twins if space.check(v) is None), key=lambda v: v.name)
 elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width
     odd = [v for v in points if v.p["BN"] % 64]
     twins = {Variant.of("wgmma", "fp32", **{**v.p, "BN": bn}) for v in odd for bn in (v.p["BN"] // 64 * 64,

@@ -47,7 +47,7 @@ L2_RESIDENT = 0.6
 # on the H200 the wgmma family's TMA-store points ran 1.04-1.06x their direct twins on 13 of 14 shapes with K = 4096
 # (0.99x on the largest) and 1.00-1.02x with K = 14336 (bf16 nt;
 # benchmarks/results/h200/wgmma/epilogue_pairs_llama.csv).
-EPILOGUE_RANK = {"tma": 0, "direct": 1}
+EPILOGUE_RANK = {"tma": 0, "tma_sub": 0, "direct": 1}
 # Stages that keep enough loads in flight (4 x 64 of K, CUTLASS's usual depth for these tiles): among tied points a
 # deeper pipeline ranks first up to this, the epilogue next, and more stages only after that.
 DEEP_ENOUGH = 4

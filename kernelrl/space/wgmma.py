@@ -56,7 +56,9 @@ class WgmmaSpace(KernelSpace):
         "split_k": [1, 2, 4, 8, 16],
         "schedule": ["cooperative", "pingpong"],
         "dtype": ["fp16", "bf16"],
-        "epilogue": ["direct", "tma"],
+        # tma: the tile staged whole in shared memory, then stored; tma_sub: two 64 x 64 boxes a consumer, each stored
+        # while the next is written (an eighth of a 256x128 tile's staging: room for one more stage)
+        "epilogue": ["direct", "tma", "tma_sub"],
         "pdl": [False, True],
         # The main kernel launched programmatically (PDL): its CTAs may start, set up their barriers and fetch their
         # tensor-map descriptors while the previous kernel on the stream finishes, and wait (griddepcontrol.wait)
@@ -118,10 +120,11 @@ class WgmmaSpace(KernelSpace):
         return variant.p["BM"] * variant.p["BN"] * 4 if cls.dsmem(variant) else 0
 
     def staging_bytes(self, variant: Variant) -> int:
-        """The TMA-store epilogue's C tiles: each consumer stages its own rows (16-bit), so one consumer's store
-        overlaps the other's main loop."""
+        """The TMA-store epilogue's 64 x 64 C boxes (16-bit): each consumer stages its own rows, so one consumer's
+        store overlaps the other's main loop; all of them (tma) or two that its boxes take in turn (tma_sub)."""
         p = variant.p
-        return self.consumers(variant) * self.m_blocks(variant) * 64 * p["BN"] * 2 if p["epilogue"] == "tma" else 0
+        boxes = {"tma": self.m_blocks(variant) * p["BN"] // 64, "tma_sub": 2}.get(p["epilogue"], 0)
+        return self.consumers(variant) * boxes * 64 * 64 * 2
 
     def smem_bytes(self, variant: Variant) -> int:
         # the ring, the C staging tiles, the DSMEM split-K's accumulator copy and its two barriers, a full and an
@@ -161,7 +164,7 @@ class WgmmaSpace(KernelSpace):
             return "pdl overlaps the split-K reduce kernel's launch with the main kernel: split_k > 1 only"
         if p["main_pdl"] and (p["cluster"] != "1x1" or self.dsmem(variant)):
             return "main_pdl launches single CTAs (no thread-block clusters: cluster 1x1, no DSMEM split-K)"
-        if p["epilogue"] == "tma" and (p["split_k"] > 1 or p["BN"] % 64):
+        if p["epilogue"] != "direct" and (p["split_k"] > 1 or p["BN"] % 64):
             return ("the TMA-store epilogue stores 16-bit C in 64-column boxes: split_k 1 and BN % 64 == 0 (split-K "
                     "partials are fp32, stored directly)")
         if p["split_reduce"] == "dsmem":
@@ -230,6 +233,10 @@ class WgmmaSpace(KernelSpace):
             # Compiled for sm_90a without spills (tests/space/test_space_wgmma.py); GPU test points in
             # tests/gpu/test_wgmma.py; not benched yet.
             return "192-row tiles (three consumer warpgroups) are off the default grid until verified and benched"
+        if variant.p["epilogue"] == "tma_sub":
+            # Compiled for sm_90a (tests/space/test_space_wgmma.py); GPU test points in tests/gpu/test_wgmma.py; bench
+            # beside the whole-tile staging: wgmma.sh ONLY=subtile.
+            return "the subtiled TMA-store epilogue is off the default grid until verified and benched"
         if variant.p["pdl"]:
             # benchmarks/results/h200/wgmma/v3/: 20 PDL points ran a geomean 0.98 of their twins, 6 faster.
             return "the PDL-launched reduce is off the default grid: no faster than two plain launches on the H200"
@@ -286,7 +293,8 @@ class WgmmaSpace(KernelSpace):
         if p["dtype"] == "bf16":
             acc = "bf16f32"  # bf16 inputs and output, fp32 accumulation (fp16 points keep their first names)
         schedule = {"cooperative": "co", "pingpong": "pp"}[p["schedule"]]
-        epilogue = "_et" if p["epilogue"] == "tma" else ""  # direct-store points keep their first names
+        # direct-store points keep their first names
+        epilogue = {"tma": "_et", "tma_sub": "_es"}.get(p["epilogue"], "")
         pdl = ("_pdl" if p["pdl"] else "") + ("_pdlmain" if p["main_pdl"] else "")
         cluster = f"_c{p['cluster']}" if p["cluster"] != "1x1" else ""
         dsmem = "_dsm" if self.dsmem(variant) else "_fx" if self.fixup(variant) else ""
@@ -313,7 +321,8 @@ class WgmmaSpace(KernelSpace):
             "@PACK2@": "__floats2bfloat162_rn" if p["dtype"] == "bf16" else "__floats2half2_rn",
             "@TMA_TYPE@": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" if p["dtype"] == "bf16"
                            else "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"),
-            "@DTYPE@": p["dtype"], "@TMA_STORE@": "true" if p["epilogue"] == "tma" else "false",
+            "@DTYPE@": p["dtype"], "@TMA_STORE@": "true" if p["epilogue"] != "direct" else "false",
+            "@SUBTILE@": "true" if p["epilogue"] == "tma_sub" else "false",
             "@PDL@": "true" if p["pdl"] else "false", "@MAIN_PDL@": "true" if p["main_pdl"] else "false",
             "@CLUSTER_M@": str(cm), "@CLUSTER_N@": str(cn),
             "@DSMEM@": "true" if self.dsmem(variant) else "false",

@@ -41,6 +41,9 @@ POINTS = {
     "tma_store": V(512, schedule="cooperative", epilogue="tma"),
     "direct_edges": V(200, inter=328),
     "tma_store_edges": V(456, inter=328, schedule="cooperative", epilogue="tma"),
+    # the subtiled TMA store: two staging boxes a consumer taken in turn (256 rows: two m64 blocks a consumer)
+    "tma_sub": V(640, schedule="cooperative", epilogue="tma_sub"),
+    "tma_sub_edges": V(584, inter=328, BM=256, schedule="cooperative", epilogue="tma_sub"),
 }
 
 

@@ -1,7 +1,7 @@
 """Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
 one, two and three consumer warpgroups, cooperative and ping-pong, 256-row tiles (two m64 blocks per consumer) and
 192-row ones (three consumers), split-K (with either accumulator; reduced by a second kernel or in-kernel by the last
-slice to arrive), direct and TMA-store epilogues, 2-CTA clusters that multicast B or A, split-K summed in distributed
+slice to arrive), direct and TMA-store epilogues (whole or subtiled), 2-CTA clusters that multicast B or A, split-K summed in distributed
 shared memory, tile widths of any multiple of 16 on the paper's layout, shapes with partial tiles in M, N and K, the
 main kernel launched programmatically. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and
 accumulator inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports
@@ -57,7 +57,13 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               # 192-row tiles: three cooperative consumers of 64 rows (333 rows: a partial second tile), the TMA
               # store and split-K among them
               point("fp32", 192, 128, 4, 8, "nk"), point("fp32", 192, 128, 4, 8, "kn", epilogue="tma"),
-              point("fp32", 192, 176, 3, 8, "kn", split_k=2)]),
+              point("fp32", 192, 176, 3, 8, "kn", split_k=2),
+              # the subtiled TMA store (two staging boxes a consumer, one stored while the next is written): 256 rows
+              # with the fourth stage it makes room for, both layouts; ping-pong consumers; 64 rows, one box a tile
+              point("fp32", 256, 128, 4, 8, "kn", epilogue="tma_sub"),
+              point("fp32", 256, 128, 4, 8, "nk", epilogue="tma_sub"),
+              point("fp32", 128, 128, 5, 8, "kn", schedule="pingpong", epilogue="tma_sub"),
+              point("fp32", 64, 64, 8, 1, "nk", epilogue="tma_sub")]),
     ("fp16", [point("fp16", 128, 128, 4, 8, "kn", schedule="pingpong"), point("fp16", 64, 96, 8, 1, "nk"),
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma"),
               point("fp16", 128, 128, 5, 8, "nk", schedule="pingpong", cluster="1x2"),
@@ -68,7 +74,8 @@ def point(acc, bm, bn, stages, raster, layout, split_k=1, schedule="cooperative"
               point("fp16", 128, 128, 6, 8, "nk", split_k=2, pdl=True),
               point("fp16", 64, 64, 12, 1, "kn", split_k=8, split_reduce="fixup"),
               point("fp16", 128, 128, 4, 8, "nk", schedule="pingpong", epilogue="tma", main_pdl=True),
-              point("fp16", 256, 256, 3, 8, "kn"), point("fp16", 256, 128, 3, 8, "nk", epilogue="tma")]),
+              point("fp16", 256, 256, 3, 8, "kn"), point("fp16", 256, 128, 3, 8, "nk", epilogue="tma"),
+              point("fp16", 128, 256, 4, 8, "kn", epilogue="tma_sub")]),
 ])
 def test_points_verify_in_device_and_offline_modes(tmp_path, acc, points):
     files = []

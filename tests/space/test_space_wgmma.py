@@ -53,7 +53,12 @@ F32_COOP_256_CLUSTER = V("fp32", 256, 128, 3, 8, "kn", epilogue="tma", cluster="
 # 192-row tiles: three cooperative consumers of 64 rows (a 512-thread CTA compiled within 128 registers a thread)
 F32_COOP_192_NK = V("fp32", 192, 128, 4, 8, "nk", dtype="bf16")
 F16_COOP_192_TMA = V("fp16", 192, 128, 4, 8, "kn", epilogue="tma")
-BUILT = [F32_COOP_192_NK, F16_COOP_192_TMA,
+# The subtiled TMA-store epilogue: two staging boxes a consumer, so a 256x128 tile keeps a fourth stage; on
+# nn.Linear's layout in bf16, and with ping-pong consumers of fp16 accumulators
+F32_COOP_256_SUB = V("fp32", 256, 128, 4, 8, "kn", epilogue="tma_sub")
+BF16_COOP_256_SUB_NK = V("fp32", 256, 128, 4, 8, "nk", dtype="bf16", epilogue="tma_sub")
+F16_PINGPONG_SUB = V("fp16", 128, 128, 5, 8, "kn", schedule="pingpong", epilogue="tma_sub")
+BUILT = [F32_COOP_256_SUB, BF16_COOP_256_SUB_NK, F16_PINGPONG_SUB, F32_COOP_192_NK, F16_COOP_192_TMA,
          F32_COOP_256, BF16_COOP_256_NK, F16_COOP_256_TMA, F32_COOP_256_CLUSTER, F32_WIDE_KN, F16_NARROW_NK,
          F32_PINGPONG_SPLIT, BF16_NK,
          F16_PINGPONG_TMA_STORE, F32_CLUSTER_B, F16_CLUSTER_A, F32_DSMEM_SPLIT, F32_KN_96, F16_KN_80, F16_SPLIT,
@@ -295,6 +300,14 @@ def test_an_n_major_b_box_is_as_wide_as_its_swizzle():
     assert "MapKey{B, K, N, B_BOX_ROWS, B_BOX_COLS}" in src
 
 
+def test_a_subtiled_epilogue_stages_two_boxes_a_consumer_and_leaves_room_for_a_fourth_stage():
+    whole, sub = V(BM=256, BN=128, stages=4, epilogue="tma"), F32_COOP_256_SUB
+    assert SPACE.staging_bytes(sub) == 2 * 2 * 64 * 64 * 2 and SPACE.staging_bytes(whole) == 256 * 128 * 2
+    assert "shared memory" in SPACE.check(whole) and SPACE.check(sub) is None
+    assert sub.name.endswith("_co_es") and "static constexpr bool SUBTILE = true;" in sub.source()
+    assert "until verified and benched" in SPACE.pruned(sub)
+
+
 def test_render_refuses_an_invalid_point():
     with pytest.raises(ValueError, match="not a valid point"):
         V(BM=128, BN=256, stages=5).source()
@@ -355,10 +368,11 @@ def test_every_point_adds_a_bias_and_swiglu_where_its_c_stores_allow(built, vari
     fuses = ctypes.CDLL(result.lib_path).kernelrl_hgemm_epilogue_supports
     fuses.argtypes, fuses.restype = [ctypes.c_int] * 4, ctypes.c_int
     # TMA stores of SwiGLU's half-width tile: whole 64-column boxes (BN % 128 == 0), 16-byte rows of C (N % 16 == 0)
-    tma_box_misfit = variant.p["epilogue"] == "tma" and variant.p["BN"] % 128 != 0
+    tma_store = variant.p["epilogue"] != "direct"  # whole or subtiled
+    tma_box_misfit = tma_store and variant.p["BN"] % 128 != 0
     assert fuses(256, 512, 4096, 1) == 1 and fuses(256, 512, 4096, 0) == 1
     assert fuses(256, 512, 4096, 2) == fuses(256, 512, 4096, 3) == (0 if tma_box_misfit else 1)
-    assert fuses(256, 520, 4096, 2) == (0 if variant.p["epilogue"] == "tma" else 1)  # N/2 = 260: 520-byte rows
+    assert fuses(256, 520, 4096, 2) == (0 if tma_store else 1)  # N/2 = 260: 520-byte rows
     assert fuses(256, 512, 4096, 4) == 0 and fuses(256, 60, 4096, 1) == 0  # an unknown flag; a shape it declines
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from kernelrl.harness.sandbox import confine_worker
 from kernelrl.harness.verdicts import Verdict
+from kernelrl.kernelbench.extension_fence import folder_contents
 from kernelrl.kernelbench.failed_builds import checked, recording
 from kernelrl.kernelbench.tasks import load_module
 
@@ -49,6 +50,9 @@ class BuildOutcome:
     detail: str = ""
     note: str = ""  # what else the build step has to say (a warm-up it stopped), shown with the build line
     failed: list = field(default_factory=list)  # builds that failed while the candidate went on (failed_builds.py)
+    # every entry of the candidate's folder once its build process ended (extension_fence.folder_contents): the
+    # worker finds the folder as it was built, or empties it and builds again
+    contents: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -185,7 +189,7 @@ def build_extensions(paths: list[str | Path], root: str | Path, jobs: int | None
             note = "; ".join(filter(None, (note, f"extension {names} failed to build and the candidate went on "
                                                  f"(its fallback will run; the worker replays the failure)")))
         out[path] = BuildOutcome(path, time.monotonic() - started, verdict, detail if verdict else "", note,
-                                 list(failed))
+                                 list(failed), folder_contents(extension_dir(root, path)) if verdict is None else {})
         if on_done:
             on_done(out[path])
 

@@ -180,6 +180,17 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         return Rejected(Verdict.FILE_WRITE, f"the candidate rewrote or removed another candidate's built extension "
                                             f"({', '.join(moved[:3])}): its verdict would depend on this one")
 
+    def _as_built(self, own: Path, record: dict | None) -> None:
+        """The candidate's extension folder as its build left it, else emptied (built again in this pair from the
+        candidate's own sources): another pair's write there never decides this candidate's verdict."""
+        if record is None:  # a payload from before the build step recorded folders
+            return
+        changed = extension_fence.altered(own, record)
+        if changed:
+            extension_fence.empty(own)
+            self._build_note(f"its extension folder had changed since its build ({', '.join(changed[:3])}"
+                             f"{', ...' if len(changed) > 3 else ''}): emptied, and built again from its own sources")
+
     def _fenced(self) -> list[str]:
         """The folders the fence watches: this run's candidates' (run_pairs), else the whole extension root."""
         return list(self.s.get("fenced") or [self.s["extensions_dir"]])
@@ -231,6 +242,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                 self.writable_run = list(self.writable)
             self.writable = extension_fence.pair_writable(self.writable_run, self.s["extensions_dir"], own)
             self.own_extensions = str(own)
+            self._as_built(own, task.get("built_contents"))
             self.fence = extension_fence.libraries(self._fenced(), own)
         threads = os_threads()
         before = self._watch()

@@ -122,3 +122,84 @@ def test_a_candidate_that_rewrites_another_s_library_gets_file_write_and_the_hon
     for i in (2, 3):  # through Python; through a hard link (its times put back)
         assert verdicts[i][1].startswith("file write: the candidate wrote outside the worker's scratch folder"), \
             verdicts[i]
+
+
+# its answer depends on its built library's bytes: right only if the worker loads what its build step built
+CHECKS_ITS_LIBRARY = '''
+# load_inline (a stand-in: the build step's import writes the library)
+import os
+from pathlib import Path
+
+lib = Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "checked_ext" / "checked_ext.so"
+if not lib.exists():
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    lib.write_bytes(b"\\x7fELF built")
+OFFSET = 0 if lib.read_bytes() == b"\\x7fELF built" else 1
+''' + candidate("torch.relu(x) + OFFSET")
+# plants a file in every other candidate's folder (an object file a rebuild would link), through libc
+PLANTS = '''
+# load_inline
+import ctypes, os
+from pathlib import Path
+
+own = Path(os.environ["TORCH_EXTENSIONS_DIR"])
+if Path.cwd().name != ".tmp":
+    libc = ctypes.CDLL(None)
+    libc.fopen.restype = ctypes.c_void_p
+    for folder in own.parent.glob("*/*/"):
+        if own not in folder.parents:
+            fh = libc.fopen(str(folder / "planted.o").encode(), b"w")
+            if fh:
+                libc.fclose(ctypes.c_void_p(fh))
+''' + candidate("torch.relu(x)")
+
+
+def _judge_in_order(tmp_path, texts: dict[str, str]) -> list[tuple]:
+    task_path = tmp_path / "tasks" / "a.py"
+    task_path.parent.mkdir()
+    task_path.write_text(task("torch.relu(x)"))
+    cands = []
+    for name, text in texts.items():
+        path = tmp_path / "cands" / f"{name}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        cands.append(path)
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
+                          extensions_dir=str(tmp_path / "ext"))
+    out = run_pairs([(str(task_path), str(c)) for c in cands], settings)
+    return [(pair_verdict(out[i]), " ".join(n for r in out[i] for n in (r.get("extra") or {}).get("notes", [])))
+            for i in range(len(cands))]
+
+
+def test_a_candidate_whose_library_another_rewrote_is_judged_on_its_own_build(tmp_path):
+    (writer, _), (victim, notes) = _judge_in_order(tmp_path, {"libc": THROUGH_LIBC, "victim": CHECKS_ITS_LIBRARY})
+    assert writer[1].startswith("file write"), writer
+    assert victim == (True, None), victim
+    assert "its extension folder had changed since its build (checked_ext/checked_ext.so)" in notes, notes
+
+
+def test_a_file_planted_in_another_candidate_s_folder_is_cleared_before_it_loads(tmp_path):
+    (_, _), (victim, notes) = _judge_in_order(tmp_path, {"plants": PLANTS, "victim": CHECKS_ITS_LIBRARY})
+    assert victim == (True, None), victim
+    assert "checked_ext/planted.o" in notes, notes
+
+
+def test_a_folder_as_built_reads_the_same_and_its_scratch_and_lock_do_not_count(tmp_path):
+    lib = _lib(tmp_path / "own" / "ext")
+    record = extension_fence.folder_contents(tmp_path / "own")
+    (tmp_path / "own" / ".tmp").mkdir()
+    (tmp_path / "own" / "lock").write_text("")
+    assert extension_fence.altered(tmp_path / "own", record) == []
+    lib.write_bytes(b"\x7fELF other")
+    assert extension_fence.altered(tmp_path / "own", record) == ["ext/lib.so"]
+
+
+def test_a_folder_s_links_and_fifos_are_named_not_followed_or_opened(tmp_path):
+    folder = tmp_path / "own"
+    folder.mkdir()
+    os.symlink("/dev/zero", folder / "zeros.so")
+    os.mkfifo(folder / "pipe.so")
+    contents = extension_fence.folder_contents(folder)
+    assert contents["zeros.so"] == "link:/dev/zero" and contents["pipe.so"].startswith("mode:")
+    extension_fence.empty(folder)
+    assert list(folder.iterdir()) == [] and Path("/dev/zero").exists()

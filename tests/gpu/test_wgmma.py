@@ -1,11 +1,11 @@
-"""Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators,
-one, two and three consumer warpgroups, cooperative and ping-pong, 256-row tiles (two m64 blocks per consumer) and
-192-row ones (three consumers), split-K (with either accumulator; reduced by a second kernel or in-kernel by the last
-slice to arrive), direct and TMA-store epilogues (whole or subtiled), 2-CTA clusters that multicast B or A, split-K summed in distributed
-shared memory, tile widths of any multiple of 16 on the paper's layout, shapes with partial tiles in M, N and K, the
-main kernel launched programmatically. Every check the evaluator makes (random, secret, near-duplicate, 0/1 and
-accumulator inputs, guards, poisoned workspace, device state, timing re-checks) must pass wherever the point supports
-the shape."""
+"""Representative points of the wgmma family through the evaluator on the GPU: both B layouts, both accumulators, one,
+two and three consumer warpgroups, cooperative and ping-pong, 256-row tiles (two m64 blocks per consumer) and
+192-row ones (three consumers), split-K (with either accumulator; reduced by a second kernel or in-kernel by the
+last slice to arrive), direct and TMA-store epilogues (whole or subtiled), 2-CTA clusters that multicast B or A,
+split-K summed in distributed shared memory, tile widths of any multiple of 16 on the paper's layout, shapes with
+partial tiles in M, N and K, the main kernel launched programmatically. Every check the evaluator makes (random,
+secret, near-duplicate, 0/1 and accumulator inputs, guards, poisoned workspace, device state, timing re-checks) must
+pass wherever the point supports the shape."""
 
 import pytest
 

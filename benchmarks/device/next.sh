@@ -1,49 +1,43 @@
 #!/usr/bin/env bash
 # The next GPU session's calls, in order (from the repository root; CALL=N picks one; each fits one 10-minute call).
 # Carry [".carry/KernelBench", ".whl"] (benchmarks/device/pack_carry.sh, and KernelBench as harness.sh says), plus
-# .carry/cuda_l1_h100.json for call 3. Calls 1-3 must run on an H100 (nvidia-h100-x1, or whatever the reply calls an
-# H100): they verify worker changes with the sandbox (Landlock) on, which the H200's gVisor machines do not have.
-# Done on 2026-12-06 20:10-20:41 UTC at bda2948 (benchmarks/results/h100/summary.md, "Sixteenth session"): the
-# KernelBench suite (72 passed), the HGEMM verification suite (23 passed), the fused-epilogue suite (24 passed), the
-# first 34 CUDA-L1 level-1 pairs, the level-3 RNN self-pairs four times.
-#   3. CUDA-L1's released H100 kernels, level 1 whole (77 pairs): the first GPU run of the failed-build replay
-#      (64e3ab9: the worker no longer compiles again an extension the build step saw fail; the pairs that ran without
-#      their extension say so in `notes`); then PUBLISHED_LEVELS=2 and 3, copying $OUT/published.db back to
-#      .carry/published.db (carried) between calls if a level does not finish;
-#   1. the KernelBench suite again after 64e3ab9..d15c057 (the failed-build replay, the JSON build pipe, the extension
-#      fence with its corpus cheat rewrites_other_extension, each side's time_spread) and the HGEMM results-database cheats (the new
-#      cheat_links_results_db): STEPS=tests
-#      TESTS=tests/gpu/test_kernelbench_gpu.py, TESTS_LIMIT=560 (72 tests took about 480 s with the HGEMM file behind);
+# .carry/cuda_l1_h100.json and .carry/published.db for call 3. Calls 1-3 must run on an H100 (nvidia-h100-x1, or
+# whatever the reply calls an H100): they verify worker changes with the sandbox (Landlock) on, which the H200's
+# gVisor machines do not have.
+# Done on 2026-12-06 23:21-23:41 UTC at b28209f (benchmarks/results/h100/summary.md, "Seventeenth session"): the
+# KernelBench suite with the fence and the HGEMM results-database cheats (75 passed), the wgmma suite (8 passed) with
+# the subtiled store and 192-row benches, the fused-epilogue suite (30 passed), CUDA-L1 level 1 whole and level 2's
+# first 20 pairs, Nsight Compute on three large shapes.
+#   1. the KernelBench suite again after the victim record's review fixes (a pair that loads another candidate's
+#      library retires its worker; each pair starts from the worker's first environment; bounded walks; no record
+#      for a candidate the build step did not build; a stale lock empties the folder): STEPS=tests,
+#      TESTS=tests/gpu/test_kernelbench_gpu.py (+ the HGEMM results-database cheats), TESTS_LIMIT=560 (75 tests took
+#      392 s);
+#   3. CUDA-L1's released H100 kernels, level 2 resumed after its first 20 pairs, then level 3: first
+#      `xz -dc benchmarks/results/h100/cuda_l1/published_b28209f.db.xz > .carry/published.db`, carry it, run with
+#      PUBLISHED_LEVELS=2 (then 3), and copy each call's $OUT/published.db back to .carry/published.db;
+#   5. the subtiled 256x128 and 128x256 points in CTA pairs (cuBLAS's large-shape kernels are 2-CTA clusters
+#      multicasting A) beside their single-CTA twins (wgmma.sh ONLY=subclusters) and the wgmma suite;
 #   2. level 3 reference-as-candidate whole (LEVEL_LIMIT=330): the CSV's time_spread says whether an RNN self-pair
 #      off 1.00 (36_LSTMHn, 41_GRUBidirectional: 0.83-1.08 in four runs) is a slow spell on one side;
 #   4. the Llama decoder end to end with the fused MLP and under torch.compile (llama.sh: record, tune, e2e; three
-#      calls, DIR carried between them as llama.sh says);
-#   5. the subtiled TMA-store epilogue (epilogue=tma_sub: a 256x128 tile with a fourth stage) beside the whole-tile
-#      staging and the direct store (wgmma.sh ONLY=subtile), the 192-row tiles beside their 128- and 256-row twins
-#      (ONLY=bm192), and both through every evaluator check (tests/gpu/test_wgmma.py, which has their points);
-#   6. Nsight Compute on this card: the family's fastest point of benchmarks/results/h100/wgmma_bm256/ on each of its
-#      large and medium shapes, and cuBLAS's kernel (torch.matmul) beside it (benchmarks/experiments/profile_gap.py
-#      --points), so the next gap on the H100 is read, not guessed.
+#      calls, DIR carried between them as llama.sh says): the tuner's grid now has the subtiled store;
+#   6. Nsight Compute on this card: the family's points beside cuBLAS's kernel on the medium shapes
+#      (benchmarks/experiments/profile_gap.py --points; the large ones are in benchmarks/results/h100/ncu_large/).
 set -uo pipefail
 case "${CALL:-1}" in
   1) STEPS="env tests" TESTS_LIMIT=560 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
        bash benchmarks/device/sandbox.sh ;;
   2) STEPS="level3" LEVEL_LIMIT=330 bash benchmarks/device/sandbox.sh ;;
-  3) STEPS=published PUBLISHED_LEVELS="${PUBLISHED_LEVELS:-1}" bash benchmarks/device/harness.sh ;;
+  3) STEPS=published PUBLISHED_LEVELS="${PUBLISHED_LEVELS:-2}" bash benchmarks/device/harness.sh ;;
   4) STEPS="${LLAMA_STEPS:-record tune}" RECORD_ARGS=--fused bash benchmarks/device/llama.sh ;;
-  5) O="${OUT:-/tmp/out}"
-     # at most 8 files come back: the databases (the CSVs hold their rows) are left behind
-     OUT="$O/subtile" ONLY=subtile BENCH_LIMIT=170 TESTS_LIMIT=0 bash benchmarks/device/wgmma.sh
-     rm -f "$O/subtile/wgmma.db"
-     OUT="$O/bm192" ONLY=bm192 BENCH_LIMIT=170 TESTS_LIMIT=220 bash benchmarks/device/wgmma.sh
-     rm -f "$O/bm192/wgmma.db" ;;
+  5) ONLY=subclusters BENCH_LIMIT=200 TESTS_LIMIT=220 bash benchmarks/device/wgmma.sh
+     rm -f "${OUT:-/tmp/out}/wgmma.db" ;;  # at most 8 files come back: the CSV holds the database's rows
   6) OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT/ncu"; source benchmarks/device/env.sh
      nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/ncu/gpu.txt"
-     big=wgmma_f32_kn_256x128x64_s3_r8_k1_co_et; med=wgmma_f32_kn_128x128x64_s3_r8_k1_co_et
-     thin=wgmma_f32_kn_128x64x64_s5_r8_k1_co
+     sub=wgmma_f32_kn_128x128x64_s5_r8_k1_co_es; wide=wgmma_f32_kn_128x256x64_s4_r8_k1_co_es  # wgmma_subtile/'s best
      timeout "${PROFILE_LIMIT:-560}" python3 benchmarks/experiments/profile_gap.py - "$OUT/ncu" --points \
-       "4096x4096x4096=$big,8192x8192x8192=$big,4096x4096x1024=$big,1024x4096x4096=$big,2048x2048x2048=$big,\
-4096x4096x4096=wgmma_f32_nk_256x128x64_s4_r8_k1_co,2048x1024x1024=$med,1024x1024x1024=$thin,512x1024x8192=$thin,\
-512x512x4096=$thin" > "$OUT/ncu/profile.txt" 2>&1; echo "rc=$?"; tail -n 80 "$OUT/ncu/profile.txt" ;;
+       "2048x2048x2048=$wide,1024x4096x4096=$wide,2048x1024x1024=$sub,1024x1024x1024=$sub,512x1024x8192=$sub,\
+512x512x4096=$sub" > "$OUT/ncu/profile.txt" 2>&1; echo "rc=$?"; tail -n 80 "$OUT/ncu/profile.txt" ;;
   *) echo "CALL=$CALL: choose 1-6 (see this file's header)"; exit 2 ;;
 esac

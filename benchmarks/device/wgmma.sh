@@ -17,7 +17,8 @@
 # the 256-row tiles (off the grid until measured) beside their 128-row twins, on the square shapes, the fastest one
 # also in CTA pairs (2x1, 1x2); ONLY=bm192 the 192-row tiles (three consumers) beside their 128- and 256-row twins,
 # on the square shapes; ONLY=subtile the subtiled TMA-store epilogue beside the whole-tile staging (3 stages) and the
-# direct store (same stages), on the square shapes. SHAPES replaces the bench's shapes.
+# direct store (same stages), on the square shapes; ONLY=subclusters the subtiled 256x128 and 128x256 points in CTA
+# pairs (1x2: A multicast, as cuBLAS's; 2x1: B) beside their single-CTA twins. SHAPES replaces the bench's shapes.
 set -uo pipefail
 source benchmarks/device/env.sh
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
@@ -129,6 +130,12 @@ elif only == "subtile":  # the subtiled TMA store (two staging boxes a consumer)
     twins = {Variant.of("wgmma", "fp32", **{**v.p, "epilogue": ep, "stages": st})
              for v in sub for ep, st in (("tma", 3), ("direct", v.p["stages"]))}
     points = sub + sorted((v for v in twins if space.check(v) is None), key=lambda v: v.name)
+elif only == "subclusters":  # the subtiled points in CTA pairs (cuBLAS's large-shape kernels run 2-CTA clusters
+    # multicasting A: benchmarks/results/h100/ncu_large/) beside the same points as single CTAs
+    single = [Variant.of("wgmma", "fp32", BM=bm, BN=bn, stages=4, raster=8, b_layout=layout, epilogue="tma_sub")
+              for bm, bn, layout in [(256, 128, "kn"), (128, 256, "kn"), (256, 128, "nk")]]
+    points = single + [Variant.of("wgmma", "fp32", **{**v.p, "cluster": c}) for v in single for c in ("1x2", "2x1")]
+    points = [v for v in points if space.check(v) is None]
 elif only == "widths":  # those points and the same point at the multiples of 64 below and above their width
     odd = [v for v in points if v.p["BN"] % 64]
     twins = {Variant.of("wgmma", "fp32", **{**v.p, "BN": bn}) for v in odd for bn in (v.p["BN"] // 64 * 64,

@@ -79,7 +79,7 @@ class KBTask:
     modes: list[str] = field(default_factory=lambda: [MODE])
     skip: set[str] = field(default_factory=set)
     failed_builds: list[dict] = field(default_factory=list)  # the build step's, replayed in the worker
-    built_contents: dict[str, str] = field(default_factory=dict)  # its extension folder as built (extension_fence)
+    built_contents: dict[str, str] | None = None  # its extension folder as built (extension_fence); None: not built
 
     def to_payload(self) -> dict:
         return {"id": self.id, "task_path": str(self.task_path), "candidate_path": str(self.candidate_path),
@@ -136,8 +136,8 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
             # builds that failed while the candidate went on: the worker raises their errors without compiling
             # (failed_builds.py); carried in the pair's payload, never through a folder a candidate can write
             task.failed_builds = outcome.failed if outcome is not None else []
-            # what its folder held once built (nothing, if the build step did not build it): the worker compares
-            task.built_contents = outcome.contents if outcome is not None else {}
+            # what its folder held once built, for the worker to compare (None: the build step did not build it)
+            task.built_contents = outcome.contents if outcome is not None else None
             runnable.append(task)
     if runnable:
         target = worker_target or worker_main

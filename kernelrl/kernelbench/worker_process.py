@@ -26,7 +26,7 @@ from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.sandbox import enter_emptied_dir
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
-from kernelrl.kernelbench.build import use_extension_dir
+from kernelrl.kernelbench.build import extension_dir, use_extension_dir
 from kernelrl.kernelbench import memory_plan
 from kernelrl.kernelbench.census import CensusMixin
 from kernelrl.kernelbench import extension_fence
@@ -78,7 +78,9 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.known_failures: list[dict] = []  # the build step's failed builds of this pair's candidate (payload)
         self.writable_run: list | None = None  # the run's writable folders; per pair, narrowed (extension_fence.py)
         self.fence: dict | None = None  # other candidates' built libraries before this pair's candidate loaded
-        self.own_extensions: str = ""  # this pair's candidate's extension folder
+        self.own_extensions: str | None = None  # this pair's candidate's extension folder
+        self.loaded_before: set[str] = set()  # the extension libraries loaded in this process before this pair
+        self.base_environ: dict[str, str] | None = None  # the environment before the first pair
         self.task_notes: list[str] = []  # the same for the task itself (kept with it while it is reused)
         self.task_cache: tuple | None = None  # (key, module, reference model, footprint verdict, footprint, ...)
         # set by _task: the task's input and output bytes, its input bytes, the seconds its reference's load took
@@ -173,7 +175,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         and a write that changes another candidate's verdict is the finding to name)."""
         if self.fence is None:
             return failure
-        moved = extension_fence.changed(self.fence, extension_fence.libraries(self._fenced(), self.own_extensions))
+        moved = extension_fence.changed(self.fence, extension_fence.libraries(self._fenced(),
+                                                                              self.own_extensions or ""))
         self.fence = None
         if not moved or (failure is not None and failure.verdict is Verdict.FILE_WRITE):
             return failure
@@ -187,9 +190,12 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             return
         changed = extension_fence.altered(own, record)
         if changed:
-            extension_fence.empty(own)
-            self._build_note(f"its extension folder had changed since its build ({', '.join(changed[:3])}"
-                             f"{', ...' if len(changed) > 3 else ''}): emptied, and built again from its own sources")
+            what = ", ".join(c or "the whole folder, past the walk's bounds" for c in changed[:3])
+            emptied = extension_fence.empty(own)
+            self._build_note(f"its extension folder had changed since its build, or its build had not finished "
+                             f"({what}{', ...' if len(changed) > 3 else ''}): "
+                             + ("emptied, for the candidate to build again" if emptied else
+                                "could not be emptied: the candidate loads what is left"))
 
     def _fenced(self) -> list[str]:
         """The folders the fence watches: this run's candidates' (run_pairs), else the whole extension root."""
@@ -210,8 +216,15 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         # a fresh working directory: a candidate that builds into a relative folder (`cuda_extensions/`, as many
         # KernelBench kernels do) writes where it may, and sees none of the pair before it
         enter_emptied_dir(self.pair_dir)
+        # the environment as the worker began (a pair's CXX, CUDA_HOME or flags would build the next pair's
+        # extension: that pair's verdict would depend on this one's)
+        if self.base_environ is None:
+            self.base_environ = dict(os.environ)
+        else:
+            _restore_environ(self.base_environ)
         self.pair_notes = []
         self.fence = None  # read again once this pair's candidate folder is known
+        self.own_extensions = None
         self.known_failures = list(task.get("failed_builds") or ())
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()  # the pair's peak, beside its plan's (`_memory_report`)
@@ -237,7 +250,14 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         # what the patch did)
         static = static_tampering(Path(self.cand_file).read_text(), Path(task["task_path"]).read_text())
         if self.s.get("extensions_dir"):
-            own = use_extension_dir(self.s["extensions_dir"], self.cand_file)
+            root = self.s["extensions_dir"]
+            loaded = extension_fence.mapped_libraries(root)
+            if any(extension_fence.inside(p, os.path.realpath(extension_dir(root, self.cand_file))) for p in loaded):
+                # its library is loaded here already (an earlier pair of this worker loaded it): a load would get
+                # that one, not what its folder holds; a fresh worker judges this pair (it was not reported)
+                return RECYCLE
+            self.loaded_before = loaded
+            own = use_extension_dir(root, self.cand_file)
             if self.writable_run is None:
                 self.writable_run = list(self.writable)
             self.writable = extension_fence.pair_writable(self.writable_run, self.s["extensions_dir"], own)
@@ -367,7 +387,15 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             self._drop_baselines()  # memory_plan: not kept beside the next pair's checks
         self._free()
         defence = failure is not None and failure.verdict.category is Category.DEFENCE
-        return RECYCLE if defence or self.profiled else None
+        return RECYCLE if defence or self.profiled or self._loaded_another_candidates_library() else None
+
+    def _loaded_another_candidates_library(self) -> bool:
+        """This pair loaded a library from another candidate's folder (its finalizer included, run by _free): that
+        library stays loaded, and the other candidate's load in this worker would get it, whatever its file holds."""
+        if not self.s.get("extensions_dir") or self.own_extensions is None:
+            return False
+        new = extension_fence.mapped_libraries(self.s["extensions_dir"]) - self.loaded_before
+        return any(not extension_fence.inside(p, os.path.realpath(self.own_extensions)) for p in new)
 
     def _free(self):
         gc.collect()
@@ -552,3 +580,12 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
 def serve_worker(conn, payload: dict):
     """The worker process's life: the runner protocol of kernelrl.run.protocol, with `Fatal` ending it."""
     serve(conn, payload, KBWorker(conn, payload), fatal=(Fatal,))
+
+
+def _restore_environ(base: dict[str, str]) -> None:
+    """os.environ as `base`: what a pair set or removed, put back."""
+    for key in [k for k in os.environ if k not in base]:
+        del os.environ[key]
+    for key, value in base.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value

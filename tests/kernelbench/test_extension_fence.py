@@ -3,7 +3,10 @@
 pair's report (kernelrl/kernelbench/extension_fence.py). The honest pairs before and after the cheats are accepted."""
 
 import os
+import shutil
 from pathlib import Path
+
+import pytest
 
 from kernelrl.kernelbench import extension_fence
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
@@ -14,6 +17,24 @@ def _lib(folder: Path, data: bytes = b"\x7fELF") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "lib.so").write_bytes(data)
     return folder / "lib.so"
+
+
+def _judge_in_order(tmp_path, texts: dict[str, str]) -> list[tuple]:
+    """Each named candidate judged against one ReLU task, in this order, in one run: (verdict, notes) each."""
+    task_path = tmp_path / "tasks" / "a.py"
+    task_path.parent.mkdir()
+    task_path.write_text(task("torch.relu(x)"))
+    cands = []
+    for name, text in texts.items():
+        path = tmp_path / "cands" / f"{name}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        cands.append(path)
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
+                          extensions_dir=str(tmp_path / "ext"))
+    out = run_pairs([(str(task_path), str(c)) for c in cands], settings)
+    return [(pair_verdict(out[i]), " ".join(n for r in out[i] for n in (r.get("extra") or {}).get("notes", [])))
+            for i in range(len(cands))]
 
 
 def test_a_pair_may_write_its_own_folder_and_not_the_root():
@@ -99,22 +120,11 @@ if Path.cwd().name != ".tmp":
 
 
 def test_a_candidate_that_rewrites_another_s_library_gets_file_write_and_the_honest_pairs_around_it_pass(tmp_path):
-    task_path = tmp_path / "tasks" / "a.py"
-    task_path.parent.mkdir()
-    task_path.write_text(task("torch.relu(x)"))
-    cands = []
     wrong_too = THROUGH_LIBC.replace("return torch.relu(x)", "return torch.relu(x) + 1")
-    for name, text in (("victim", VICTIM), ("libc", THROUGH_LIBC), ("python", THROUGH_PYTHON), ("link", THROUGH_A_LINK),
-                       ("libc_and_wrong", wrong_too), ("own_write", OWN_WRITE),
-                       ("victim_again", VICTIM + "\n# a second honest candidate\n")):
-        path = tmp_path / "cands" / f"{name}.py"
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-        cands.append(path)
-    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
-                          extensions_dir=str(tmp_path / "ext"))
-    out = run_pairs([(str(task_path), str(c)) for c in cands], settings)
-    verdicts = [pair_verdict(out[i]) for i in range(len(cands))]
+    judged = _judge_in_order(tmp_path, {"victim": VICTIM, "libc": THROUGH_LIBC, "python": THROUGH_PYTHON,
+                                        "link": THROUGH_A_LINK, "libc_and_wrong": wrong_too, "own_write": OWN_WRITE,
+                                        "victim_again": VICTIM + "\n# a second honest candidate\n"})
+    verdicts = [verdict for verdict, _ in judged]
     assert [verdicts[i] for i in (0, 5, 6)] == [(True, None)] * 3  # the victim, one writing its own folder, another
     for i in (1, 4):  # through libc; and with wrong values too: the write is named
         assert verdicts[i][1].startswith("file write: the candidate rewrote or removed another candidate's built "
@@ -154,28 +164,11 @@ if Path.cwd().name != ".tmp":
 ''' + candidate("torch.relu(x)")
 
 
-def _judge_in_order(tmp_path, texts: dict[str, str]) -> list[tuple]:
-    task_path = tmp_path / "tasks" / "a.py"
-    task_path.parent.mkdir()
-    task_path.write_text(task("torch.relu(x)"))
-    cands = []
-    for name, text in texts.items():
-        path = tmp_path / "cands" / f"{name}.py"
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-        cands.append(path)
-    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
-                          extensions_dir=str(tmp_path / "ext"))
-    out = run_pairs([(str(task_path), str(c)) for c in cands], settings)
-    return [(pair_verdict(out[i]), " ".join(n for r in out[i] for n in (r.get("extra") or {}).get("notes", [])))
-            for i in range(len(cands))]
-
-
 def test_a_candidate_whose_library_another_rewrote_is_judged_on_its_own_build(tmp_path):
     (writer, _), (victim, notes) = _judge_in_order(tmp_path, {"libc": THROUGH_LIBC, "victim": CHECKS_ITS_LIBRARY})
     assert writer[1].startswith("file write"), writer
     assert victim == (True, None), victim
-    assert "its extension folder had changed since its build (checked_ext/checked_ext.so)" in notes, notes
+    assert "had changed since its build, or its build had not finished (checked_ext/checked_ext.so)" in notes, notes
 
 
 def test_a_file_planted_in_another_candidate_s_folder_is_cleared_before_it_loads(tmp_path):
@@ -184,11 +177,11 @@ def test_a_file_planted_in_another_candidate_s_folder_is_cleared_before_it_loads
     assert "checked_ext/planted.o" in notes, notes
 
 
-def test_a_folder_as_built_reads_the_same_and_its_scratch_and_lock_do_not_count(tmp_path):
+def test_a_folder_as_built_reads_the_same_and_its_build_scratch_does_not_count(tmp_path):
     lib = _lib(tmp_path / "own" / "ext")
     record = extension_fence.folder_contents(tmp_path / "own")
     (tmp_path / "own" / ".tmp").mkdir()
-    (tmp_path / "own" / "lock").write_text("")
+    (tmp_path / "own" / ".tmp" / "scratch.o").write_text("")
     assert extension_fence.altered(tmp_path / "own", record) == []
     lib.write_bytes(b"\x7fELF other")
     assert extension_fence.altered(tmp_path / "own", record) == ["ext/lib.so"]
@@ -203,3 +196,114 @@ def test_a_folder_s_links_and_fifos_are_named_not_followed_or_opened(tmp_path):
     assert contents["zeros.so"] == "link:/dev/zero" and contents["pipe.so"].startswith("mode:")
     extension_fence.empty(folder)
     assert list(folder.iterdir()) == [] and Path("/dev/zero").exists()
+
+
+# sets a variable a later pair's build would read (a compiler, its flags)
+SETS_ENVIRONMENT = '''
+import os
+os.environ["KRL_PLANTED"] = "1"
+''' + candidate("torch.relu(x)")
+# right only where the environment is as the worker began
+READS_ENVIRONMENT = '''
+import os
+OFFSET = 1 if "KRL_PLANTED" in os.environ else 0
+''' + candidate("torch.relu(x) + OFFSET")
+
+
+def test_a_pair_s_environment_does_not_reach_the_next_pair(tmp_path):
+    (first, _), (second, _) = _judge_in_order(tmp_path, {"sets": SETS_ENVIRONMENT, "reads": READS_ENVIRONMENT})
+    assert first == (True, None) and second == (True, None), (first, second)
+
+
+# a real shared library, built with the C compiler at import (the build step's), and loaded by ctypes; its answer is
+# wrong if the library was loaded in this process before its own load (another pair loaded it)
+LOADS_ITS_LIBRARY = '''
+# load_inline (a stand-in: a C library built at import)
+import ctypes, os, subprocess
+from pathlib import Path
+
+lib = Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "c_ext" / "c_ext.so"
+if not lib.exists():
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    src = lib.parent / "c_ext.c"
+    src.write_text("int zero(void) { return 0; }\\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+OFFSET = 1 if str(lib.resolve()) in Path("/proc/self/maps").read_text() else 0
+ctypes.CDLL(str(lib))
+''' + candidate("torch.relu(x) + OFFSET")
+# loads every other candidate's library into the worker (the loader hands it out later by its path)
+LOADS_OTHERS = '''
+# load_inline
+import ctypes, os
+from pathlib import Path
+
+own = Path(os.environ["TORCH_EXTENSIONS_DIR"])
+if Path.cwd().name != ".tmp":
+    for lib in own.parent.glob("*/*/*.so"):
+        if own not in lib.parents:
+            ctypes.CDLL(str(lib))
+''' + candidate("torch.relu(x)")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_a_library_another_pair_loaded_is_not_what_its_candidate_loads(tmp_path):
+    (loader, _), (victim, _) = _judge_in_order(tmp_path, {"loads": LOADS_OTHERS, "victim": LOADS_ITS_LIBRARY})
+    assert victim == (True, None), victim  # judged in a fresh worker: its library loaded there for the first time
+
+
+def test_a_candidate_the_build_step_did_not_build_is_not_emptied_between_its_pairs(tmp_path):
+    lazy = '''
+import os
+from pathlib import Path
+
+lib = Path(os.environ["TORCH_EXTENSIONS_DIR"]) / "lazy_ext" / "lazy_ext.so"
+if not lib.exists():
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    lib.write_bytes(b"\\\\x7fELF built in the worker")
+''' + candidate("torch.relu(x)")
+    (task_a := tmp_path / "a.py").write_text(task("torch.relu(x)"))
+    (task_b := tmp_path / "b.py").write_text(task("torch.relu(x)"))
+    (cand := tmp_path / "lazy.py").write_text(lazy)
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
+                          extensions_dir=str(tmp_path / "ext"))
+    out = run_pairs([(str(task_a), str(cand)), (str(task_b), str(cand))], settings)
+    notes = [n for i in (0, 1) for r in out[i] for n in (r.get("extra") or {}).get("notes", [])]
+    assert [pair_verdict(out[i]) for i in (0, 1)] == [(True, None)] * 2 and not any("emptied" in n for n in notes)
+
+
+def test_a_lock_left_by_an_unfinished_build_counts_as_a_change(tmp_path):
+    _lib(tmp_path / "own" / "ext")
+    (tmp_path / "own" / "ext" / "lock").write_text("")
+    record = extension_fence.folder_contents(tmp_path / "own")
+    assert extension_fence.altered(tmp_path / "own", record) == ["ext/lock"]
+
+
+def test_a_folder_past_the_walk_s_bounds_reads_oversize_and_never_recurses(tmp_path, monkeypatch):
+    deep = tmp_path / "own"
+    path = deep
+    for _ in range(40):  # deeper than MAX_DEPTH (and, at 1200, than Python's recursion limit for os.walk)
+        path = path / "d"
+    path.mkdir(parents=True)
+    assert extension_fence.folder_contents(deep) == {"": extension_fence.OVERSIZE}
+    assert extension_fence.altered(deep, {"": extension_fence.OVERSIZE}) == [""]
+    assert extension_fence.libraries([tmp_path], tmp_path / "elsewhere") == {}  # read as far as the bounds go
+
+
+def test_a_file_is_hashed_no_further_than_the_walk_s_byte_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(extension_fence, "MAX_HASHED_BYTES", 10)
+    _lib(tmp_path / "own", b"x" * 11)
+    assert extension_fence.folder_contents(tmp_path / "own") == {"": extension_fence.OVERSIZE}
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or not Path("/proc/self/maps").exists(), reason="needs cc and /proc")
+def test_a_loaded_library_counts_under_its_path_after_its_file_is_replaced(tmp_path):
+    import ctypes
+    import subprocess
+    src, lib = tmp_path / "x.c", tmp_path / "ext" / "x.so"
+    lib.parent.mkdir()
+    src.write_text("int one(void) { return 1; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    ctypes.CDLL(str(lib))
+    lib.unlink()
+    lib.write_bytes(b"\x7fELF put back")  # a new file under the same path: the loader still hands out the old one
+    assert str(lib.resolve()) in extension_fence.mapped_libraries(tmp_path)

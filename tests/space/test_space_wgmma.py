@@ -100,7 +100,8 @@ def test_names_are_unique_and_procedural(points):
     assert BF16_NK.name == "wgmma_bf16f32_nk_128x128x64_s6_r8_k1_pp"
     assert F16_PINGPONG_TMA_STORE.name == "wgmma_f16_kn_128x128x64_s4_r8_k1_pp_et"
     assert F32_FIXUP.name == "wgmma_f32_kn_64x128x64_s8_r1_k4_co_fx"
-    pattern = r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d+_r\d+_k\d+_(co|pp)(_et|_es)?(_pdl)?(_c2x1|_c1x2)?(_dsm|_fx)?"
+    pattern = (r"wgmma_(f32|f16|bf16f32)_(kn|nk)_\d+x\d+x64_s\d+_r\d+_k\d+_(co|pp)(_e[ts])?(_pdl)?(_c2x1|_c1x2)?"
+               r"(_dsm|_fx)?")
     assert all(re.fullmatch(pattern, n) for n in names)
 
 

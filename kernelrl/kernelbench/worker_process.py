@@ -29,7 +29,7 @@ from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_th
 from kernelrl.kernelbench.build import extension_dir, use_extension_dir
 from kernelrl.kernelbench import memory_plan
 from kernelrl.kernelbench.census import CensusMixin
-from kernelrl.kernelbench import extension_fence
+from kernelrl.kernelbench import extension_fence, pair_residue
 from kernelrl.kernelbench.failed_builds import replaying
 from kernelrl.kernelbench.inputs import (InputsMixin, _storage, host_copy, model_bytes, module_tensors,
                                          redraw_bytes)
@@ -79,7 +79,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.writable_run: list | None = None  # the run's writable folders; per pair, narrowed (extension_fence.py)
         self.fence: dict | None = None  # other candidates' built libraries before this pair's candidate loaded
         self.own_extensions: str | None = None  # this pair's candidate's extension folder
-        self.loaded_before: set[str] = set()  # the extension libraries loaded in this process before this pair
+        self.residue: pair_residue.ProcessState | None = None  # the process as this pair began (pair_residue.py)
         self.base_environ: dict[str, str] | None = None  # the environment before the first pair
         self.task_notes: list[str] = []  # the same for the task itself (kept with it while it is reused)
         self.task_cache: tuple | None = None  # (key, module, reference model, footprint verdict, footprint, ...)
@@ -221,7 +221,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         if self.base_environ is None:
             self.base_environ = dict(os.environ)
         else:
-            _restore_environ(self.base_environ)
+            pair_residue.restore_environ(self.base_environ)
+        self.residue = pair_residue.capture()
         self.pair_notes = []
         self.fence = None  # read again once this pair's candidate folder is known
         self.own_extensions = None
@@ -256,7 +257,6 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                 # its library is loaded here already (an earlier pair of this worker loaded it): a load would get
                 # that one, not what its folder holds; a fresh worker judges this pair (it was not reported)
                 return RECYCLE
-            self.loaded_before = loaded
             own = use_extension_dir(root, self.cand_file)
             if self.writable_run is None:
                 self.writable_run = list(self.writable)
@@ -387,15 +387,9 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             self._drop_baselines()  # memory_plan: not kept beside the next pair's checks
         self._free()
         defence = failure is not None and failure.verdict.category is Category.DEFENCE
-        return RECYCLE if defence or self.profiled or self._loaded_another_candidates_library() else None
-
-    def _loaded_another_candidates_library(self) -> bool:
-        """This pair loaded a library from another candidate's folder (its finalizer included, run by _free): that
-        library stays loaded, and the other candidate's load in this worker would get it, whatever its file holds."""
-        if not self.s.get("extensions_dir") or self.own_extensions is None:
-            return False
-        new = extension_fence.mapped_libraries(self.s["extensions_dir"]) - self.loaded_before
-        return any(not extension_fence.inside(p, os.path.realpath(self.own_extensions)) for p in new)
+        # what the pair left in this process that a later pair would get (its finalizers ran in _free)
+        residue = self.residue is not None and pair_residue.left_behind(self.residue, self.own_extensions)
+        return RECYCLE if defence or self.profiled or residue else None
 
     def _free(self):
         gc.collect()
@@ -581,11 +575,3 @@ def serve_worker(conn, payload: dict):
     """The worker process's life: the runner protocol of kernelrl.run.protocol, with `Fatal` ending it."""
     serve(conn, payload, KBWorker(conn, payload), fatal=(Fatal,))
 
-
-def _restore_environ(base: dict[str, str]) -> None:
-    """os.environ as `base`: what a pair set or removed, put back."""
-    for key in [k for k in os.environ if k not in base]:
-        del os.environ[key]
-    for key, value in base.items():
-        if os.environ.get(key) != value:
-            os.environ[key] = value

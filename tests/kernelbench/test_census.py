@@ -56,9 +56,8 @@ class AfterPair:
     """KBWorker's `_after_pair` with nothing to free."""
 
     _after_pair = KBWorker._after_pair
-    _loaded_another_candidates_library = KBWorker._loaded_another_candidates_library
     mem_plan = None
-    s: dict = {}  # no extension root: no library of another candidate to have loaded
+    residue = None  # nothing captured: nothing left behind to look for
 
     def __init__(self, profiled: bool):
         self.profiled = profiled

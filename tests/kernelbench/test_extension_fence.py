@@ -307,3 +307,74 @@ def test_a_loaded_library_counts_under_its_path_after_its_file_is_replaced(tmp_p
     lib.unlink()
     lib.write_bytes(b"\x7fELF put back")  # a new file under the same path: the loader still hands out the old one
     assert str(lib.resolve()) in extension_fence.mapped_libraries(tmp_path)
+
+
+# sets a variable in C (libc's setenv: os.environ never sees it, every child process inherits it)
+SETS_C_ENVIRONMENT = '''
+import ctypes
+ctypes.CDLL(None).setenv(b"KRL_PLANTED", b"1", 1)
+''' + candidate("torch.relu(x)")
+# right only where a child process sees the environment as the worker began
+CHILD_READS_ENVIRONMENT = '''
+import subprocess
+OFFSET = int(subprocess.run(["sh", "-c", "echo ${KRL_PLANTED:-0}"], capture_output=True, text=True).stdout)
+''' + candidate("torch.relu(x) + OFFSET")
+
+
+def test_a_pair_s_c_level_environment_does_not_reach_the_next_pair_s_children(tmp_path):
+    (first, _), (second, _) = _judge_in_order(tmp_path, {"sets": SETS_C_ENVIRONMENT,
+                                                         "reads": CHILD_READS_ENVIRONMENT})
+    assert first == (True, None) and second == (True, None), (first, second)
+
+
+def _builds_relative(value: int) -> str:
+    """Builds and loads `build/rel.so` relative to its working directory (a folder every pair of a worker shares),
+    whose one function returns `value`; its answer is right only if that is what its load gave it."""
+    return f'''
+import ctypes, os, subprocess
+from pathlib import Path
+
+Path("build").mkdir(exist_ok=True)
+Path("build/rel.c").write_text("int value(void) {{ return {value}; }}\\n")
+subprocess.run(["cc", "-shared", "-fPIC", "-o", "build/rel.so", "build/rel.c"], check=True)
+OFFSET = ctypes.CDLL(os.path.abspath("build/rel.so")).value() - {value}
+''' + candidate("torch.relu(x) + OFFSET")
+
+
+# imports a module by a name it wrote itself, beside it in its working directory
+def _imports_helper(value: int) -> str:
+    return f'''
+import sys
+from pathlib import Path
+
+Path("krl_helper.py").write_text("VALUE = {value}\\n")
+sys.path.insert(0, str(Path.cwd()))
+helper = __import__("krl_" + "helper")  # a name the requirements check cannot read: a file it wrote itself
+sys.path.pop(0)
+OFFSET = helper.VALUE - {value}
+''' + candidate("torch.relu(x) + OFFSET")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_two_honest_candidates_building_into_the_same_relative_folder_each_get_their_own_library(tmp_path):
+    judged = _judge_in_order(tmp_path, {"seven": _builds_relative(7), "zero": _builds_relative(0)})
+    assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged
+
+
+def test_two_honest_candidates_importing_the_same_module_name_each_get_their_own_module(tmp_path):
+    judged = _judge_in_order(tmp_path, {"seven": _imports_helper(7), "zero": _imports_helper(0)})
+    assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged
+
+
+# registers an operator namespace with the dispatcher; a second candidate doing the same failed on the first's
+def _registers_namespace(tag: str) -> str:
+    return f'''
+import torch
+LIB = torch.library.Library("krl_ns", "DEF")  # {tag}
+LIB.define("twice(Tensor x) -> Tensor")
+''' + candidate("torch.relu(x)")
+
+
+def test_two_honest_candidates_registering_the_same_operator_namespace_both_pass(tmp_path):
+    judged = _judge_in_order(tmp_path, {"first": _registers_namespace("first"), "second": _registers_namespace("2")})
+    assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged

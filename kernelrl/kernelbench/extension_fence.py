@@ -162,11 +162,10 @@ def altered(folder: str | os.PathLike, record: dict[str, str]) -> list[str]:
     return sorted(unfinished | {p for p in record.keys() | now.keys() if record.get(p) != now.get(p)})
 
 
-def mapped_libraries(root: str | os.PathLike) -> set[str]:
-    """The libraries beneath `root` this process has loaded (/proc/self/maps; empty where there is none). The
-    dynamic loader answers a load by path with a library already loaded under that path, whatever the file now
-    holds: a check of the file alone cannot see one."""
-    root_real = os.path.realpath(root)
+def loaded_libraries() -> set[str]:
+    """Every library file this process has loaded (/proc/self/maps; empty where there is none). The dynamic loader
+    answers a load by path with a library already loaded under that path, whatever the file now holds: a check of
+    the file alone cannot see one."""
     try:
         with open("/proc/self/maps") as f:
             lines = f.read().splitlines()
@@ -174,7 +173,13 @@ def mapped_libraries(root: str | os.PathLike) -> set[str]:
         return set()
     # a file removed or replaced since its load reads "PATH (deleted)": the loader still answers to PATH
     paths = {fields[5].removesuffix(" (deleted)") for line in lines if len(fields := line.split(None, 5)) == 6}
-    return {p for p in paths if p.endswith(LIBRARY_SUFFIXES) and inside(p, root_real)}
+    return {p for p in paths if p.startswith("/") and (p.endswith(LIBRARY_SUFFIXES) or ".so." in p)}
+
+
+def mapped_libraries(root: str | os.PathLike) -> set[str]:
+    """The libraries beneath `root` this process has loaded."""
+    root_real = os.path.realpath(root)
+    return {p for p in loaded_libraries() if inside(p, root_real)}
 
 
 def empty(folder: str | os.PathLike) -> bool:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import torch
 
 from kernelrl.harness.dispatch_guard import library_prefixes
-from kernelrl.kernelbench.extension_fence import LIBRARY_SUFFIXES, inside
+from kernelrl.kernelbench.extension_fence import inside, loaded_libraries
 
 _DEFINED_AT = re.compile(r"^debug: registered at (.+?):\d+", re.MULTILINE)
 
@@ -69,18 +69,6 @@ def capture() -> ProcessState:
 def _defined_outside_libraries(op: str) -> bool:
     where = _DEFINED_AT.search(torch._C._dispatch_dump(op))
     return where is not None and not os.path.realpath(where.group(1)).startswith(library_prefixes())
-
-
-def loaded_libraries() -> set[str]:
-    """Every library file this process has loaded (/proc/self/maps; empty where there is none)."""
-    try:
-        with open("/proc/self/maps") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return set()
-    # a file removed or replaced since its load reads "PATH (deleted)": the loader still answers to PATH
-    paths = {fields[5].removesuffix(" (deleted)") for line in lines if len(fields := line.split(None, 5)) == 6}
-    return {p for p in paths if p.startswith("/") and (p.endswith(LIBRARY_SUFFIXES) or ".so." in p)}
 
 
 def left_behind(before: ProcessState, own_folder: str | None) -> list[str]:

@@ -389,6 +389,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         defence = failure is not None and failure.verdict.category is Category.DEFENCE
         # what the pair left in this process that a later pair would get (its finalizers ran in _free)
         residue = self.residue is not None and pair_residue.left_behind(self.residue, self.own_extensions)
+        if residue:  # said where the run's log shows it: a fresh worker for the next pair is this pair's cost
+            print(f"kernelrl: a fresh worker after this pair, which {'; '.join(residue)}", file=sys.stderr, flush=True)
         return RECYCLE if defence or self.profiled or residue else None
 
     def _free(self):

@@ -8,9 +8,11 @@
 # KernelBench suite with the fence and the HGEMM results-database cheats (75 passed), the wgmma suite (8 passed) with
 # the subtiled store and 192-row benches, the fused-epilogue suite (30 passed), CUDA-L1 level 1 whole and level 2's
 # first 20 pairs, Nsight Compute on three large shapes.
-#   1. the KernelBench suite again after the victim record's review fixes (a pair that loads another candidate's
-#      library retires its worker; each pair starts from the worker's first environment; bounded walks; no record
-#      for a candidate the build step did not build; a stale lock empties the folder): STEPS=tests,
+#   1. the KernelBench suite again after the victim record's review fixes (904ad66, 5f24b77: what a pair leaves in
+#      its worker, kernelbench/pair_residue.py: libraries loaded from outside its folder, operators it defined,
+#      modules, the environment in Python and C; bounded walks; no record for a candidate the build step did not
+#      build; a stale lock empties the folder). The log's "a fresh worker after this pair" lines say which honest
+#      pairs pay a worker restart (the rule's cost on a GPU is not measured yet): STEPS=tests,
 #      TESTS=tests/gpu/test_kernelbench_gpu.py (+ the HGEMM results-database cheats), TESTS_LIMIT=560 (75 tests took
 #      392 s);
 #   3. CUDA-L1's released H100 kernels, level 2 resumed after its first 20 pairs, then level 3: first

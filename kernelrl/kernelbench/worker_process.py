@@ -81,6 +81,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.own_extensions: str | None = None  # this pair's candidate's extension folder
         self.residue: pair_residue.ProcessState | None = None  # the process as this pair began (pair_residue.py)
         self.base_environ: dict[str, str] | None = None  # the environment before the first pair
+        self.own_loads: set[str] = set()  # extension folders whose libraries their own candidate's pairs loaded here
         self.task_notes: list[str] = []  # the same for the task itself (kept with it while it is reused)
         self.task_cache: tuple | None = None  # (key, module, reference model, footprint verdict, footprint, ...)
         # set by _task: the task's input and output bytes, its input bytes, the seconds its reference's load took
@@ -252,10 +253,11 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         static = static_tampering(Path(self.cand_file).read_text(), Path(task["task_path"]).read_text())
         if self.s.get("extensions_dir"):
             root = self.s["extensions_dir"]
-            loaded = extension_fence.mapped_libraries(root)
-            if any(extension_fence.inside(p, os.path.realpath(extension_dir(root, self.cand_file))) for p in loaded):
-                # its library is loaded here already (an earlier pair of this worker loaded it): a load would get
-                # that one, not what its folder holds; a fresh worker judges this pair (it was not reported)
+            folder = os.path.realpath(extension_dir(root, self.cand_file))
+            if folder not in self.own_loads and any(extension_fence.inside(p, folder)
+                                                    for p in extension_fence.mapped_libraries(root)):
+                # its library is loaded here already, and not by an earlier pair of its own: a load would get that
+                # one, not what its folder holds; a fresh worker judges this pair (it was not reported)
                 return RECYCLE
             own = use_extension_dir(root, self.cand_file)
             if self.writable_run is None:
@@ -389,6 +391,10 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         defence = failure is not None and failure.verdict.category is Category.DEFENCE
         # what the pair left in this process that a later pair would get (its finalizers ran in _free)
         residue = self.residue is not None and pair_residue.left_behind(self.residue, self.own_extensions)
+        if self.own_extensions and not residue:
+            # what this pair loaded from its own folder, it loaded from its build as checked: a later pair of the
+            # same candidate (a repeated sample) may use it in this worker
+            self.own_loads.add(os.path.realpath(self.own_extensions))
         if residue:  # said where the run's log shows it: a fresh worker for the next pair is this pair's cost
             print(f"kernelrl: a fresh worker after this pair, which {'; '.join(residue)}", file=sys.stderr, flush=True)
         return RECYCLE if defence or self.profiled or residue else None

@@ -58,6 +58,7 @@ class AfterPair:
     _after_pair = KBWorker._after_pair
     mem_plan = None
     residue = None  # nothing captured: nothing left behind to look for
+    own_extensions = None  # no extension folder
 
     def __init__(self, profiled: bool):
         self.profiled = profiled

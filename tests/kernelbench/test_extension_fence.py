@@ -378,3 +378,21 @@ LIB.define("twice(Tensor x) -> Tensor")
 def test_two_honest_candidates_registering_the_same_operator_namespace_both_pass(tmp_path):
     judged = _judge_in_order(tmp_path, {"first": _registers_namespace("first"), "second": _registers_namespace("2")})
     assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_a_candidate_judged_twice_in_a_row_keeps_its_worker(tmp_path):
+    # its library, loaded by its own first pair, is what its second pair loads too: no fresh worker for that
+    text = LOADS_ITS_LIBRARY.replace("OFFSET = 1 if str(lib.resolve()) in Path(\"/proc/self/maps\").read_text() else 0",
+                                     "OFFSET = ctypes.CDLL(str(lib)).zero()")
+    assert text != LOADS_ITS_LIBRARY
+    (task_a := tmp_path / "a.py").write_text(task("torch.relu(x)"))
+    (task_b := tmp_path / "b.py").write_text(task("torch.relu(x)"))
+    (cand := tmp_path / "twice.py").write_text(text)
+    workers = []
+    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
+                          extensions_dir=str(tmp_path / "ext"))
+    out = run_pairs([(str(task_a), str(cand)), (str(task_b), str(cand))], settings, on_env=workers.append,
+                    hot_spare=False)
+    assert [pair_verdict(out[i]) for i in (0, 1)] == [(True, None)] * 2
+    assert len([env for env in workers if "sandbox" in env]) == 1  # each worker says its sandbox once

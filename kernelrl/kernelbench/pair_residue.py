@@ -66,9 +66,9 @@ def capture() -> ProcessState:
     return ProcessState(loaded_libraries(), set(sys.modules), set(torch._C._dispatch_get_all_op_names()))
 
 
-def _defined_outside_libraries(op: str) -> bool:
+def _defined_outside(op: str, libraries: tuple[str, ...]) -> bool:
     where = _DEFINED_AT.search(torch._C._dispatch_dump(op))
-    return where is not None and not os.path.realpath(where.group(1)).startswith(library_prefixes())
+    return where is not None and not os.path.realpath(where.group(1)).startswith(libraries)
 
 
 def left_behind(before: ProcessState, own_folder: str | None) -> list[str]:
@@ -80,8 +80,9 @@ def left_behind(before: ProcessState, own_folder: str | None) -> list[str]:
     foreign = sorted(p for p in loaded_libraries() - before.libraries if not any(inside(p, d) for d in places))
     if foreign:
         reasons.append(f"loaded {', '.join(foreign[:3])}")
+    libraries = library_prefixes()
     registered = sorted(op for op in set(torch._C._dispatch_get_all_op_names()) - before.operators
-                        if _defined_outside_libraries(op))
+                        if _defined_outside(op, libraries))
     if registered:
         reasons.append(f"registered operators {', '.join(registered[:3])}")
     for name in set(sys.modules) - before.modules:

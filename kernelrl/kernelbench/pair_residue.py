@@ -9,8 +9,8 @@ One worker judges many pairs, and some state outlives a pair however its checks 
 - operators: a namespace or operator registered with the dispatcher stays registered, and the next candidate that
   registers the same one fails (`Only a single TORCH_LIBRARY ...`): the worker retires after a pair that defined
   one from a file outside the installed libraries (a candidate's module, its extension's C++; torch registers
-  operators of its own lazily, on a first compile or import, and those stay). Not seen: an operator defined
-  through `torch.library.custom_op`, which torch's own file registers;
+  operators of its own lazily, on a first compile or import, and those stay). An operator defined through
+  `torch.library.custom_op` is registered by torch's own file: its definition is the decorated function's file;
 - Python modules imported by name from outside the installed places (`import helper` of a file a candidate wrote,
   an extension module): removed from `sys.modules`, so the next pair's import of that name reads its own file;
 - the environment, in Python and in C (`setenv` through ctypes never reaches `os.environ`, yet every child process
@@ -34,6 +34,7 @@ from kernelrl.harness.dispatch_guard import library_prefixes
 from kernelrl.kernelbench.extension_fence import inside, loaded_libraries
 
 _DEFINED_AT = re.compile(r"^debug: registered at (.+?):\d+", re.MULTILINE)
+_CUSTOM_OP_FILE = os.path.realpath(torch._library.custom_ops.__file__)  # registers every `custom_op`'s schema
 
 # torch's own variables, each set to one value by torch itself (torch/__init__.py, its profiler)
 TORCH_CONSTANTS = {"DISABLE_CUPTI_LAZY_REINIT": "1", "TEARDOWN_CUPTI": "0"}
@@ -66,9 +67,24 @@ def capture() -> ProcessState:
     return ProcessState(loaded_libraries(), set(sys.modules), set(torch._C._dispatch_get_all_op_names()))
 
 
-def _defined_outside(op: str, libraries: tuple[str, ...]) -> bool:
+def _definition_file(op: str) -> str | None:
+    """The file an operator was defined in: the function `torch.library.custom_op` decorated (torch's own file is
+    the one that registers it; a function without Python code is nobody's: "<unknown>"), else the dispatcher's
+    record of where the schema was registered. torch holds its custom-op records weakly: one registered by
+    `custom_op` whose record is gone is nobody's too."""
+    opdef = torch._library.custom_ops.OPDEFS.get(op)
+    if opdef is not None:
+        code = getattr(getattr(opdef, "_init_fn", None), "__code__", None)
+        return code.co_filename if code is not None else "<unknown>"
     where = _DEFINED_AT.search(torch._C._dispatch_dump(op))
-    return where is not None and not os.path.realpath(where.group(1)).startswith(libraries)
+    if where is not None and os.path.realpath(where.group(1)) == _CUSTOM_OP_FILE:
+        return "<unknown>"
+    return where.group(1) if where is not None else None
+
+
+def _defined_outside(op: str, libraries: tuple[str, ...]) -> bool:
+    where = _definition_file(op)
+    return where is not None and not os.path.realpath(where).startswith(libraries)
 
 
 def left_behind(before: ProcessState, own_folder: str | None) -> list[str]:

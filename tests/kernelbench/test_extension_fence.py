@@ -380,6 +380,28 @@ def test_two_honest_candidates_registering_the_same_operator_namespace_both_pass
     assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged
 
 
+# defines an operator through torch.library.custom_op, whose schema torch's own file registers
+CUSTOM_OP = '''
+import torch
+
+@torch.library.custom_op("krl_co::shift", mutates_args=())
+def shift(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+''' + candidate("torch.relu(torch.ops.krl_co.shift(x))")
+
+# defines the same name with a Library, as a candidate with a C++ extension's TORCH_LIBRARY would
+LIBRARY_OP = '''
+import torch
+LIB = torch.library.Library("krl_co", "DEF")
+LIB.define("shift(Tensor x) -> Tensor")
+''' + candidate("torch.relu(x)")
+
+
+def test_an_operator_defined_through_custom_op_does_not_reach_a_later_candidate(tmp_path):
+    judged = _judge_in_order(tmp_path, {"custom_op": CUSTOM_OP, "library": LIBRARY_OP})
+    assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_a_candidate_judged_twice_in_a_row_keeps_its_worker(tmp_path):
     # its library, loaded by its own first pair, is what its second pair loads too: no fresh worker for that

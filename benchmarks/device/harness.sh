@@ -55,14 +55,14 @@ for level in level2 level3; do
 done
 if [[ $STEPS == *" published "* ]]; then  # PUBLISHED_LEVELS=1; a level takes more than one 10-minute call:
   # the database of the calls before (copied back here as .carry/published.db, carried) is resumed
-  L="${PUBLISHED_LEVELS:-1}"
+  L="${PUBLISHED_LEVELS:-1}"; F="${L//,/_}"  # PUBLISHED_LEVELS=2,3: level 3 after level 2, in files named _l2_3
   [[ -f .carry/published.db ]] && cp .carry/published.db "$OUT/published.db"
   timeout "${PUBLISHED_LIMIT:-540}" python3 -m kernelrl.cli kb eval --published "cuda-l1:${CUDA_L1:-.carry/cuda_l1_h100.json}" \
       --published-levels "$L" --baselines "${PUBLISHED_BASELINES:-eager}" --rounds 3 --db "$OUT/published.db" --resume \
-      --csv "$OUT/cuda_l1_h100_l$L.csv" > "$OUT/cuda_l1_h100_l$L.log" 2>&1
-  [[ -f "$OUT/cuda_l1_h100_l$L.csv" ]] || python3 -m kernelrl.cli kb export --db "$OUT/published.db" \
-      --csv "$OUT/cuda_l1_h100_l$L.csv"  # cut short: the pairs it finished
-  grep -E "^\[[0-9]+/|pairs taken" "$OUT/cuda_l1_h100_l$L.log" | tail -n 3; tail -n 25 "$OUT/cuda_l1_h100_l$L.log"
+      --csv "$OUT/cuda_l1_h100_l$F.csv" > "$OUT/cuda_l1_h100_l$F.log" 2>&1
+  [[ -f "$OUT/cuda_l1_h100_l$F.csv" ]] || python3 -m kernelrl.cli kb export --db "$OUT/published.db" \
+      --csv "$OUT/cuda_l1_h100_l$F.csv"  # cut short: the pairs it finished
+  grep -E "^\[[0-9]+/|pairs taken" "$OUT/cuda_l1_h100_l$F.log" | tail -n 3; tail -n 25 "$OUT/cuda_l1_h100_l$F.log"
 fi
 if [[ $STEPS == *" probe "* ]]; then
   timeout "${PROBE_LIMIT:-540}" python3 benchmarks/experiments/kb_selfpair_probe.py --kernelbench "$KB" ${PROBE_ARGS:-} \

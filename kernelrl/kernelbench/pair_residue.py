@@ -10,7 +10,9 @@ One worker judges many pairs, and some state outlives a pair however its checks 
   registers the same one fails (`Only a single TORCH_LIBRARY ...`): the worker retires after a pair that defined
   one from a file outside the installed libraries (a candidate's module, its extension's C++; torch registers
   operators of its own lazily, on a first compile or import, and those stay). An operator defined through
-  `torch.library.custom_op` is registered by torch's own file: its definition is the decorated function's file;
+  `torch.library.custom_op` is registered by torch's own file: its definition is the decorated function's file.
+  Open: code compiled under a torch file's name (`compile(src, torch.library.__file__, "exec")`) reads as torch's,
+  so its operator stays (a later candidate defining the same name fails);
 - Python modules imported by name from outside the installed places (`import helper` of a file a candidate wrote,
   an extension module): removed from `sys.modules`, so the next pair's import of that name reads its own file;
 - the environment, in Python and in C (`setenv` through ctypes never reaches `os.environ`, yet every child process

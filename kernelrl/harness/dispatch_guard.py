@@ -16,21 +16,11 @@ from __future__ import annotations
 
 import os
 import re
-import sysconfig
 
 import torch
 import torch.library
 
 _REGISTERED = re.compile(r"^([^:\n]+): registered at (.+?):(\d+)", re.MULTILINE)
-
-
-def library_prefixes() -> tuple[str, ...]:
-    """Where the installed libraries' files are (the standard library, site-packages, torch): their code is not a
-    candidate's."""
-    paths = sysconfig.get_paths()
-    prefixes = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
-    prefixes.add(os.path.dirname(torch.__file__))
-    return tuple(sorted(os.path.realpath(p) + os.sep for p in prefixes)) + ("<frozen",)
 
 
 def _registrations(op: str) -> list[tuple[str, str, str]]:

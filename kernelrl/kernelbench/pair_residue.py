@@ -23,16 +23,14 @@ One worker judges many pairs, and some state outlives a pair however its checks 
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import re
-import site
 import sys
 from dataclasses import dataclass, field
 
 import torch
 
-from kernelrl.harness.dispatch_guard import library_prefixes
+from kernelrl.harness.installed import installed_places, library_prefixes
 from kernelrl.kernelbench.extension_fence import inside, loaded_libraries
 
 _DEFINED_AT = re.compile(r"^debug: registered at (.+?):\d+", re.MULTILINE)
@@ -41,8 +39,6 @@ _CUSTOM_OP_FILE = os.path.realpath(torch._library.custom_ops.__file__)  # regist
 # torch's own variables, each set to one value by torch itself (torch/__init__.py, its profiler)
 TORCH_CONSTANTS = {"DISABLE_CUPTI_LAZY_REINIT": "1", "TEARDOWN_CUPTI": "0"}
 KEPT_MODULE_PREFIX = "kernelrl_kb_"  # tasks and candidates, each under a unique name (tasks.load_module)
-SYSTEM_LIBRARY_DIRS = ("/usr", "/lib", "/lib64")
-CACHE_VARIABLES = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH")  # content-addressed
 
 
 @dataclass
@@ -50,17 +46,6 @@ class ProcessState:
     libraries: set[str] = field(default_factory=set)
     modules: set[str] = field(default_factory=set)
     operators: set[str] = field(default_factory=set)
-
-
-@functools.cache
-def installed_places() -> list[str]:
-    """Where a library or module may come from without being a pair's: Python's prefixes and site-packages, the
-    worker's PYTHONPATH, the system's library folders, the compilers' content-addressed caches. Read once, at the
-    first pair's start, before any candidate code (which could add to PYTHONPATH)."""
-    places = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages(), site.getusersitepackages(),
-              *os.environ.get("PYTHONPATH", "").split(os.pathsep), *SYSTEM_LIBRARY_DIRS,
-              *(os.environ[v] for v in CACHE_VARIABLES if os.environ.get(v))}
-    return sorted(os.path.realpath(p) for p in places if p)
 
 
 def capture() -> ProcessState:

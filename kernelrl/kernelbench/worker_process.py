@@ -19,24 +19,23 @@ import torch
 from torch.utils import cpp_extension
 
 from kernelrl.harness.device_state import DeviceState
-from kernelrl.harness.dispatch_guard import DispatchGuard, library_prefixes
+from kernelrl.harness.dispatch_guard import DispatchGuard
+from kernelrl.harness.installed import library_prefixes
 from kernelrl.harness.record import Record
-from kernelrl.harness.tolerance import input_independent
 from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.sandbox import enter_emptied_dir
+from kernelrl.harness.tolerance import input_independent
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
+from kernelrl.kernelbench import extension_fence, memory_plan, pair_residue
 from kernelrl.kernelbench.build import extension_dir, use_extension_dir
-from kernelrl.kernelbench import memory_plan
 from kernelrl.kernelbench.census import CensusMixin
-from kernelrl.kernelbench import extension_fence, pair_residue
 from kernelrl.kernelbench.failed_builds import replaying
-from kernelrl.kernelbench.inputs import (InputsMixin, _storage, host_copy, model_bytes, module_tensors,
-                                         redraw_bytes)
+from kernelrl.kernelbench.inputs import InputsMixin, _storage, host_copy, model_bytes, module_tensors, redraw_bytes
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
 from kernelrl.kernelbench.memguard import MemoryGuard
-from kernelrl.kernelbench.memory_report import allocator_state, reachable_tensors
 from kernelrl.kernelbench.memory_plan import Footprint
+from kernelrl.kernelbench.memory_report import allocator_state, reachable_tensors
 from kernelrl.kernelbench.pairs import MODE
 from kernelrl.kernelbench.reference_probe import ReferenceProbeMixin
 from kernelrl.kernelbench.tamper import load_compiler_configs, static_tampering

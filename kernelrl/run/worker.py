@@ -16,8 +16,9 @@ import torch
 
 from kernelrl.baselines import native_lib
 from kernelrl.harness.device_state import DeviceState, context_usable
-from kernelrl.harness.dispatch_guard import DispatchGuard, library_prefixes
+from kernelrl.harness.dispatch_guard import DispatchGuard
 from kernelrl.harness.guards import Snapshot
+from kernelrl.harness.installed import library_prefixes
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import hidden_work, summarize
 from kernelrl.harness.timing import CUDA_CLOCKS, capture, capture_verdict, timed_replay

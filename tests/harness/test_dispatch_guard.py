@@ -4,7 +4,8 @@ torch.library's record says gained a kernel); a candidate's own operator is its 
 
 import torch
 
-from kernelrl.harness.dispatch_guard import DispatchGuard, library_prefixes
+from kernelrl.harness.dispatch_guard import DispatchGuard
+from kernelrl.harness.installed import library_prefixes
 
 
 def test_an_override_of_an_aten_kernel_is_named_with_its_file():

@@ -11,8 +11,9 @@ import pytest
 
 import kernelrl.harness.stats
 import kernelrl.run.worker as worker_module
-from kernelrl.harness.dispatch_guard import DispatchGuard, library_prefixes
+from kernelrl.harness.dispatch_guard import DispatchGuard
 from kernelrl.harness.guards import Snapshot
+from kernelrl.harness.installed import library_prefixes
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.harness.worker_base import Fatal
 

@@ -35,7 +35,66 @@ def _flag_probes(torch) -> dict:
                                                 lambda v: setattr(torch.backends.cudnn, "fp32_precision", v)),
         "torch.backends.fp32_precision": (lambda: torch.backends.fp32_precision,
                                           lambda v: setattr(torch.backends, "fp32_precision", v)),
+        # the per-area precisions (bf16 or TF32 convolutions, matmuls, RNNs on oneDNN and cuDNN)
+        **{f"torch.backends.{path}.fp32_precision": _attribute(torch.backends, f"{path}.fp32_precision")
+           for path in ("mkldnn", "mkldnn.matmul", "mkldnn.conv", "mkldnn.rnn", "cudnn.conv", "cudnn.rnn")},
+        "torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed()": (
+            lambda: torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed(),
+            lambda v: torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(v)),
     }
+
+
+def _attribute(root, path: str) -> tuple:
+    """(get, set) of the attribute at a dotted path below `root`."""
+    *parents, name = path.split(".")
+
+    def owner():
+        obj = root
+        for part in parents:
+            obj = getattr(obj, part)
+        return obj
+    return (lambda: getattr(owner(), name), lambda v: setattr(owner(), name, v))
+
+
+def _switch_probes(torch) -> dict:
+    """The switches that pick which of torch's own kernels run (not their precision): turned off, or pointed at
+    another library, they make the reference and the baselines slower or faster, for every pair after too."""
+    cuda, sdp = torch.backends.cuda, ("flash", "mem_efficient", "math", "cudnn")
+    return {
+        **{f"torch.backends.{path}": _attribute(torch.backends, path)
+           for path in ("cudnn.enabled", "cudnn.benchmark", "cudnn.benchmark_limit", "cudnn.deterministic",
+                        "mkldnn.enabled", "mkldnn.deterministic", "opt_einsum.enabled", "opt_einsum.strategy")},
+        **{f"torch.backends.cuda.{k}_sdp_enabled()": (getattr(cuda, f"{k}_sdp_enabled"),
+                                                      getattr(cuda, f"enable_{k}_sdp")) for k in sdp},
+        "torch.backends.cuda.preferred_blas_library()": (cuda.preferred_blas_library, cuda.preferred_blas_library),
+        "torch.backends.cuda.preferred_linalg_library()": (cuda.preferred_linalg_library,
+                                                           cuda.preferred_linalg_library),
+        "torch.backends.mha.get_fastpath_enabled()": (torch.backends.mha.get_fastpath_enabled,
+                                                      torch.backends.mha.set_fastpath_enabled),
+        "torch.are_deterministic_algorithms_enabled()": (
+            lambda: (torch.are_deterministic_algorithms_enabled(),
+                     torch.is_deterministic_algorithms_warn_only_enabled()),
+            lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1])),
+    }
+
+
+def _read(probes: dict) -> dict:
+    state = {}
+    for name, (get, _set) in probes.items():
+        try:
+            state[name] = get()
+        except Exception:  # a setting this torch does not have
+            pass
+    return state
+
+
+def _put_back(probes: dict, before: dict, now: dict) -> None:
+    for name, (_get, put) in probes.items():
+        if name in before and now.get(name) != before[name]:
+            try:
+                put(before[name])
+            except Exception:
+                pass
 
 
 
@@ -46,6 +105,7 @@ class DeviceState:
     def __init__(self, torch, cuda: bool, stream: int | None = None):
         self.torch, self.cuda, self.stream = torch, cuda, stream
         self.probes = _flag_probes(torch)
+        self.switch_probes = _switch_probes(torch)
         self.libcuda = None
         if cuda:
             try:
@@ -56,13 +116,14 @@ class DeviceState:
     # -- reading -----------------------------------------------------------------------------------------------
     def flags(self) -> dict:
         """The numerics flags alone (those this torch has)."""
-        state = {}
-        for name, (get, _set) in self.probes.items():
-            try:
-                state[name] = get()
-            except Exception:  # a flag this torch does not have
-                pass
-        return state
+        return _read(self.probes)
+
+    def switches(self) -> dict:
+        """The kernel-choice switches (those this torch has): not a verdict, put back (`restore_switches`)."""
+        return _read(self.switch_probes)
+
+    def restore_switches(self, before: dict) -> None:
+        _put_back(self.switch_probes, before, self.switches())
 
     def snapshot(self) -> dict:
         state = self.flags()
@@ -103,12 +164,7 @@ class DeviceState:
     # -- putting back ------------------------------------------------------------------------------------------
     def restore(self, before: dict) -> None:
         now = self.snapshot()
-        for name, (_get, put) in self.probes.items():
-            if name in before and now.get(name) != before[name]:
-                try:
-                    put(before[name])
-                except Exception:
-                    pass
+        _put_back(self.probes, before, now)
         if self.libcuda is None:
             return
         key = "persisting L2 set-aside (bytes)"

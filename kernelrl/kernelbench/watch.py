@@ -119,6 +119,8 @@ class WatchMixin:
         dispatch: DispatchGuard
         threads_audited: bool
         begin: Callable[..., None]
+        switches0: dict
+        pair_notes: list[str]
 
     # -- what a candidate may not change ---------------------------------------------------------------------
     def _capture_guards(self) -> list[tuple]:
@@ -307,6 +309,7 @@ class WatchMixin:
         changed = [f"{k} = {now.get(k)!r} (was {v!r})" for k, v in self.precision0.items() if now.get(k) != v]
         if changed:
             raise Fatal(Verdict.PRECISION, f"the candidate changed {', '.join(changed)} during {phase}")
+        self._put_back_switches(phase)
         l2 = self._persisting_l2()
         if l2 is not None and self.l2_0 is not None and l2 != self.l2_0:
             raise Fatal(Verdict.PERSISTING_L2, f"the candidate set aside {l2} bytes of L2 for persisting accesses "
@@ -320,6 +323,18 @@ class WatchMixin:
             raise Fatal(Verdict.INTROSPECTION,
                         f"the candidate's code used {'; '.join(dict.fromkeys(seen))} during {phase}")
         self.rephase(resume)
+
+    def _put_back_switches(self, phase: str) -> None:
+        """torch's kernel-choice switches (cuDNN, oneDNN, the attention kernels, the BLAS library) as the worker
+        began: the reference, the baselines and every later pair run under the same ones, whatever a candidate set
+        (turned off, they would slow the reference; left on, they would reach the next pair). Said in the notes."""
+        moved = self.state.changed(self.switches0, self.state.switches())
+        if moved:
+            self.state.restore_switches(self.switches0)
+            note = (f"set {', '.join(moved)} during {phase}: put back (the reference, the baselines and every pair "
+                    f"run under the worker's torch settings)")
+            if note not in self.pair_notes:
+                self.pair_notes.append(note)
 
     def _cand_call(self, cand, inputs, phase, trace=False, guard=None, sync=True):
         """One call of the candidate, watched; exceptions become `Rejected(Verdict.EXCEPTION, "...")` (or fatal when the

@@ -27,7 +27,7 @@ from kernelrl.harness.sandbox import enter_emptied_dir
 from kernelrl.harness.tolerance import input_independent
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
-from kernelrl.kernelbench import extension_fence, memory_plan, pair_residue
+from kernelrl.kernelbench import extension_fence, memory_plan, pair_residue, process_settings
 from kernelrl.kernelbench.build import extension_dir, use_extension_dir
 from kernelrl.kernelbench.census import CensusMixin
 from kernelrl.kernelbench.failed_builds import replaying
@@ -145,6 +145,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                                                    self._build_note)
         self.guards = self._capture_guards()
         self.precision0 = self._precision()
+        self.switches0 = self.state.switches()
         self.l2_0 = self._persisting_l2()
         self.library = library_prefixes()
         self.dispatch = DispatchGuard(self.library)  # the dispatcher before any candidate code (dispatch_guard.py)
@@ -219,9 +220,11 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         # the environment as the worker began (a pair's CXX, CUDA_HOME or flags would build the next pair's
         # extension: that pair's verdict would depend on this one's)
         if self.base_environ is None:
-            self.base_environ = dict(os.environ)
+            self.base_environ, self.base_settings = dict(os.environ), process_settings.read()
         else:
             pair_residue.restore_environ(self.base_environ)
+            process_settings.restore(self.base_settings)
+            self.state.restore_switches(self.switches0)
         self.residue = pair_residue.capture()
         self.pair_notes = []
         self.fence = None  # read again once this pair's candidate folder is known
@@ -389,7 +392,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self._free()
         defence = failure is not None and failure.verdict.category is Category.DEFENCE
         # what the pair left in this process that a later pair would get (its finalizers ran in _free)
-        residue = self.residue is not None and pair_residue.left_behind(self.residue, self.own_extensions)
+        residue = self.residue is not None and (pair_residue.left_behind(self.residue, self.own_extensions)
+                                                + process_settings.lowered_limits(self.base_settings))
         if self.own_extensions and not residue:
             # what this pair loaded from its own folder, it loaded from its build as checked: a later pair of the
             # same candidate (a repeated sample) may use it in this worker

@@ -28,10 +28,10 @@
 #      (benchmarks/experiments/profile_gap.py --points; the large ones are in benchmarks/results/h100/ncu_large/).
 set -uo pipefail
 case "${CALL:-1}" in
-  1) STEPS="env tests" TESTS_LIMIT=480 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
+  1) STEPS="env tests" TESTS_LIMIT=450 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
        bash benchmarks/device/sandbox.sh
      # the what-a-pair-leaves cases (CPU workers) with this machine's sandbox: Landlock is what they run under here
-     timeout 100 python3 -m pytest -q -p no:cacheprovider -rfEs tests/kernelbench/test_extension_fence.py tests/kernelbench/test_process_settings.py \
+     timeout 120 python3 -m pytest -q -p no:cacheprovider -rfEs tests/kernelbench/test_extension_fence.py tests/kernelbench/test_process_settings.py \
        > "${OUT:-/tmp/out}/cpu_fence_tests.log" 2>&1; tail -n 3 "${OUT:-/tmp/out}/cpu_fence_tests.log"
      echo "fresh workers: $(grep -c 'a fresh worker after this pair' "${OUT:-/tmp/out}/gpu_tests.log")" ;;
   2) STEPS="level3" LEVEL_LIMIT=330 bash benchmarks/device/sandbox.sh ;;

@@ -89,12 +89,18 @@ def _read(probes: dict) -> dict:
 
 
 def _put_back(probes: dict, before: dict, now: dict) -> None:
-    for name, (_get, put) in probes.items():
-        if name in before and now.get(name) != before[name]:
+    """Each setting as in `before`. Setting one may move another (a legacy TF32 switch writes the per-area
+    precisions), so this reads again and goes round until nothing differs (three rounds at most)."""
+    for _ in range(3):
+        moved = [name for name in probes if name in before and now.get(name) != before[name]]
+        if not moved:
+            return
+        for name in moved:
             try:
-                put(before[name])
+                probes[name][1](before[name])
             except Exception:
                 pass
+        now = _read(probes)
 
 
 

@@ -3,6 +3,10 @@ same KernelBench worker (found by a review; each case failed before kernelrl/ker
 the kernel-choice switches of kernelrl/harness/device_state.py): a setter, then an honest candidate, in one run;
 the honest candidate gets the verdict it gets when judged first."""
 
+import os
+import signal
+
+from kernelrl.kernelbench import process_settings
 from kernelrl.kernelbench.pairs import KBSettings, pair_verdict, run_pairs
 from tests.kb_helpers import candidate, task
 
@@ -242,3 +246,28 @@ def test_a_pair_that_lowered_a_hard_resource_limit_retires_its_worker(tmp_path, 
     judged = _judge_in_order(tmp_path, {"sets": LOWERS_HARD_RLIMIT, "honest_after": OPENS_FILES})
     _check(judged, 1)
     assert "a fresh worker after this pair, which lowered the hard limit RLIMIT_NOFILE to 40" in capfd.readouterr().err
+
+
+# --- the settings no case above can show in a worker (as root a file-mode mask stops nobody; a timer's firing
+# depends on how long each pair takes): put back directly ----------------------------------------------------------
+def test_the_file_mode_mask_is_put_back():
+    base = process_settings.read()
+    old = os.umask(0o777)
+    try:
+        process_settings.restore(base)
+        assert os.umask(old) == base.umask
+    finally:
+        os.umask(base.umask)
+
+
+def test_an_interval_timer_a_pair_set_is_stopped_and_its_handler_put_back():
+    base = process_settings.read()
+    previous = signal.signal(signal.SIGALRM, lambda *_: None)
+    signal.setitimer(signal.ITIMER_REAL, 30.0)
+    try:
+        process_settings.restore(base)
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert signal.getsignal(signal.SIGALRM) is base.handlers[signal.SIGALRM]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

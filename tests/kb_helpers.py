@@ -1,7 +1,10 @@
 """Small KernelBench-format sources for the CPU tests of the KernelBench evaluator: a one-input task whose forward
-is an expression of `x`, a candidate whose forward returns one, and a folder of candidates beside their task."""
+is an expression of `x`, a candidate whose forward returns one, a folder of candidates beside their task, and
+candidates judged one after another in one run (what one pair leaves for the next)."""
 
 from pathlib import Path
+
+from kernelrl.kernelbench.pairs import KBSettings, pair_verdict, run_pairs
 
 
 def task(forward: str = "torch.tanh(x)", rows: int = 64, cols: int = 32) -> str:
@@ -38,3 +41,23 @@ def pairs_in(folder: Path, task_source: str, bodies: dict[str, str]) -> list[tup
         (folder / f"{name}.py").write_text(candidate(body))
         out.append((str(folder / "task.py"), str(folder / f"{name}.py")))
     return out
+
+
+def judged_in_order(tmp_path: Path, texts: dict[str, str], task_source: str | None = None,
+                    **settings) -> list[tuple]:
+    """Each named candidate judged against one task (ReLU unless `task_source`), in this order, in one run on the
+    CPU worker: (verdict, notes, records) each."""
+    task_path = tmp_path / "tasks" / "a.py"
+    task_path.parent.mkdir(parents=True)
+    task_path.write_text(task_source or task("torch.relu(x)"))
+    cands = []
+    for name, text in texts.items():
+        path = tmp_path / "cands" / f"{name}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        cands.append(path)
+    kw = dict(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
+              extensions_dir=str(tmp_path / "ext"))
+    out = run_pairs([(str(task_path), str(c)) for c in cands], KBSettings(**{**kw, **settings}))
+    return [(pair_verdict(out[i]), " ".join(n for r in out[i] for n in (r.get("extra") or {}).get("notes", [])),
+             out[i]) for i in range(len(cands))]

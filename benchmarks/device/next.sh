@@ -8,6 +8,11 @@
 # KernelBench suite with the fence and the HGEMM results-database cheats (75 passed), the wgmma suite (8 passed) with
 # the subtiled store and 192-row benches, the fused-epilogue suite (30 passed), CUDA-L1 level 1 whole and level 2's
 # first 20 pairs, Nsight Compute on three large shapes.
+# On 2026-12-07 02:56 UTC at 5ec108a call 1 gave no result: the suite's fixture (73 pairs in one run) had not
+# finished in 450 s, where b28209f's whole suite took 391.5 s (benchmarks/results/h100/summary.md, "Eighteenth
+# session"); the same 30 and 63 adversarial pairs on CPU workers take as long at both commits. So first:
+#   0. the suite's pairs with a timeline (benchmarks/device/diag/kb_corpus_timeline.py: a line per build, worker
+#      start, phase and verdict), which says where the time goes even when cut; then call 1 with a limit that fits;
 #   1. the KernelBench suite again after the victim record's review fixes (904ad66, 5f24b77: what a pair leaves in
 #      its worker, kernelbench/pair_residue.py: libraries loaded from outside its folder, operators it defined,
 #      modules, the environment in Python and C; bounded walks; no record for a candidate the build step did not
@@ -27,7 +32,11 @@
 #   6. Nsight Compute on this card: the family's points beside cuBLAS's kernel on the medium shapes
 #      (benchmarks/experiments/profile_gap.py --points; the large ones are in benchmarks/results/h100/ncu_large/).
 set -uo pipefail
-case "${CALL:-1}" in
+case "${CALL:-0}" in
+  0) OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"; source benchmarks/device/env.sh; carry_ninja
+     { date -u; uname -r; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/env.txt" 2>&1
+     timeout "${TIMELINE_LIMIT:-540}" python3 benchmarks/device/diag/kb_corpus_timeline.py > "$OUT/kb_timeline.log" 2>&1
+     echo "rc=$?"; grep -v -i warn "$OUT/kb_timeline.log" | grep -E "^ +[0-9.]+s (worker|pair|done|[0-9]+ pairs)" | tail -n 40 ;;
   1) STEPS="env tests" TESTS_LIMIT=450 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
        bash benchmarks/device/sandbox.sh
      # the what-a-pair-leaves cases (CPU workers) with this machine's sandbox: Landlock is what they run under here
@@ -45,5 +54,5 @@ case "${CALL:-1}" in
      timeout "${PROFILE_LIMIT:-560}" python3 benchmarks/experiments/profile_gap.py - "$OUT/ncu" --points \
        "2048x2048x2048=$wide,1024x4096x4096=$wide,2048x1024x1024=$sub,1024x1024x1024=$sub,512x1024x8192=$sub,\
 512x512x4096=$sub" > "$OUT/ncu/profile.txt" 2>&1; echo "rc=$?"; tail -n 80 "$OUT/ncu/profile.txt" ;;
-  *) echo "CALL=$CALL: choose 1-6 (see this file's header)"; exit 2 ;;
+  *) echo "CALL=$CALL: choose 0-6 (see this file's header)"; exit 2 ;;
 esac

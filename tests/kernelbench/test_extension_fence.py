@@ -10,31 +10,13 @@ import pytest
 
 from kernelrl.kernelbench import extension_fence
 from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs
-from tests.kb_helpers import candidate, task
+from tests.kb_helpers import candidate, judged_in_order, task
 
 
 def _lib(folder: Path, data: bytes = b"\x7fELF") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "lib.so").write_bytes(data)
     return folder / "lib.so"
-
-
-def _judge_in_order(tmp_path, texts: dict[str, str]) -> list[tuple]:
-    """Each named candidate judged against one ReLU task, in this order, in one run: (verdict, notes) each."""
-    task_path = tmp_path / "tasks" / "a.py"
-    task_path.parent.mkdir()
-    task_path.write_text(task("torch.relu(x)"))
-    cands = []
-    for name, text in texts.items():
-        path = tmp_path / "cands" / f"{name}.py"
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-        cands.append(path)
-    settings = KBSettings(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
-                          extensions_dir=str(tmp_path / "ext"))
-    out = run_pairs([(str(task_path), str(c)) for c in cands], settings)
-    return [(pair_verdict(out[i]), " ".join(n for r in out[i] for n in (r.get("extra") or {}).get("notes", [])))
-            for i in range(len(cands))]
 
 
 def test_a_pair_may_write_its_own_folder_and_not_the_root():
@@ -121,10 +103,10 @@ if Path.cwd().name != ".tmp":
 
 def test_a_candidate_that_rewrites_another_s_library_gets_file_write_and_the_honest_pairs_around_it_pass(tmp_path):
     wrong_too = THROUGH_LIBC.replace("return torch.relu(x)", "return torch.relu(x) + 1")
-    judged = _judge_in_order(tmp_path, {"victim": VICTIM, "libc": THROUGH_LIBC, "python": THROUGH_PYTHON,
+    judged = judged_in_order(tmp_path, {"victim": VICTIM, "libc": THROUGH_LIBC, "python": THROUGH_PYTHON,
                                         "link": THROUGH_A_LINK, "libc_and_wrong": wrong_too, "own_write": OWN_WRITE,
                                         "victim_again": VICTIM + "\n# a second honest candidate\n"})
-    verdicts = [verdict for verdict, _ in judged]
+    verdicts = [verdict for verdict, _, _ in judged]
     assert [verdicts[i] for i in (0, 5, 6)] == [(True, None)] * 3  # the victim, one writing its own folder, another
     for i in (1, 4):  # through libc; and with wrong values too: the write is named
         assert verdicts[i][1].startswith("file write: the candidate rewrote or removed another candidate's built "
@@ -165,14 +147,14 @@ if Path.cwd().name != ".tmp":
 
 
 def test_a_candidate_whose_library_another_rewrote_is_judged_on_its_own_build(tmp_path):
-    (writer, _), (victim, notes) = _judge_in_order(tmp_path, {"libc": THROUGH_LIBC, "victim": CHECKS_ITS_LIBRARY})
+    (writer, _, _), (victim, notes, _) = judged_in_order(tmp_path, {"libc": THROUGH_LIBC, "victim": CHECKS_ITS_LIBRARY})
     assert writer[1].startswith("file write"), writer
     assert victim == (True, None), victim
     assert "had changed since its build, or its build had not finished (checked_ext/checked_ext.so)" in notes, notes
 
 
 def test_a_file_planted_in_another_candidate_s_folder_is_cleared_before_it_loads(tmp_path):
-    (_, _), (victim, notes) = _judge_in_order(tmp_path, {"plants": PLANTS, "victim": CHECKS_ITS_LIBRARY})
+    (_, _, _), (victim, notes, _) = judged_in_order(tmp_path, {"plants": PLANTS, "victim": CHECKS_ITS_LIBRARY})
     assert victim == (True, None), victim
     assert "checked_ext/planted.o" in notes, notes
 
@@ -211,7 +193,7 @@ OFFSET = 1 if "KRL_PLANTED" in os.environ else 0
 
 
 def test_a_pair_s_environment_does_not_reach_the_next_pair(tmp_path):
-    (first, _), (second, _) = _judge_in_order(tmp_path, {"sets": SETS_ENVIRONMENT, "reads": READS_ENVIRONMENT})
+    (first, _, _), (second, _, _) = judged_in_order(tmp_path, {"sets": SETS_ENVIRONMENT, "reads": READS_ENVIRONMENT})
     assert first == (True, None) and second == (True, None), (first, second)
 
 
@@ -247,7 +229,7 @@ if Path.cwd().name != ".tmp":
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_a_library_another_pair_loaded_is_not_what_its_candidate_loads(tmp_path):
-    (loader, _), (victim, _) = _judge_in_order(tmp_path, {"loads": LOADS_OTHERS, "victim": LOADS_ITS_LIBRARY})
+    (loader, _, _), (victim, _, _) = judged_in_order(tmp_path, {"loads": LOADS_OTHERS, "victim": LOADS_ITS_LIBRARY})
     assert victim == (True, None), victim  # judged in a fresh worker: its library loaded there for the first time
 
 
@@ -322,7 +304,7 @@ OFFSET = int(subprocess.run(["sh", "-c", "echo ${KRL_PLANTED:-0}"], capture_outp
 
 
 def test_a_pair_s_c_level_environment_does_not_reach_the_next_pair_s_children(tmp_path):
-    (first, _), (second, _) = _judge_in_order(tmp_path, {"sets": SETS_C_ENVIRONMENT,
+    (first, _, _), (second, _, _) = judged_in_order(tmp_path, {"sets": SETS_C_ENVIRONMENT,
                                                          "reads": CHILD_READS_ENVIRONMENT})
     assert first == (True, None) and second == (True, None), (first, second)
 
@@ -357,13 +339,13 @@ OFFSET = helper.VALUE - {value}
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_two_honest_candidates_building_into_the_same_relative_folder_each_get_their_own_library(tmp_path):
-    judged = _judge_in_order(tmp_path, {"seven": _builds_relative(7), "zero": _builds_relative(0)})
-    assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged
+    judged = judged_in_order(tmp_path, {"seven": _builds_relative(7), "zero": _builds_relative(0)})
+    assert [verdict for verdict, _, _ in judged] == [(True, None)] * 2, judged
 
 
 def test_two_honest_candidates_importing_the_same_module_name_each_get_their_own_module(tmp_path):
-    judged = _judge_in_order(tmp_path, {"seven": _imports_helper(7), "zero": _imports_helper(0)})
-    assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged
+    judged = judged_in_order(tmp_path, {"seven": _imports_helper(7), "zero": _imports_helper(0)})
+    assert [verdict for verdict, _, _ in judged] == [(True, None)] * 2, judged
 
 
 # registers an operator namespace with the dispatcher; a second candidate doing the same failed on the first's
@@ -376,8 +358,8 @@ LIB.define("twice(Tensor x) -> Tensor")
 
 
 def test_two_honest_candidates_registering_the_same_operator_namespace_both_pass(tmp_path):
-    judged = _judge_in_order(tmp_path, {"first": _registers_namespace("first"), "second": _registers_namespace("2")})
-    assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged
+    judged = judged_in_order(tmp_path, {"first": _registers_namespace("first"), "second": _registers_namespace("2")})
+    assert [verdict for verdict, _, _ in judged] == [(True, None)] * 2, judged
 
 
 # defines an operator through torch.library.custom_op, whose schema torch's own file registers
@@ -398,8 +380,8 @@ LIB.define("shift(Tensor x) -> Tensor")
 
 
 def test_an_operator_defined_through_custom_op_does_not_reach_a_later_candidate(tmp_path):
-    judged = _judge_in_order(tmp_path, {"custom_op": CUSTOM_OP, "library": LIBRARY_OP})
-    assert [verdict for verdict, _ in judged] == [(True, None)] * 2, judged
+    judged = judged_in_order(tmp_path, {"custom_op": CUSTOM_OP, "library": LIBRARY_OP})
+    assert [verdict for verdict, _, _ in judged] == [(True, None)] * 2, judged
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")

@@ -7,28 +7,7 @@ import os
 import signal
 
 from kernelrl.kernelbench import process_settings
-from kernelrl.kernelbench.pairs import KBSettings, pair_verdict, run_pairs
-from tests.kb_helpers import candidate, task
-
-
-def _judge_in_order(tmp_path, texts: dict[str, str], task_source: str | None = None, **settings) -> list[tuple]:
-    """Each named candidate judged against one task (ReLU unless `task_source`), in this order, in one run:
-    (verdict, notes, records) each."""
-    task_path = tmp_path / "tasks" / "a.py"
-    task_path.parent.mkdir(parents=True)
-    task_path.write_text(task_source or task("torch.relu(x)"))
-    cands = []
-    for name, text in texts.items():
-        path = tmp_path / "cands" / f"{name}.py"
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-        cands.append(path)
-    kw = dict(device="cpu", baselines=("eager",), rounds=1, calls_per_round=1, hang_timeout_s=20.0,
-              extensions_dir=str(tmp_path / "ext"))
-    kw.update(settings)
-    out = run_pairs([(str(task_path), str(c)) for c in cands], KBSettings(**kw))
-    return [(pair_verdict(out[i]), " ".join(n for r in out[i] for n in (r.get("extra") or {}).get("notes", [])),
-             out[i]) for i in range(len(cands))]
+from tests.kb_helpers import candidate, judged_in_order
 
 
 def _check(judged, *honest):
@@ -89,7 +68,7 @@ class ModelNew(nn.Module):
 
 
 def test_mkldnn_conv_precision_set_by_one_pair_does_not_decide_a_later_fp32_candidate(tmp_path):
-    judged = _judge_in_order(tmp_path, {"honest_first": OWN_FP32_CONV, "sets": SETS_MKLDNN_CONV_BF16,
+    judged = judged_in_order(tmp_path, {"honest_first": OWN_FP32_CONV, "sets": SETS_MKLDNN_CONV_BF16,
                                         "honest_after": OWN_FP32_CONV + "\n# a second honest candidate\n"},
                              task_source=CONV_TASK)
     _check(judged, 0, 2)
@@ -109,7 +88,7 @@ ZERO = depth(400) - 400  # a recursive helper, well under Python's default limit
 
 
 def test_recursion_limit_set_by_one_pair_does_not_reach_a_later_pair(tmp_path):
-    judged = _judge_in_order(tmp_path, {"honest_first": RECURSES, "sets": SETS_RECURSION,
+    judged = judged_in_order(tmp_path, {"honest_first": RECURSES, "sets": SETS_RECURSION,
                                         "honest_after": RECURSES + "\n# a second honest candidate\n"})
     _check(judged, 0, 2)
 
@@ -124,7 +103,7 @@ warnings.warn("this kernel's launch config is a guess", UserWarning)
 
 
 def test_warnings_filter_set_by_one_pair_does_not_reach_a_later_pair(tmp_path):
-    judged = _judge_in_order(tmp_path, {"honest_first": WARNS, "sets": SETS_WARNINGS,
+    judged = judged_in_order(tmp_path, {"honest_first": WARNS, "sets": SETS_WARNINGS,
                                         "honest_after": WARNS + "\n# a second honest candidate\n"})
     _check(judged, 0, 2)
 
@@ -141,7 +120,7 @@ ZERO = round(0.25)  # a block count rounded
 
 
 def test_builtin_replaced_by_one_pair_does_not_reach_a_later_pair(tmp_path):
-    judged = _judge_in_order(tmp_path, {"honest_first": USES_ROUND, "sets": SETS_BUILTIN,
+    judged = judged_in_order(tmp_path, {"honest_first": USES_ROUND, "sets": SETS_BUILTIN,
                                         "honest_after": USES_ROUND + "\n# a second honest candidate\n"})
     _check(judged, 0, 2)
 
@@ -172,8 +151,8 @@ ZERO = 0 if list(graphlib.TopologicalSorter({"relu": {"load"}}).static_order()) 
 
 def test_import_hook_installed_by_one_pair_does_not_reach_a_later_pair(tmp_path):
     # alone in its own run first (in one run its own first import would put the module in sys.modules for good)
-    (alone, _, _), = _judge_in_order(tmp_path / "alone", {"honest": IMPORTS_STDLIB})
-    judged = _judge_in_order(tmp_path / "after", {"sets": SETS_META_PATH, "honest_after": IMPORTS_STDLIB})
+    (alone, _, _), = judged_in_order(tmp_path / "alone", {"honest": IMPORTS_STDLIB})
+    judged = judged_in_order(tmp_path / "after", {"sets": SETS_META_PATH, "honest_after": IMPORTS_STDLIB})
     assert alone == (True, None), alone
     _check(judged, 1)
 
@@ -190,7 +169,7 @@ for h in handles:
 
 
 def test_resource_limit_set_by_one_pair_does_not_reach_a_later_pair(tmp_path):
-    judged = _judge_in_order(tmp_path, {"honest_first": OPENS_FILES, "sets": SETS_RLIMIT,
+    judged = judged_in_order(tmp_path, {"honest_first": OPENS_FILES, "sets": SETS_RLIMIT,
                                         "honest_after": OPENS_FILES + "\n# a second honest candidate\n"})
     _check(judged, 0, 2)
 
@@ -225,14 +204,14 @@ READS_ONEDNN = OWN_CONV5.replace("class ModelNew",
 
 
 def test_onednn_switched_off_by_one_pair_is_on_again_for_a_later_pair(tmp_path):
-    judged = _judge_in_order(tmp_path, {"honest_first": READS_ONEDNN, "sets": SETS_MKLDNN_OFF,
+    judged = judged_in_order(tmp_path, {"honest_first": READS_ONEDNN, "sets": SETS_MKLDNN_OFF,
                                         "honest_after": READS_ONEDNN + "\n# a second honest candidate\n"},
                              task_source=CONV5_TASK)
     _check(judged, 0, 2)
 
 
 def test_a_switch_a_candidate_sets_is_put_back_and_said(tmp_path):
-    (verdict, notes, _), = _judge_in_order(tmp_path, {"sets": SETS_MKLDNN_OFF}, task_source=CONV5_TASK)
+    (verdict, notes, _), = judged_in_order(tmp_path, {"sets": SETS_MKLDNN_OFF}, task_source=CONV5_TASK)
     assert verdict == (True, None), verdict
     assert "torch.backends.mkldnn.enabled = False (was True) during load: put back" in notes, notes
 
@@ -243,7 +222,7 @@ LOWERS_HARD_RLIMIT = SETS_RLIMIT.replace("(40, resource.getrlimit(resource.RLIMI
 
 def test_a_pair_that_lowered_a_hard_resource_limit_retires_its_worker(tmp_path, capfd):
     assert LOWERS_HARD_RLIMIT != SETS_RLIMIT
-    judged = _judge_in_order(tmp_path, {"sets": LOWERS_HARD_RLIMIT, "honest_after": OPENS_FILES})
+    judged = judged_in_order(tmp_path, {"sets": LOWERS_HARD_RLIMIT, "honest_after": OPENS_FILES})
     _check(judged, 1)
     assert "a fresh worker after this pair, which lowered the hard limit RLIMIT_NOFILE to 40" in capfd.readouterr().err
 

@@ -120,6 +120,7 @@ class WatchMixin:
         threads_audited: bool
         begin: Callable[..., None]
         switches0: dict
+        switches_at_watch: dict | None
         pair_notes: list[str]
 
     # -- what a candidate may not change ---------------------------------------------------------------------
@@ -280,6 +281,9 @@ class WatchMixin:
         """(threads, hits) before a candidate runs; arms the audit hook."""
         self.hits.clear()
         before = set(self._current_frames())
+        # the switches as this stretch found them: a getter torch resolves lazily (on a first use the harness made)
+        # is not a change of the candidate's
+        self.switches_at_watch = self.state.switches()
         self.armed = True
         return before
 
@@ -328,9 +332,11 @@ class WatchMixin:
         """torch's kernel-choice switches (cuDNN, oneDNN, the attention kernels, the BLAS library) as the worker
         began: the reference, the baselines and every later pair run under the same ones, whatever a candidate set
         (turned off, they would slow the reference; left on, they would reach the next pair). Said in the notes."""
-        moved = self.state.changed(self.switches0, self.state.switches())
+        before = self.switches_at_watch if self.switches_at_watch is not None else self.switches0
+        self.switches_at_watch = None
+        moved = self.state.changed(before, self.state.switches())
         if moved:
-            self.state.restore_switches(self.switches0)
+            self.state.restore_switches(before)
             note = (f"set {', '.join(moved)} during {phase}: put back (the reference, the baselines and every pair "
                     f"run under the worker's torch settings)")
             if note not in self.pair_notes:

@@ -145,7 +145,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                                                    self._build_note)
         self.guards = self._capture_guards()
         self.precision0 = self._precision()
-        self.switches0 = self.state.switches()
+        self.switches0, self.switches_at_watch = self.state.switches(), None
         self.l2_0 = self._persisting_l2()
         self.library = library_prefixes()
         self.dispatch = DispatchGuard(self.library)  # the dispatcher before any candidate code (dispatch_guard.py)

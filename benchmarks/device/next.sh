@@ -36,7 +36,7 @@ case "${CALL:-0}" in
   0) OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"; source benchmarks/device/env.sh; carry_ninja
      { date -u; uname -r; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/env.txt" 2>&1
      timeout "${TIMELINE_LIMIT:-540}" python3 benchmarks/device/diag/kb_corpus_timeline.py > "$OUT/kb_timeline.log" 2>&1
-     echo "rc=$?"; grep -v -i warn "$OUT/kb_timeline.log" | grep -E "^ +[0-9.]+s (worker|pair|done|[0-9]+ pairs)" | tail -n 40 ;;
+     echo "rc=$?"; grep -v -i warn "$OUT/kb_timeline.log" | grep -E "^ +[0-9.]+s (worker|pair|done|no event|[0-9]+ pairs)" | tail -n 40 ;;
   1) STEPS="env tests" TESTS_LIMIT=450 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
        bash benchmarks/device/sandbox.sh
      # the what-a-pair-leaves cases (CPU workers) with this machine's sandbox: Landlock is what they run under here

@@ -2,11 +2,18 @@
 candidate in one run) with a timeline: each build, each worker start, each phase a worker begins and each pair's
 verdict, with seconds since the start, flushed line by line. A run cut short by its time limit still says where
 the time went and which phase a stalled worker was in (the suite itself prints nothing until the whole run ends).
+When, once the workers run (the builds are done), no event has come for STALL_S seconds (default 120), the
+child processes get SIGABRT: with PYTHONFAULTHANDLER set here (the workers inherit it) each prints every thread's
+Python stack before it dies, and the run goes on (that pair's verdict is a crash). KB_DEVICE=cpu and LIMIT=N (the
+first N pairs) try it on a machine without a GPU.
 
     timeout 450 python3 benchmarks/device/diag/kb_corpus_timeline.py > $OUT/kb_timeline.log 2>&1
 """
 
+import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,23 +23,70 @@ from kernelrl.kernelbench.worker import KBSettings, pair_verdict, run_pairs  # n
 from tests.gpu.test_kernelbench_gpu import ADVERSARIAL, HONEST, HONEST_HARD, TASKS_DIR, meta  # noqa: E402
 
 T0 = time.perf_counter()
+LAST = [T0]
+WORKERS_STARTED = threading.Event()  # the builds (children too, silent for a minute) are done by then
+STALL_S = float(os.environ.get("STALL_S", "120"))
+os.environ["PYTHONFAULTHANDLER"] = "1"  # the workers dump their stacks on SIGABRT
+
+
+SHOWN: set[tuple[str, str]] = set()  # (pair, step) printed: a line when a pair first reaches a step, not per call
 
 
 def say(*parts) -> None:
-    print(f"{time.perf_counter() - T0:8.1f}s", *parts, flush=True)
+    LAST[0] = time.perf_counter()
+    print(f"{LAST[0] - T0:8.1f}s", *parts, flush=True)
+
+
+def began(task, method: str, phase: str) -> None:
+    LAST[0] = time.perf_counter()
+    step = (getattr(task, "name", str(task)), f"{method} {phase.split(':')[0].split()[-1]}")
+    if step not in SHOWN:
+        SHOWN.add(step)
+        say("begin", *step)
+
+
+def _children() -> list[int]:
+    """This process's child processes (workers, the hot spare, builders), from /proc."""
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                mine = entry.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if mine and b"resource_tracker" not in f.read():  # multiprocessing's own helper
+                    out.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def _watchdog() -> None:
+    while True:
+        time.sleep(5)
+        if WORKERS_STARTED.is_set() and time.perf_counter() - LAST[0] > STALL_S:
+            pids = _children()
+            say(f"no event for {STALL_S:.0f} s: SIGABRT to {pids} (their stacks follow)")
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGABRT)
+                except OSError:
+                    pass
 
 
 def main() -> None:
     pairs = [(TASKS_DIR / f"{meta(p)['task']}.py", p) for p in ADVERSARIAL]
     pairs += [(TASKS_DIR / p.name, p) for p in HONEST]
     pairs += [(TASKS_DIR / f"{meta(p)['task']}.py", p) for p in HONEST_HARD]
-    settings = KBSettings(device="cuda", baselines=("eager",), rounds=5, hang_timeout_s=180.0, own_kernels=True)
+    pairs = pairs[:int(os.environ.get("LIMIT", len(pairs)))]
+    settings = KBSettings(device=os.environ.get("KB_DEVICE", "cuda"), baselines=("eager",), rounds=5,
+                          hang_timeout_s=180.0, own_kernels=True)
     names = {str(c): c.stem for _, c in pairs}
     say(f"{len(pairs)} pairs")
+    threading.Thread(target=_watchdog, daemon=True).start()
     out = run_pairs([(str(t), str(c)) for t, c in pairs], settings,
                     on_build=lambda o: say("build", getattr(o, "name", o), getattr(o, "seconds", "")),
-                    on_env=lambda env: say("worker", env),
-                    on_progress=lambda task, method, phase: say("begin", getattr(task, "name", task), method, phase),
+                    on_env=lambda env: (WORKERS_STARTED.set(), say("worker", env)),
+                    on_progress=began,
                     on_records=lambda i, recs: say("pair", names.get(str(pairs[i][1]), i), pair_verdict(recs)))
     say("done", sum(pair_verdict(r)[0] for r in out.values()), "accepted of", len(out))
 

@@ -329,9 +329,10 @@ class WatchMixin:
         self.rephase(resume)
 
     def _put_back_switches(self, phase: str) -> None:
-        """torch's kernel-choice switches (cuDNN, oneDNN, the attention kernels, the BLAS library) as the worker
-        began: the reference, the baselines and every later pair run under the same ones, whatever a candidate set
-        (turned off, they would slow the reference; left on, they would reach the next pair). Said in the notes."""
+        """torch's kernel-choice switches (cuDNN, oneDNN, the attention kernels, the BLAS library) put back as this
+        stretch of candidate code found them (each pair starts from the worker's own: run_task): the reference, the
+        baselines and every later pair run under the same ones, whatever a candidate set (turned off, they would
+        slow the reference; left on, they would reach the next pair). Said in the notes."""
         before = self.switches_at_watch if self.switches_at_watch is not None else self.switches0
         self.switches_at_watch = None
         moved = self.state.changed(before, self.state.switches())

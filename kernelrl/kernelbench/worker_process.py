@@ -80,6 +80,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.own_extensions: str | None = None  # this pair's candidate's extension folder
         self.residue: pair_residue.ProcessState | None = None  # the process as this pair began (pair_residue.py)
         self.base_environ: dict[str, str] | None = None  # the environment before the first pair
+        self.base_settings: process_settings.Settings | None = None  # the interpreter's settings then
         self.own_loads: set[str] = set()  # extension folders whose libraries their own candidate's pairs loaded here
         self.task_notes: list[str] = []  # the same for the task itself (kept with it while it is reused)
         self.task_cache: tuple | None = None  # (key, module, reference model, footprint verdict, footprint, ...)
@@ -223,6 +224,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             self.base_environ, self.base_settings = dict(os.environ), process_settings.read()
         else:
             pair_residue.restore_environ(self.base_environ)
+            assert self.base_settings is not None  # read with base_environ
             process_settings.restore(self.base_settings)
             self.state.restore_switches(self.switches0)
         self.residue = pair_residue.capture()
@@ -392,8 +394,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self._free()
         defence = failure is not None and failure.verdict.category is Category.DEFENCE
         # what the pair left in this process that a later pair would get (its finalizers ran in _free)
-        residue = self.residue is not None and (pair_residue.left_behind(self.residue, self.own_extensions)
-                                                + process_settings.lowered_limits(self.base_settings))
+        lowered = process_settings.lowered_limits(self.base_settings) if self.base_settings is not None else []
+        residue = self.residue is not None and pair_residue.left_behind(self.residue, self.own_extensions) + lowered
         if self.own_extensions and not residue:
             # what this pair loaded from its own folder, it loaded from its build as checked: a later pair of the
             # same candidate (a repeated sample) may use it in this worker

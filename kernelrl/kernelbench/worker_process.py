@@ -394,8 +394,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self._free()
         defence = failure is not None and failure.verdict.category is Category.DEFENCE
         # what the pair left in this process that a later pair would get (its finalizers ran in _free)
-        lowered = process_settings.lowered_limits(self.base_settings) if self.base_settings is not None else []
-        residue = self.residue is not None and pair_residue.left_behind(self.residue, self.own_extensions) + lowered
+        residue = self.residue is not None and self._left_behind(self.residue)
         if self.own_extensions and not residue:
             # what this pair loaded from its own folder, it loaded from its build as checked: a later pair of the
             # same candidate (a repeated sample) may use it in this worker
@@ -403,6 +402,11 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         if residue:  # said where the run's log shows it: a fresh worker for the next pair is this pair's cost
             print(f"kernelrl: a fresh worker after this pair, which {'; '.join(residue)}", file=sys.stderr, flush=True)
         return RECYCLE if defence or self.profiled or residue else None
+
+    def _left_behind(self, residue: pair_residue.ProcessState) -> list[str]:
+        """What this pair left that a later pair would get: pair_residue's reasons and a lowered hard limit."""
+        lowered = process_settings.lowered_limits(self.base_settings) if self.base_settings is not None else []
+        return pair_residue.left_behind(residue, self.own_extensions) + lowered
 
     def _free(self):
         gc.collect()

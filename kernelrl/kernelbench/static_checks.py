@@ -32,8 +32,10 @@ Rules (id: what is flagged):
   or a Python name: pinning inputs in L2 across timed calls.
 - `precision`: only when the task's inputs are fp32 (`input_dtype`, default "float32"; see `task_input_dtype`):
   `.half()`, `.bfloat16()`, `torch.float16`/`torch.half`/`torch.bfloat16`, `allow_tf32 = True`,
-  `set_float32_matmul_precision(...)` with anything but "highest", and `__half`, `__nv_bfloat16`, `__float2half`
-  in a C++ string. A task whose inputs are already fp16/bf16 may use them freely.
+  `set_float32_matmul_precision(...)` with anything but "highest", any `*.fp32_precision = ...` but "ieee" or
+  "none" (cuDNN's and oneDNN's per-area TF32 and bf16), `allow_fp16_bf16_reduction_math_sdp(...)` but False,
+  and `__half`, `__nv_bfloat16`, `__float2half` in a C++ string. A task whose inputs are already fp16/bf16 may
+  use them freely.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ THREAD_MODULES = ("threading", "concurrent.futures", "concurrent", "multiprocess
 TIMERS = {"torch.cuda.synchronize", "torch.cuda.Event", "time.perf_counter", "time.time", "time.perf_counter_ns",
           "time.time_ns", "torch.cuda.Event.elapsed_time", "torch.cuda.Event.record", "torch.cuda.Event.synchronize"}
 PATCH_ROOTS = ("torch", "nn", "F", "time", "sys", "builtins")
+FULL_FP32_PRECISION = ("ieee", "none")  # torch.backends.*.fp32_precision: "none" defers to the parent setting
 LOW_DTYPES = {"torch.float16", "torch.half", "torch.bfloat16"}
 HONEST_TORCH = ("torch.cuda", "torch.utils", "torch.ops", "torch._C", "torch.backends", "torch.device",
                 "torch.empty", "torch.zeros", "torch.ones")
@@ -188,6 +191,9 @@ class _Scanner(ast.NodeVisitor):
         self._patch(name, node, "assigns to")
         if self.fp32 and name.endswith("allow_tf32") and isinstance(value, ast.Constant) and value.value is True:
             self.add("precision", node, f"sets {name} = True on fp32 inputs")
+        if self.fp32 and name.endswith(".fp32_precision") and not (
+                isinstance(value, ast.Constant) and value.value in FULL_FP32_PRECISION):
+            self.add("precision", node, f"sets {name} below fp32 on fp32 inputs")
 
     def visit_Assign(self, node):
         call = _calls_key(node.value)
@@ -217,6 +223,9 @@ class _Scanner(ast.NodeVisitor):
             if self.fp32 and attr == "set_float32_matmul_precision" and not (
                     node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "highest"):
                 self.add("precision", node, "lowers fp32 matmul precision")
+            if self.fp32 and attr == "allow_fp16_bf16_reduction_math_sdp" and not (
+                    node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False):
+                self.add("precision", node, "allows reduced-precision math attention on fp32 inputs")
             if attr in CACHE_METHODS and node.args and _calls_key(node.args[0], self.key_names):
                 self.add("identity-cache", node, f"caches by {self._key_text(node.args[0])}")
         self.generic_visit(node)

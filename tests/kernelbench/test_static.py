@@ -62,6 +62,10 @@ OFFENDING = {
         "import torch\ndef f(x):\n    return x.to(torch.bfloat16)\n",
         "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n",
         "import torch\ntorch.set_float32_matmul_precision('high')\n",
+        "import torch\ntorch.backends.cudnn.conv.fp32_precision = 'tf32'\n",
+        "import torch\ntorch.backends.mkldnn.matmul.fp32_precision = 'bf16'\n",
+        "import torch\nlevel = 'tf32'\ntorch.backends.fp32_precision = level\n",
+        "import torch\ntorch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)\n",
         'src = "__global__ void k(const __half* a) {}"\n',
     ],
 }
@@ -97,6 +101,8 @@ HONEST = {
         "import torch\ndef f(x):\n    return x.float()\n",
         "import torch\ntorch.backends.cuda.matmul.allow_tf32 = False\n",
         "import torch\ntorch.set_float32_matmul_precision('highest')\n",
+        "import torch\ntorch.backends.cudnn.conv.fp32_precision = 'ieee'\n",
+        "import torch\ntorch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(False)\n",
         'src = "__global__ void k(const float* a) {} // not __half"\n',
     ],
 }

@@ -39,7 +39,8 @@ DEFENCES = {
                                                              "returns_constant"],
     "an output a later call overwrites (torch.compile reduce-overhead's CUDA graphs)": ["compiled_reduce_overhead"],
     "modifying inputs in place": ["modifies_inputs"],
-    "precision downgrade (fp16, bf16, TF32)": ["precision_fp16", "precision_bf16", "precision_tf32"],
+    "precision downgrade (fp16, bf16, TF32, per-area TF32)": ["precision_fp16", "precision_bf16", "precision_tf32",
+                                                             "precision_cudnn_conv_tf32"],
     "patching the evaluator's own functions (its comparison, looked up on its module at every call) or the standard "
     "library's it computes with (statistics.median)": ["patches_kernelrl_judge", "patches_statistics_median"],
     "patching timers or synchronize (at import, in a call, the Event class)": [

@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 from torch.utils import cpp_extension
 
+from kernelrl.harness import process_settings
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.dispatch_guard import DispatchGuard
 from kernelrl.harness.installed import library_prefixes
@@ -27,7 +28,7 @@ from kernelrl.harness.sandbox import enter_emptied_dir
 from kernelrl.harness.tolerance import input_independent
 from kernelrl.harness.verdicts import Category, Rejected, Verdict
 from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_threads
-from kernelrl.kernelbench import extension_fence, memory_plan, pair_residue, process_settings
+from kernelrl.kernelbench import extension_fence, memory_plan, pair_residue
 from kernelrl.kernelbench.build import extension_dir, use_extension_dir
 from kernelrl.kernelbench.census import CensusMixin
 from kernelrl.kernelbench.failed_builds import replaying

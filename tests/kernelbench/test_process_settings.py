@@ -1,12 +1,12 @@
 """Process-global settings one pair's candidate can change, which reached a later pair's verdict or speedup in the
-same KernelBench worker (found by a review; each case failed before kernelrl/kernelbench/process_settings.py and
+same KernelBench worker (found by a review; each case failed before kernelrl/harness/process_settings.py and
 the kernel-choice switches of kernelrl/harness/device_state.py): a setter, then an honest candidate, in one run;
 the honest candidate gets the verdict it gets when judged first."""
 
 import os
 import signal
 
-from kernelrl.kernelbench import process_settings
+from kernelrl.harness import process_settings
 from tests.kb_helpers import candidate, judged_in_order
 
 

@@ -3,11 +3,17 @@ of them, and the next pair in the worker would run under its change (a lower rec
 making an honest candidate fail, warnings turned into errors, a builtin replaced, an import hook answering a later
 candidate's import with its own module, a file-mode mask, a signal handler, an interval timer due to fire in a
 later pair). Read once before any candidate code, put back at each pair's start; a
-hard resource limit lowered cannot be raised again by an unprivileged process, so that pair retires its worker."""
+hard resource limit lowered cannot be raised again by an unprivileged process, so that pair retires its worker.
+
+Signal handlers are read twice: as Python knows them (`signal.getsignal`) and as the kernel holds them (libc's
+`sigaction`), since a native library (a KernelBench extension, an HGEMM candidate's constructor) installs its own
+without Python seeing it. The HGEMM worker compares the process's part (`process_changes`: limits, mask, timers,
+handlers, libc's environment) after every candidate's code and makes a change that method's verdict."""
 
 from __future__ import annotations
 
 import builtins
+import ctypes
 import gc
 import os
 import resource
@@ -20,6 +26,11 @@ LIMITS = {name: getattr(resource, name) for name in dir(resource) if name.starts
 TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
 # the handlers a candidate may set (SIGKILL and SIGSTOP cannot be caught)
 SIGNALS = tuple(s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP))
+# sizeof(struct sigaction) on Linux (x86-64 and aarch64): the handler (8 bytes), glibc's 1024-bit mask of which the
+# kernel keeps the first 64 (libc leaves the rest as it finds it), the flags at 136, the restorer
+SIGACTION_BYTES = 152
+_KEPT = (slice(0, 16), slice(136, 140))  # what the kernel holds: the handler, its 64-bit mask, the flags
+SA_RESTORER = 0x04000000  # set by libc on every sigaction it makes: not a difference
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,7 @@ class Settings:
     umask: int
     handlers: dict
     timers: dict
+    dispositions: dict[int, bytes]  # per signal, the handler, mask and flags the kernel holds (libc's sigaction)
 
 
 def _limits() -> dict[str, tuple[int, int]]:
@@ -64,11 +76,90 @@ def _handlers() -> dict:
     return out
 
 
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _dispositions() -> dict[int, bytes]:
+    """Each signal's handler as the kernel holds it (empty where libc's sigaction cannot be called)."""
+    libc, out = _libc(), {}  # type: tuple[ctypes.CDLL | None, dict[int, bytes]]
+    if libc is None or not hasattr(libc, "sigaction"):
+        return out
+    for sig in SIGNALS:
+        buf = ctypes.create_string_buffer(SIGACTION_BYTES)
+        if libc.sigaction(int(sig), None, buf) == 0:
+            handler = int.from_bytes(buf.raw[:8], "little")
+            flags = int.from_bytes(buf.raw[_KEPT[1]], "little") & ~SA_RESTORER
+            # the default action and ignoring use neither mask nor flags (libc and Python set them differently)
+            out[int(sig)] = buf.raw[:8] + bytes(12) if handler in (0, 1) else \
+                buf.raw[_KEPT[0]] + flags.to_bytes(4, "little")
+    return out
+
+
+def c_environ() -> dict[bytes, bytes]:
+    """The process's environment as C sees it (libc's `environ`), which os.environ does not follow."""
+    try:
+        env = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    except (OSError, ValueError):
+        return {}
+    out: dict[bytes, bytes] = {}
+    i = 0
+    while env[i] is not None:
+        key, _, value = env[i].partition(b"=")
+        out[key] = value
+        i += 1
+    return out
+
+
 def read() -> Settings:
     return Settings(sys.getrecursionlimit(), sys.getswitchinterval(), (gc.isenabled(), gc.get_threshold()),
                     tuple(warnings.filters), dict(vars(builtins)), tuple(sys.meta_path), tuple(sys.path_hooks),
                     tuple(sys.path), _limits(), _umask(), _handlers(),
-                    {t: signal.getitimer(t) for t in TIMERS})
+                    {t: signal.getitimer(t) for t in TIMERS}, _dispositions())
+
+
+def process_changes(base: Settings, now: Settings) -> list[str]:
+    """What differs in the process's own part (what native code reaches without Python): one phrase each."""
+    out = [f"the resource limit {name} to {now.limits.get(name)} (was {value})"
+           for name, value in base.limits.items() if now.limits.get(name) != value]
+    if now.umask != base.umask:
+        out.append(f"the file-mode mask to {now.umask:#o} (was {base.umask:#o})")
+    out += [f"the interval timer {_timer_name(t)} to {now.timers.get(t)} (was {v})"
+            for t, v in base.timers.items() if now.timers.get(t) != v]
+    out += [f"the handler of {_signal_name(sig)}" for sig, raw in base.dispositions.items()
+            if now.dispositions.get(sig) != raw]
+    return out
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:  # a real-time signal
+        return f"signal {sig}"
+
+
+def _timer_name(which: int) -> str:
+    return {signal.ITIMER_REAL: "ITIMER_REAL", signal.ITIMER_VIRTUAL: "ITIMER_VIRTUAL",
+            signal.ITIMER_PROF: "ITIMER_PROF"}.get(which, str(which))
+
+
+def environ_changes(base: dict[bytes, bytes], now: dict[bytes, bytes]) -> list[str]:
+    names = sorted(k.decode(errors="replace") for k in base.keys() | now.keys() if base.get(k) != now.get(k))
+    return [f"the environment variable{'s' if len(names) > 1 else ''} {', '.join(names[:3])}"] if names else []
+
+
+def restore_c_environ(base: dict[bytes, bytes]) -> None:
+    """libc's environment (and os.environ with it) as `base`."""
+    now = c_environ()
+    for key in now.keys() - base.keys():
+        os.unsetenv(key)
+        os.environ.pop(key.decode(errors="surrogateescape"), None)
+    for key, value in base.items():
+        if now.get(key) != value:
+            os.environ[key.decode(errors="surrogateescape")] = value.decode(errors="surrogateescape")
 
 
 def restore(base: Settings) -> None:
@@ -102,6 +193,7 @@ def restore(base: Settings) -> None:
                 signal.signal(sig, handler)
             except (OSError, ValueError):
                 pass
+    _restore_dispositions(base.dispositions)
     now = _limits()
     for name, (soft, _hard) in base.limits.items():
         if name in now and now[name][0] != soft:
@@ -109,6 +201,17 @@ def restore(base: Settings) -> None:
                 resource.setrlimit(LIMITS[name], (soft, now[name][1]))
             except (OSError, ValueError):
                 pass  # a hard limit now below it: the pair that lowered it retired its worker (`lowered_limits`)
+
+
+def _restore_dispositions(base: dict[int, bytes]) -> None:
+    """Handlers a native library installed behind Python's back, put back as the kernel held them."""
+    now = _dispositions()
+    libc = _libc()
+    for sig, kept in base.items():
+        if libc is not None and now.get(sig) != kept:
+            raw = bytearray(SIGACTION_BYTES)
+            raw[0:16], raw[136:140] = kept[:16], kept[16:]
+            libc.sigaction(sig, ctypes.create_string_buffer(bytes(raw), SIGACTION_BYTES), None)
 
 
 def lowered_limits(base: Settings) -> list[str]:

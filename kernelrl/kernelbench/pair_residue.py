@@ -22,7 +22,6 @@ One worker judges many pairs, and some state outlives a pair however its checks 
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import sys
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from kernelrl.harness import process_settings
 from kernelrl.harness.installed import installed_places, library_prefixes
 from kernelrl.kernelbench.extension_fence import inside, loaded_libraries
 
@@ -96,28 +96,13 @@ def left_behind(before: ProcessState, own_folder: str | None) -> list[str]:
     return reasons
 
 
-def _c_environ() -> dict[bytes, bytes]:
-    """The process's environment as C sees it (libc's `environ`), which os.environ does not follow."""
-    try:
-        env = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
-    except (OSError, ValueError):
-        return {}
-    out: dict[bytes, bytes] = {}
-    i = 0
-    while env[i] is not None:
-        key, _, value = env[i].partition(b"=")
-        out[key] = value
-        i += 1
-    return out
-
-
 def restore_environ(base: dict[str, str]) -> None:
     """The environment, in Python and in C, as `base`, but for torch's own once-set variables (kept where they
     hold torch's value; TRITON_PTXAS_PATH dropped with its cached setter reset, so torch sets it again)."""
     keep = {k for k, v in TORCH_CONSTANTS.items() if os.environ.get(k) == v}
     for key in set(os.environ) - set(base) - keep:
         del os.environ[key]
-    for key in {k.decode(errors="surrogateescape") for k in _c_environ()} - set(base) - keep:
+    for key in {k.decode(errors="surrogateescape") for k in process_settings.c_environ()} - set(base) - keep:
         os.unsetenv(key)
     for key, value in base.items():
         os.environ[key] = value  # putenv too, whether or not os.environ already held it (C may differ)

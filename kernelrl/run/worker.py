@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from kernelrl.baselines import native_lib
+from kernelrl.harness import process_settings
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.dispatch_guard import DispatchGuard
 from kernelrl.harness.guards import Snapshot
@@ -72,6 +73,10 @@ class Worker(ContentProbe, WorkerBase):
         self.tamper = Snapshot.capture()
         self.dispatch = DispatchGuard(library_prefixes())  # and torch's operators, whose kernels the checks run on
         self.loaded: set[str | None] = set()  # candidate libraries loaded in this process
+        # the process's own settings (signal handlers, interval timers, limits, file-mode mask, libc's
+        # environment): a library's constructor or entry point reaches them from C, and a timer or handler it left
+        # would end or steer a later method's call (process_settings.py)
+        self.process0, self.environ0 = process_settings.read(), process_settings.c_environ()
         self.send("env", env)
 
     def make_method(self, spec: dict) -> M.Method:
@@ -122,6 +127,10 @@ class Worker(ContentProbe, WorkerBase):
                 first = library not in self.loaded
                 self.loaded.add(library)
                 self._check_tamper("loading the candidate", everything=first)
+                moved = self._put_back_process()
+                if moved and name in live:
+                    self._reject(results[name], _process_verdict(moved, "loading the candidate"))
+                    live.pop(name).close()
                 self.check_no_background(before, "loading the candidate")
                 self.check_device_settled(CUDA_CLOCKS.now, CUDA_CLOCKS.sync, "loading the candidate")
         self._guards: list[GuardedBuffer] = []
@@ -299,6 +308,18 @@ class Worker(ContentProbe, WorkerBase):
         if changed:
             self.state.restore(self.state0)
             raise Rejected(Verdict.DEVICE_STATE, f"the method changed {', '.join(changed)} during {phase}")
+        moved = self._put_back_process()
+        if moved:
+            raise _process_verdict(moved, phase)
+
+    def _put_back_process(self) -> list[str]:
+        """What differs from the process's settings at start-up, each named, all put back."""
+        moved = process_settings.process_changes(self.process0, process_settings.read()) + \
+            process_settings.environ_changes(self.environ0, process_settings.c_environ())
+        if moved:
+            process_settings.restore(self.process0)
+            process_settings.restore_c_environ(self.environ0)
+        return moved
 
     @staticmethod
     def _reject(result: dict, exc: Rejected, prefix: str = "") -> None:
@@ -534,6 +555,11 @@ class Worker(ContentProbe, WorkerBase):
         if self.blas is not None:
             return (self.blas.kr_cuda_error_name(int(code)) or b"?").decode()
         return "cudaError"
+
+
+def _process_verdict(moved: list[str], phase: str) -> Rejected:
+    return Rejected(Verdict.DEVICE_STATE, f"the method changed {', '.join(moved[:3])} during {phase}: put back (a "
+                                          f"timer, handler or limit it leaves would reach the methods after it)")
 
 
 def hash_seed(problem: GemmProblem, salt: int) -> int:

@@ -42,6 +42,7 @@ def verdict(outcome, method):
     ("cheat_persisting_l2", "device state"),
     ("cheat_background_thread", "background activity"),
     ("cheat_gpu_work_at_load", "background activity"),
+    ("cheat_timer_at_load", "device state"),
     ("cheat_python_at_load", "harness patch"),
     ("bad_illegal_address", "crash"),
     ("bad_returns_error", "returned error: 1"),

@@ -29,6 +29,9 @@
 #      off 1.00 (36_LSTMHn, 41_GRUBidirectional: 0.83-1.08 in four runs) is a slow spell on one side;
 #   4. the Llama decoder end to end with the fused MLP and under torch.compile (llama.sh: record, tune, e2e; three
 #      calls, DIR carried between them as llama.sh says): the tuner's grid now has the subtiled store;
+#   7. the cheats added on 2026-12-07: cuDNN's switches and per-area TF32 (tests/gpu/test_kernelbench_switches.py), a
+#      library that sets a timer and a handler at load (hgemm_corpus/cheat_timer_at_load.cu), with the rest of the
+#      HGEMM corpus (about 2 minutes);
 #   6. Nsight Compute on this card: the family's points beside cuBLAS's kernel on the medium shapes
 #      (benchmarks/experiments/profile_gap.py --points; the large ones are in benchmarks/results/h100/ncu_large/).
 set -uo pipefail
@@ -54,5 +57,7 @@ case "${CALL:-0}" in
      timeout "${PROFILE_LIMIT:-560}" python3 benchmarks/experiments/profile_gap.py - "$OUT/ncu" --points \
        "2048x2048x2048=$wide,1024x4096x4096=$wide,2048x1024x1024=$sub,1024x1024x1024=$sub,512x1024x8192=$sub,\
 512x512x4096=$sub" > "$OUT/ncu/profile.txt" 2>&1; echo "rc=$?"; tail -n 80 "$OUT/ncu/profile.txt" ;;
-  *) echo "CALL=$CALL: choose 0-6 (see this file's header)"; exit 2 ;;
+  7) STEPS="env tests" TESTS_LIMIT="${TESTS_LIMIT:-300}" TESTS="tests/gpu/test_kernelbench_switches.py tests/gpu/test_verification.py::test_broken_candidate_is_rejected_for_its_reason" \
+       bash benchmarks/device/sandbox.sh ;;
+  *) echo "CALL=$CALL: choose 0-7 (see this file's header)"; exit 2 ;;
 esac

@@ -45,6 +45,13 @@ def began(task, method: str, phase: str) -> None:
         say("begin", *step)
 
 
+def _notes(records) -> list[str]:
+    """The worker's notes on a pair (an extension folder emptied and built again in the pair, a switch put
+    back, ...), shortened: where a pair's time went besides its phases."""
+    notes = sorted({n for r in records for n in (r.get("extra") or {}).get("notes", [])})
+    return [f"| {n[:160]}" for n in notes]
+
+
 def _children() -> list[int]:
     """This process's child processes (workers, the hot spare, builders), from /proc."""
     out = []
@@ -87,7 +94,8 @@ def main() -> None:
                     on_build=lambda o: say("build", getattr(o, "name", o), getattr(o, "seconds", "")),
                     on_env=lambda env: (WORKERS_STARTED.set(), say("worker", env)),
                     on_progress=began,
-                    on_records=lambda i, recs: say("pair", names.get(str(pairs[i][1]), i), pair_verdict(recs)))
+                    on_records=lambda i, recs: say("pair", names.get(str(pairs[i][1]), i), pair_verdict(recs),
+                                                   *_notes(recs)))
     say("done", sum(pair_verdict(r)[0] for r in out.values()), "accepted of", len(out))
 
 

@@ -114,6 +114,11 @@ class WorkerBase:
                         f"it; finish (synchronize) any work a load starts before returning")
         return waited
 
+    def prepare(self) -> None:
+        """Work that needs neither the device nor a task (imports): run before the process waits for its tasks,
+        so a hot spare has it done by the time it takes over. Nothing here may touch the GPU: a spare runs beside
+        a worker that is timing."""
+
     def start(self) -> None:
         raise NotImplementedError
 

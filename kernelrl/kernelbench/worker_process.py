@@ -104,6 +104,17 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.profiled = False  # a kernel census profiled CUDA in this process (census.py): recycled after its pair
         self.pair_dir = ""  # the working directory of the pair being judged (beneath the scratch folder: start)
 
+    def prepare(self):
+        """The imports made before any candidate code; a hot spare makes them while it waits (a start took 3.8 s
+        after CUDA's on the H100, 65 starts in the GPU suite; torch's compiler configs are most of it on the CPU)."""
+        sys.dont_write_bytecode = True  # imports write no .pyc: every write left is a candidate's (watch._audit)
+        for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.harness.stats",
+                     "kernelrl.harness.tolerance", "kernelrl.harness.device_state", "kernelrl.harness.verdicts",
+                     "kernelrl.kernelbench.build", "kernelrl.harness.compare", "kernelrl.harness.record",
+                     "kernelrl.kernelbench.static_checks", "kernelrl.kernelbench.tamper"):
+            importlib.import_module(name)  # every harness module is loaded before any candidate code runs
+        load_compiler_configs()  # their settings known before any candidate code (tamper.compiler_settings)
+
     def start(self):
         self.torch = torch
         self.device = torch.device(self.s["device"])
@@ -121,12 +132,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
-        sys.dont_write_bytecode = True  # imports write no .pyc: every write left is a candidate's (watch._audit)
-        for name in ("kernelrl.kernelbench.memguard", "kernelrl.kernelbench.tasks", "kernelrl.harness.stats",
-                     "kernelrl.harness.tolerance", "kernelrl.harness.device_state", "kernelrl.harness.verdicts",
-                     "kernelrl.kernelbench.build", "kernelrl.harness.compare", "kernelrl.harness.record",
-                     "kernelrl.kernelbench.static_checks", "kernelrl.kernelbench.tamper"):
-            importlib.import_module(name)  # every harness module is loaded before any candidate code runs
+        self.prepare()  # done already where this process was a hot spare
         self._cuda_sync = torch._C._cuda_synchronize if self.cuda else None
         self._Event = torch.cuda.Event
         self._event_record = torch.cuda.Event.record
@@ -141,7 +147,6 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                              record=self._event_record, elapsed_ms=self._event_elapsed)
         self.state = DeviceState(torch, self.cuda)
         self.threads_audited = audit_thread_starts()  # before the guards: they guard its wrappers
-        load_compiler_configs()  # their settings known before any candidate code (tamper.compiler_settings)
         # a build the build step saw fail (the candidate caught it) fails here at once, and the pair says so
         cpp_extension._run_ninja_build = replaying(cpp_extension._run_ninja_build, lambda: self.known_failures,
                                                    self._build_note)
@@ -592,4 +597,3 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
 def serve_worker(conn, payload: dict):
     """The worker process's life: the runner protocol of kernelrl.run.protocol, with `Fatal` ending it."""
     serve(conn, payload, KBWorker(conn, payload), fatal=(Fatal,))
-

@@ -32,6 +32,7 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[Fatal], ...] = ()) -> N
     """Run every task of the payload. An exception of a `fatal` type (with a `verdict` key and a `detail`) means the
     CUDA context may be unusable: report it as the running method's verdict and exit (code 3); any other exception
     is a worker error (code 4). Either way the parent restarts a fresh worker for the remaining tasks."""
+    worker.prepare()  # a hot spare does this while it waits (WorkerBase.prepare)
     tasks = tasks_of(payload)
     if tasks is None:  # a spare that was never needed
         return

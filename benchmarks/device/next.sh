@@ -10,7 +10,10 @@
 # first 20 pairs, Nsight Compute on three large shapes.
 # On 2026-12-07 02:56 UTC at 5ec108a call 1 gave no result: the suite's fixture (73 pairs in one run) had not
 # finished in 450 s, where b28209f's whole suite took 391.5 s (benchmarks/results/h100/summary.md, "Eighteenth
-# session"); the same 30 and 63 adversarial pairs on CPU workers take as long at both commits. So first:
+# session"); the same 30 and 63 adversarial pairs on CPU workers take as long at both commits.
+# On 2026-12-07 06:11 UTC at d3d76e1 call 0 ran (an H100 on image v1272): the 74 pairs in 409 s, every verdict as the
+# suite expects, no stall, 65 worker starts (summary.md, "Nineteenth session"); call 7's three new cases passed.
+# Next: call 1 with 560 s (its 450 s was too short for a 410 s fixture), then 3, 5, 2, 4, 6.
 #   0. the suite's pairs with a timeline (benchmarks/device/diag/kb_corpus_timeline.py: a line per build, worker
 #      start, phase and verdict), which says where the time goes even when cut; then call 1 with a limit that fits;
 #   1. the KernelBench suite again after the victim record's review fixes (904ad66, 5f24b77: what a pair leaves in
@@ -40,7 +43,7 @@ case "${CALL:-0}" in
      { date -u; uname -r; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } > "$OUT/env.txt" 2>&1
      timeout "${TIMELINE_LIMIT:-540}" python3 benchmarks/device/diag/kb_corpus_timeline.py > "$OUT/kb_timeline.log" 2>&1
      echo "rc=$?"; grep -v -i warn "$OUT/kb_timeline.log" | grep -E "^ +[0-9.]+s (worker|pair|done|no event|[0-9]+ pairs)" | tail -n 40 ;;
-  1) STEPS="env tests" TESTS_LIMIT=450 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
+  1) STEPS="env tests" TESTS_LIMIT=560 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
        bash benchmarks/device/sandbox.sh
      # the what-a-pair-leaves cases (CPU workers) with this machine's sandbox: Landlock is what they run under here
      timeout 120 python3 -m pytest -q -p no:cacheprovider -rfEs tests/kernelbench/test_extension_fence.py tests/kernelbench/test_process_settings.py \

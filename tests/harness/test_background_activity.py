@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelrl.build.builder import BuildRequest, LocalBuilder
-from kernelrl.build.toolchain import Toolchain
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.harness.worker_base import Fatal, WorkerBase, os_threads
+from tests.native_helpers import build_libraries
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = {"honest": ROOT / "examples" / "hgemm_wmma.cu",
@@ -19,12 +18,7 @@ FILES = {"honest": ROOT / "examples" / "hgemm_wmma.cu",
 
 @pytest.fixture(scope="module")
 def libraries(tmp_path_factory):
-    builder = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False),
-                           cache_dir=tmp_path_factory.mktemp("background"))
-    built = builder.build_many([BuildRequest(p.read_text(), name=n, origin=str(p)) for n, p in FILES.items()],
-                               workers=2)
-    assert all(b.ok for b in built), [b.error for b in built]
-    return {n: b.lib_path for n, b in zip(FILES, built)}
+    return build_libraries(tmp_path_factory.mktemp("background"), FILES)
 
 
 def load_and_check(path: str) -> None:

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelrl.build.builder import BuildRequest, LocalBuilder
-from kernelrl.build.toolchain import Toolchain
 from kernelrl.harness import process_settings
+from tests.native_helpers import build_libraries
 
 LIBC = ctypes.CDLL(None)
 SIG_IGN = ctypes.c_void_p(1)
@@ -89,12 +88,7 @@ print(moved, process_settings.process_changes(base, process_settings.read()))
 
 @pytest.fixture(scope="module")
 def libraries(tmp_path_factory):
-    builder = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False),
-                           cache_dir=tmp_path_factory.mktemp("timer"))
-    built = builder.build_many([BuildRequest(p.read_text(), name=n, origin=str(p)) for n, p in FILES.items()],
-                               workers=2)
-    assert all(b.ok for b in built), [b.error for b in built]
-    return {n: b.lib_path for n, b in zip(FILES, built)}
+    return build_libraries(tmp_path_factory.mktemp("timer"), FILES)
 
 
 def _load(path: str) -> tuple[list, list]:

@@ -7,8 +7,9 @@ Messages to the parent: ("env", dict), ("begin", task_id, method, phase), ("task
 A worker object has `start()`, `run_task(task)` and `current` = (task_id, method, phase) of what runs now.
 
 A hot spare (LocalRunner(hot_spare=True)) is spawned with `tasks` None and a `task_pipe`: it imports its modules
-(torch: the slow part of a start), then waits there, before `start()` touches the GPU, until the parent sends the
-tasks left (and the cuBLASLt algorithms found meanwhile) to make it the worker.
+(torch: the slow part of a start) and runs the worker's `prepare()` (imports that need no device: torch's compiler
+configs for KernelBench), then waits there, before `start()` touches the GPU, until the parent sends the tasks left
+(and the cuBLASLt algorithms found meanwhile) to make it the worker.
 
 Before any workload code runs, the process confines its own writes (kernelrl/harness/sandbox.py) to the run's
 scratch folder, the compilers' caches, /dev and the folders the payload's `writable` names, and reports how in its

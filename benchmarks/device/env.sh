@@ -39,3 +39,27 @@ carry_build_cache() {
     if [ -f .carry/build-cache.tar.xz ]; then tar -xJf .carry/build-cache.tar.xz -C "$KERNELRL_CACHE"
     else echo "no .carry/build-cache.tar.xz: every candidate compiles here"; fi
 }
+
+# The CuTe DSL in two halves (benchmarks/device/pack_cute_dsl.sh): a carried half is kept in the ignored .cutedsl/
+# (it survives to the next call while the machine stays warm); with both there, the bundle is checked, the library
+# wheel remade from its tree, everything installed into /tmp/cutedsl and put on PYTHONPATH (workers inherit it).
+carry_cute_dsl() {
+    mkdir -p .cutedsl
+    for half in a b; do
+        if [ -f ".carry/cute_dsl_$half/part" ]; then cp ".carry/cute_dsl_$half/part" ".cutedsl/$half"
+            cp ".carry/cute_dsl_$half/sha256" .cutedsl/sha256; fi
+    done
+    if [ ! -d /tmp/cutedsl ] && [ -f .cutedsl/a ] && [ -f .cutedsl/b ]; then
+        if [ "$(cat .cutedsl/a .cutedsl/b | sha256sum | cut -d' ' -f1)" != "$(cat .cutedsl/sha256)" ]; then
+            echo "carry_cute_dsl: the two halves do not make the packed bundle (sha256); pack again"; return 1; fi
+        local bundle; bundle=$(mktemp -d)
+        cat .cutedsl/a .cutedsl/b | xz -dc | tar -x -C "$bundle"
+        (cd "$bundle/libs_tree" && python3 -c "import shutil, sys; shutil.make_archive(sys.argv[1], 'zip', '.')" \
+            "$bundle/libs" && mv "$bundle/libs.zip" "$bundle/$(cat "$bundle/libs_wheel_name")")
+        python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutedsl "$bundle"/*.whl
+        rm -rf "$bundle"
+    fi
+    if [ -d /tmp/cutedsl ]; then export PYTHONPATH="/tmp/cutedsl:${PYTHONPATH:-}"
+    else echo "carry_cute_dsl: $(ls .cutedsl | tr '\n' ' ')there: the other half next call"; fi
+}
+

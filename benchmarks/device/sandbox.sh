@@ -44,6 +44,7 @@ if [[ $STEPS == *" newcomer "* ]]; then  # the README's first command; offline: 
   tail -n 25 "$OUT/newcomer.log"
 fi
 if [[ $STEPS == *" fewshot "* ]]; then
+  carry_cute_dsl || true  # the CuTe example's package, where both halves were carried (pack_cute_dsl.sh)
   timeout "${FEWSHOT_LIMIT:-150}" python3 benchmarks/suites/kb_public.py --kernelbench "${KB:-.carry/KernelBench}" --what examples \
       --csv "$OUT/few_shot.csv" > "$OUT/few_shot.log" 2>&1
   tail -n 14 "$OUT/few_shot.log"

@@ -40,26 +40,32 @@ carry_build_cache() {
     else echo "no .carry/build-cache.tar.xz: every candidate compiles here"; fi
 }
 
-# The CuTe DSL in two halves (benchmarks/device/pack_cute_dsl.sh): a carried half is kept in the ignored .cutedsl/
-# (it survives to the next call while the machine stays warm); with both there, the bundle is checked, the library
-# wheel remade from its tree, everything installed into /tmp/cutedsl and put on PYTHONPATH (workers inherit it).
+# The CuTe DSL in parts (benchmarks/device/pack_cute_dsl.sh): a carried part is kept in the ignored .cutedsl/ (it
+# survives to the next call while the machine stays warm); with every part there, the bundle is checked, the
+# library wheel remade from its tree, everything installed into /tmp/cutedsl and put on PYTHONPATH (workers inherit
+# it).
 carry_cute_dsl() {
     mkdir -p .cutedsl
-    for half in a b; do
-        if [ -f ".carry/cute_dsl_$half/part" ]; then cp ".carry/cute_dsl_$half/part" ".cutedsl/$half"
-            cp ".carry/cute_dsl_$half/sha256" .cutedsl/sha256; fi
+    for dir in .carry/cute_dsl_*; do
+        [ -f "$dir/part" ] || continue
+        cp "$dir/part" ".cutedsl/part_${dir##*_}"; cp "$dir/sha256" "$dir/count" .cutedsl/
     done
-    if [ ! -d /tmp/cutedsl ] && [ -f .cutedsl/a ] && [ -f .cutedsl/b ]; then
-        if [ "$(cat .cutedsl/a .cutedsl/b | sha256sum | cut -d' ' -f1)" != "$(cat .cutedsl/sha256)" ]; then
-            echo "carry_cute_dsl: the two halves do not make the packed bundle (sha256); pack again"; return 1; fi
+    local have; have=$(ls .cutedsl/part_* 2>/dev/null | wc -l)
+    if [ ! -d /tmp/cutedsl ] && [ -f .cutedsl/count ] && [ "$have" -eq "$(cat .cutedsl/count)" ]; then
+        local joined; joined=$(mktemp)
+        for k in $(seq 1 "$(cat .cutedsl/count)"); do cat ".cutedsl/part_$k"; done > "$joined"
+        if [ "$(sha256sum < "$joined" | cut -d' ' -f1)" != "$(cat .cutedsl/sha256)" ]; then
+            echo "carry_cute_dsl: the parts do not make the packed bundle (sha256): pack and carry them again"
+            rm -f "$joined"; return 1; fi
         local bundle; bundle=$(mktemp -d)
-        cat .cutedsl/a .cutedsl/b | xz -dc | tar -x -C "$bundle"
+        xz -dc "$joined" | tar -x -C "$bundle"; rm -f "$joined"
         (cd "$bundle/libs_tree" && python3 -c "import shutil, sys; shutil.make_archive(sys.argv[1], 'zip', '.')" \
             "$bundle/libs" && mv "$bundle/libs.zip" "$bundle/$(cat "$bundle/libs_wheel_name")")
-        python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutedsl "$bundle"/*.whl
+        python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutedsl ${PIP_TARGET_ARGS:-} \
+            "$bundle"/*.whl
         rm -rf "$bundle"
     fi
-    if [ -d /tmp/cutedsl ]; then export PYTHONPATH="/tmp/cutedsl:${PYTHONPATH:-}"
-    else echo "carry_cute_dsl: $(ls .cutedsl | tr '\n' ' ')there: the other half next call"; fi
+    # the package's .pth puts dsl_packages (where `cutlass` is) on sys.path; a PYTHONPATH entry runs no .pth
+    if [ -d /tmp/cutedsl ]; then export PYTHONPATH="/tmp/cutedsl:/tmp/cutedsl/nvidia_cutlass_dsl/dsl_packages:${PYTHONPATH:-}"
+    else echo "carry_cute_dsl: $have of $(cat .cutedsl/count 2>/dev/null || echo '?') parts here: the rest in the next calls"; fi
 }
-

@@ -36,8 +36,9 @@
 #      library that sets a timer and a handler at load (hgemm_corpus/cheat_timer_at_load.cu), with the rest of the
 #      HGEMM corpus (about 2 minutes);
 #   8. KernelBench's few-shot examples with the CuTe DSL installed (issue 28: its CuTe example got `environment`):
-#      two calls on one warm machine, the first carrying .carry/cute_dsl_a, the second .carry/cute_dsl_b (with
-#      .carry/KernelBench and .whl each; benchmarks/device/pack_cute_dsl.sh makes them);
+#      three calls on one warm machine, call K carrying .carry/cute_dsl_K, the last also .carry/KernelBench and
+#      .whl/ninja-1.13.2-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl (the tracked tree is 38 MB of the
+#      64 MiB a call sends; benchmarks/device/pack_cute_dsl.sh makes the parts);
 #   6. Nsight Compute on this card: the family's points beside cuBLAS's kernel on the medium shapes
 #      (benchmarks/experiments/profile_gap.py --points; the large ones are in benchmarks/results/h100/ncu_large/).
 set -uo pipefail
@@ -65,7 +66,7 @@ case "${CALL:-0}" in
 512x512x4096=$sub" > "$OUT/ncu/profile.txt" 2>&1; echo "rc=$?"; tail -n 80 "$OUT/ncu/profile.txt" ;;
   7) STEPS="env tests" TESTS_LIMIT="${TESTS_LIMIT:-300}" TESTS="tests/gpu/test_kernelbench_switches.py tests/gpu/test_verification.py::test_broken_candidate_is_rejected_for_its_reason" \
        bash benchmarks/device/sandbox.sh ;;
-  8) source benchmarks/device/env.sh; carry_cute_dsl  # call A carries .carry/cute_dsl_a, call B .carry/cute_dsl_b
+  8) source benchmarks/device/env.sh; carry_cute_dsl  # call K carries .carry/cute_dsl_K (the last, .whl/ninja too)
      if [ -d /tmp/cutedsl ]; then STEPS="env fewshot" FEWSHOT_LIMIT=400 bash benchmarks/device/sandbox.sh; fi ;;
   *) echo "CALL=$CALL: choose 0-8 (see this file's header)"; exit 2 ;;
 esac

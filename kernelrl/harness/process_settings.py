@@ -33,6 +33,16 @@ _KEPT = (slice(0, 16), slice(136, 140))  # what the kernel holds: the handler, i
 SA_RESTORER = 0x04000000  # set by libc on every sigaction it makes: not a difference
 
 
+def _load_libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+LIBC = _load_libc()  # this process's C library: sigaction and environ
+
+
 @dataclass(frozen=True)
 class Settings:
     recursion_limit: int
@@ -76,21 +86,14 @@ def _handlers() -> dict:
     return out
 
 
-def _libc():
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
 def _dispositions() -> dict[int, bytes]:
     """Each signal's handler as the kernel holds it (empty where libc's sigaction cannot be called)."""
-    libc, out = _libc(), {}  # type: tuple[ctypes.CDLL | None, dict[int, bytes]]
-    if libc is None or not hasattr(libc, "sigaction"):
+    out: dict[int, bytes] = {}
+    if LIBC is None or not hasattr(LIBC, "sigaction"):
         return out
     for sig in SIGNALS:
         buf = ctypes.create_string_buffer(SIGACTION_BYTES)
-        if libc.sigaction(int(sig), None, buf) == 0:
+        if LIBC.sigaction(int(sig), None, buf) == 0:
             handler = int.from_bytes(buf.raw[:8], "little")
             flags = int.from_bytes(buf.raw[_KEPT[1]], "little") & ~SA_RESTORER
             # the default action and ignoring use neither mask nor flags (libc and Python set them differently)
@@ -102,8 +105,8 @@ def _dispositions() -> dict[int, bytes]:
 def c_environ() -> dict[bytes, bytes]:
     """The process's environment as C sees it (libc's `environ`), which os.environ does not follow."""
     try:
-        env = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
-    except (OSError, ValueError):
+        env = ctypes.POINTER(ctypes.c_char_p).in_dll(LIBC, "environ")
+    except (OSError, ValueError, TypeError):  # TypeError: no C library (LIBC None)
         return {}
     out: dict[bytes, bytes] = {}
     i = 0
@@ -206,12 +209,11 @@ def restore(base: Settings) -> None:
 def _restore_dispositions(base: dict[int, bytes]) -> None:
     """Handlers a native library installed behind Python's back, put back as the kernel held them."""
     now = _dispositions()
-    libc = _libc()
     for sig, kept in base.items():
-        if libc is not None and now.get(sig) != kept:
+        if LIBC is not None and now.get(sig) != kept:
             raw = bytearray(SIGACTION_BYTES)
-            raw[0:16], raw[136:140] = kept[:16], kept[16:]
-            libc.sigaction(sig, ctypes.create_string_buffer(bytes(raw), SIGACTION_BYTES), None)
+            raw[_KEPT[0]], raw[_KEPT[1]] = kept[:16], kept[16:]
+            LIBC.sigaction(sig, ctypes.create_string_buffer(bytes(raw), SIGACTION_BYTES), None)
 
 
 def lowered_limits(base: Settings) -> list[str]:

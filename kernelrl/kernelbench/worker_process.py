@@ -132,7 +132,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
-        self.prepare()  # done already where this process was a hot spare
+        # the imports were made by prepare(), which protocol.serve runs first (a hot spare while it waits)
         self._cuda_sync = torch._C._cuda_synchronize if self.cuda else None
         self._Event = torch.cuda.Event
         self._event_record = torch.cuda.Event.record

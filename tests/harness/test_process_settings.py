@@ -82,7 +82,7 @@ base = process_settings.read()
 ctypes.CDLL(sys.argv[1])
 moved = process_settings.process_changes(base, process_settings.read())
 process_settings.restore(base)
-print(moved, process_settings.process_changes(base, process_settings.read()))
+print(repr((moved, process_settings.process_changes(base, process_settings.read()))))
 """
 
 
@@ -93,7 +93,7 @@ def libraries(tmp_path_factory):
 
 def _load(path: str) -> tuple[list, list]:
     out = subprocess.run([sys.executable, "-c", LOAD, path], capture_output=True, text=True, timeout=120, check=True)
-    return ast.literal_eval(out.stdout.strip().splitlines()[-1].replace("] [", "], ["))
+    return ast.literal_eval(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.nvcc

@@ -20,10 +20,12 @@ from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.dispatch_guard import DispatchGuard
 from kernelrl.harness.guards import (TIMING_SURFACE, Snapshot, _fixed, _raw_attr, _resolve,
                                      evaluator_guards)
+from kernelrl.harness.installed import library_prefixes
 from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
 from kernelrl.kernelbench import memguard, tamper
+from kernelrl.kernelbench.code_origin import CodeOrigins, code_names, harness_root
 from kernelrl.kernelbench.tamper import global_hooks
 
 # What the candidate may not replace: (module or class path, attributes, verdict key).
@@ -72,6 +74,7 @@ FRAME_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename", "sys._curr
                           "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"})
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 THREAD_EVENTS = frozenset({"_thread.start_new_thread", "_thread.start_joinable_thread"})
+CODE_EVENTS = frozenset({"compile", "code.__new__", "marshal.loads"})  # code made at run time (its file name a claim)
 HELPER_FILES = ("inspect.py", "traceback.py", "threading.py")  # library helpers the stack walk looks through
 HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep)
 AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit events from Python 3.12 on
@@ -116,6 +119,7 @@ class WatchMixin:
         guards: list[tuple]
         state: DeviceState
         library: tuple[str, ...]
+        origins: CodeOrigins
         dispatch: DispatchGuard
         threads_audited: bool
         begin: Callable[..., None]
@@ -221,12 +225,22 @@ class WatchMixin:
         return self.state.persisting_l2()
 
     # -- watching the candidate's own code -------------------------------------------------------------------
-    def _is_library(self, filename: str) -> bool:
-        return filename.startswith("<frozen") or os.path.realpath(filename).startswith(self.library)
+    def _know_library(self) -> None:
+        """Where library code is (before any candidate code), and the harness's own: code from there is known by
+        what its files compile to, not by the names code carries (code_origin.py)."""
+        self.library = library_prefixes()
+        self.origins = CodeOrigins(self.library + (harness_root(),))
+        self.cand_compiled: dict[str | None, set[str]] = {}  # per candidate file: names it compiled strings under
 
-    def _is_helper(self, filename: str) -> bool:
+    def _is_library(self, code) -> bool:
+        """Library or harness code, by its file name and by being what that file compiles to (code_origin.py: a
+        name is only a claim)."""
+        return self.origins.trusted(code)
+
+    def _is_helper(self, code) -> bool:
+        filename = code.co_filename
         return (os.path.basename(filename) in HELPER_FILES or any(d in filename for d in HELPER_DIRS)) \
-            and self._is_library(filename)
+            and self._is_library(code)
 
     def _audit(self, event, args):
         if not self.armed or self.in_hook:
@@ -237,6 +251,9 @@ class WatchMixin:
             # refused here too, so that a Python write fails where the kernel cannot confine the process
             raise PermissionError(errno.EACCES, "the evaluation worker writes only beneath its scratch folder",
                                   written[0])
+        if event in CODE_EVENTS:
+            self._note_code(event, args)
+            return
         if event in THREAD_EVENTS:
             key = "thread"
         elif event in FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRS):
@@ -246,13 +263,35 @@ class WatchMixin:
         self.in_hook = True
         try:
             frame = sys._getframe(1)
-            while frame is not None and (self._is_helper(frame.f_code.co_filename) or
-                                         frame.f_code.co_filename == __file__):  # audit_thread_starts' wrapper
+            while frame is not None and (self._is_helper(frame.f_code) or (  # audit_thread_starts' wrapper
+                    frame.f_code.co_filename == __file__ and self._is_library(frame.f_code))):
                 frame = frame.f_back
-            if frame is not None and not self._is_library(frame.f_code.co_filename):
+            if frame is not None and not self._is_library(frame.f_code):
                 what = f"{args[1]}" if event == "object.__getattr__" else event
                 where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+                if self.origins.named_trusted(frame.f_code.co_filename):
+                    where += " (code compiled under that file's name: not the file's own)"
                 self.hits.append((key, f"{what} at {where}"))
+        finally:
+            self.in_hook = False
+
+    def _note_code(self, event, args):
+        """Code made by the candidate's own code (not by a library on its behalf: dataclasses, namedtuple, torch's
+        compilers): a string compiled, a code object built or renamed (`code.replace`), one unmarshalled. The file
+        names it carries mark the candidate's code for the exception trace."""
+        self.in_hook = True
+        try:
+            frame = sys._getframe(2)
+            while frame is not None and self._is_helper(frame.f_code):
+                frame = frame.f_back
+            if frame is None or self._is_library(frame.f_code):
+                return
+            if event == "marshal.loads":
+                names = code_names(args[0]) if args else set()
+            else:  # compile: (source, filename); code.__new__: (code, filename, name, ...)
+                names = {os.fsdecode(args[1]) if isinstance(args[1], (str, bytes, os.PathLike)) else str(args[1])} \
+                    if len(args) > 1 else set()
+            self.cand_compiled.setdefault(self.cand_file, set()).update(names)
         finally:
             self.in_hook = False
 
@@ -260,7 +299,7 @@ class WatchMixin:
         self.in_hook = True
         try:
             frame = sys._getframe(2)
-            while frame is not None and self._is_library(frame.f_code.co_filename):
+            while frame is not None and self._is_library(frame.f_code):
                 frame = frame.f_back
             where = f" at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}" if frame is not None else ""
             self.hits.append(("write", f"{event} {', '.join(paths)}{where}"))
@@ -268,13 +307,20 @@ class WatchMixin:
             self.in_hook = False
 
     def _trace_call(self, frame, event, arg):
-        if frame.f_code.co_filename == self.cand_file:
+        """The candidate's frames: its file's, and code it made under any other name (_note_code). A cheap test by
+        name: a call of every frame comes here (torch.compile's run through hundreds of library files)."""
+        name = frame.f_code.co_filename
+        if name == self.cand_file or name in self.cand_compiled.get(self.cand_file, ()):
             return self._trace_local
         return None
 
     def _trace_local(self, frame, event, arg):
         if event == "exception" and not issubclass(arg[0], (StopIteration, StopAsyncIteration, GeneratorExit)):
-            self.caught.append(f"{arg[0].__name__} at line {frame.f_lineno}")
+            code = frame.f_code
+            # a name the candidate also used, on the library's own code (a genuine frame of that file): not its
+            if code.co_filename == self.cand_file or not (self.origins.named_trusted(code.co_filename)
+                                                           and self._is_library(code)):
+                self.caught.append(f"{arg[0].__name__} at line {frame.f_lineno}")
         return self._trace_local
 
     def _watch(self):

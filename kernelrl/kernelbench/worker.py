@@ -42,10 +42,12 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
   permanent) reports frame and heap introspection the candidate's own code performs (`sys._getframe`,
   `sys._current_frames`, `gc.get_objects`/`get_referrers`/`get_referents`, `tb_frame`/`gi_frame`/... access,
   `sys.settrace`/`setprofile`): `introspection` (the walk up the stack skips `inspect`/`traceback` helpers; library
-  code's own use is not the candidate's). A thread started from the candidate's code (audit event, Python 3.12+),
-  or a Python thread alive after the call that was not before: `thread`. Timers, synchronize, the Event and Stream
-  classes and the harness's own functions are captured before any candidate code runs (the harness times with its
-  captured copies) and compared after every call: `timer patch` / `harness patch`. So are torch's own functions
+  code's own use is not the candidate's, library code known by what its file compiles to, not by the file name a
+  code object carries: kernelbench/code_origin.py). A thread started from the candidate's code (audit event,
+  Python 3.12+), or a Python thread alive after the call that was not before: `thread`. Timers, synchronize, the
+  Event and Stream classes and the harness's own functions are captured before any candidate code runs (the harness
+  times with its captured copies) and compared after every call: `timer patch` / `harness patch`. So are torch's own
+  functions
   the reference calls (kernelrl/kernelbench/tamper.py: torch.*, torch.nn.functional.*, torch.Tensor methods, the
   nn modules' methods and globals), global module hooks and torch modes, also before the baselines are prepared
   and around every baseline's timed calls: a wrapper that slows the reference is `harness patch` before a
@@ -80,7 +82,8 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
   6. CUDA only: inputs poisoned, then made ready on the caller's stream behind a ~5 ms spin kernel, the output
      copied on the caller's stream right after the call returns: work on a side stream (Python or C++) that does
      not wait for the caller's stream, or that the caller's stream does not wait for, is `stream order: ...`.
-  Every check call runs under `sys.settrace` for the candidate's own frames: an exception that passed through its
+  Every check call runs under `sys.settrace` for the candidate's own frames (its file's, and code it made at run time
+  under any name: strings compiled, code objects built or unmarshalled): an exception that passed through its
   code while the call still returned normally is `reference fallback` (try/except around a kernel). Every output
   stays alive until the checks end (a candidate cannot tell checking from timing by whether its last output lives).
   Each output: `wrong shape`/`wrong type`/`tensor subclass` (lazy or deferred tensors), `returned an input` (its

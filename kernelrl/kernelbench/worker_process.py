@@ -21,7 +21,6 @@ from torch.utils import cpp_extension
 from kernelrl.harness import process_settings
 from kernelrl.harness.device_state import DeviceState
 from kernelrl.harness.dispatch_guard import DispatchGuard
-from kernelrl.harness.installed import library_prefixes
 from kernelrl.harness.record import Record
 from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.sandbox import enter_emptied_dir
@@ -154,7 +153,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.precision0 = self._precision()
         self.switches0, self.switches_at_watch = self.state.switches(), None
         self.l2_0 = self._persisting_l2()
-        self.library = library_prefixes()
+        self._know_library()
         self.dispatch = DispatchGuard(self.library)  # the dispatcher before any candidate code (dispatch_guard.py)
         if self.cuda:
             self.guard = MemoryGuard(torch, self.device, sync=self.sync)

@@ -13,7 +13,11 @@
 # session"); the same 30 and 63 adversarial pairs on CPU workers take as long at both commits.
 # On 2026-12-07 06:11 UTC at d3d76e1 call 0 ran (an H100 on image v1272): the 74 pairs in 409 s, every verdict as the
 # suite expects, no stall, 65 worker starts (summary.md, "Nineteenth session"); call 7's three new cases passed.
-# Next: call 1 with 560 s (its 450 s was too short for a 410 s fixture), then 3, 5, 2, 4, 6.
+# On 2026-12-07 13:02-13:25 UTC at 1877479 (benchmarks/results/h100/summary.md, "Twentieth session"): call 1 (78
+# passed, the code-origin cheats among them), 5 (wgmma_subclusters/), 3 twice (level 2 finished), 9 on 68 shapes.
+# Next: 9 on the other 47 shapes (prebuild their wrappers first: about 50 minutes of this machine for 90), 3 with
+# PUBLISHED_LEVELS=3 (carry `xz -dc benchmarks/results/h100/cuda_l1/published_1877479.db.xz` as .carry/published.db),
+# 7, 8, 2, 4, 6.
 #   0. the suite's pairs with a timeline (benchmarks/device/diag/kb_corpus_timeline.py: a line per build, worker
 #      start, phase and verdict), which says where the time goes even when cut; then call 1 with a limit that fits;
 #   1. the KernelBench suite again after the victim record's review fixes (904ad66, 5f24b77: what a pair leaves in
@@ -40,7 +44,12 @@
 #      .whl/ninja-1.13.2-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl (the tracked tree is 38 MB of the
 #      64 MiB a call sends; benchmarks/device/pack_cute_dsl.sh makes the parts);
 #   6. Nsight Compute on this card: the family's points beside cuBLAS's kernel on the medium shapes
-#      (benchmarks/experiments/profile_gap.py --points; the large ones are in benchmarks/results/h100/ncu_large/).
+#      (benchmarks/experiments/profile_gap.py --points; the large ones are in benchmarks/results/h100/ncu_large/);
+#   9. CUDA-L2's released H100 kernels on their home card (issue 30: the seed's claim tested where it was made): the
+#      115 shapes of benchmarks/results/h200/cuda_l2/comparison/ in offline and device mode beside torch.matmul,
+#      best-of-layout cuBLAS and cuBLASLt (heuristic and autotuned), without the library (LIB=none: it was tuned on
+#      the H200). Carry .whl (nvidia-cutlass), .carry/cuda_l2 and .carry/cuda_l2_cache.tar.xz, made as
+#      benchmarks/device/cuda_l2.sh says (the wrappers take about 100 minutes of this machine's 2 cores).
 set -uo pipefail
 case "${CALL:-0}" in
   0) OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"; source benchmarks/device/env.sh; carry_ninja
@@ -50,7 +59,7 @@ case "${CALL:-0}" in
   1) STEPS="env tests" TESTS_LIMIT=560 TESTS="tests/gpu/test_kernelbench_gpu.py tests/gpu/test_verification.py::test_a_library_that_writes_the_results_database_at_load_leaves_it_as_it_was" \
        bash benchmarks/device/sandbox.sh
      # the what-a-pair-leaves cases (CPU workers) with this machine's sandbox: Landlock is what they run under here
-     timeout 120 python3 -m pytest -q -p no:cacheprovider -rfEs tests/kernelbench/test_extension_fence.py tests/kernelbench/test_process_settings.py \
+     timeout "${CPU_LIMIT:-110}" python3 -m pytest -q -p no:cacheprovider -rfEs tests/kernelbench/test_extension_fence.py tests/kernelbench/test_process_settings.py \
        > "${OUT:-/tmp/out}/cpu_fence_tests.log" 2>&1; tail -n 3 "${OUT:-/tmp/out}/cpu_fence_tests.log"
      echo "fresh workers: $(grep -c 'a fresh worker after this pair' "${OUT:-/tmp/out}/gpu_tests.log")" ;;
   2) STEPS="level3" LEVEL_LIMIT=330 bash benchmarks/device/sandbox.sh ;;
@@ -68,5 +77,11 @@ case "${CALL:-0}" in
        bash benchmarks/device/sandbox.sh ;;
   8) source benchmarks/device/env.sh; carry_cute_dsl  # call K carries .carry/cute_dsl_K (the last, .whl/ninja too)
      if [ -d /tmp/cutedsl ]; then STEPS="env fewshot" FEWSHOT_LIMIT=400 bash benchmarks/device/sandbox.sh; fi ;;
-  *) echo "CALL=$CALL: choose 0-8 (see this file's header)"; exit 2 ;;
+  9) export SHAPES="${SHAPES:-$(cat benchmarks/results/h200/cuda_l2/comparison/shapes.txt)}"
+     # the bench builds every file in the folder: files of other shapes leave (the rest keep their paths, which
+     # the carried wrappers' cache keys name)
+     for f in .carry/cuda_l2/*.cu; do s=$(basename "$f" .cu); [[ ",$SHAPES," == *",${s//_/x},"* ]] || rm "$f"; done
+     LIB=none DEVICE_UNTIMED=1 STEPS="${CL2_STEPS:-offline device}" BENCH_LIMIT="${BENCH_LIMIT:-260}" \
+       bash benchmarks/device/cuda_l2.sh ;;
+  *) echo "CALL=$CALL: choose 0-9 (see this file's header)"; exit 2 ;;
 esac

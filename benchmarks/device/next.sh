@@ -78,9 +78,6 @@ case "${CALL:-0}" in
   8) source benchmarks/device/env.sh; carry_cute_dsl  # call K carries .carry/cute_dsl_K (the last, .whl/ninja too)
      if [ -d /tmp/cutedsl ]; then STEPS="env fewshot" FEWSHOT_LIMIT=400 bash benchmarks/device/sandbox.sh; fi ;;
   9) export SHAPES="${SHAPES:-$(cat benchmarks/results/h200/cuda_l2/comparison/shapes.txt)}"
-     # the bench builds every file in the folder: files of other shapes leave (the rest keep their paths, which
-     # the carried wrappers' cache keys name)
-     for f in .carry/cuda_l2/*.cu; do s=$(basename "$f" .cu); [[ ",$SHAPES," == *",${s//_/x},"* ]] || rm "$f"; done
      LIB=none DEVICE_UNTIMED=1 STEPS="${CL2_STEPS:-offline device}" BENCH_LIMIT="${BENCH_LIMIT:-260}" \
        bash benchmarks/device/cuda_l2.sh ;;
   *) echo "CALL=$CALL: choose 0-9 (see this file's header)"; exit 2 ;;

@@ -191,7 +191,11 @@ def run_bench(cfg: BenchConfig, ui) -> BenchOutcome:
 def build(cfg: BenchConfig, ui, env: dict) -> Built:
     """Every candidate file and generated source of `cfg` built (content-hash cached, in parallel) and the cuBLAS
     shim where a baseline needs it; with the dummy runner nothing is built, the keys hash the sources."""
-    names = candidate_names(cfg.candidates)
+    names, elsewhere = for_asked_shapes(candidate_names(cfg.candidates), cfg.problems)
+    if elsewhere:
+        more = ", ..." if len(elsewhere) > 3 else ""
+        ui.stage(f"left out {len(elsewhere)} CUDA-L2 file(s) made for shapes not asked for "
+                 f"({', '.join(elsewhere[:3])}{more}): each runs on its own shape only")
     clash = set(names) & set(cfg.sources) | set(cfg.sources) & set(BASELINES)
     if clash:
         raise BenchError(f"candidate names used twice: {', '.join(sorted(clash))}")
@@ -388,6 +392,16 @@ def candidate_request(name: str, path: str, cfg: BenchConfig) -> tuple[BuildRequ
         return cuda_l2.build_request(path, name=name, untimed_padding=cfg.cuda_l2_untimed_padding,
                                      extra_flags=cfg.candidate_flags), True
     return BuildRequest.from_file(path, name=name, flags=cfg.candidate_flags), False
+
+
+def for_asked_shapes(names: dict[str, str], problems) -> tuple[dict[str, str], list[str]]:
+    """(the candidates to build, the names left out): a CUDA-L2 file made for a shape `problems` does not hold
+    would be measured nowhere (it runs on its own shape only) and its build costs a minute or more."""
+    if not problems:
+        return names, []
+    asked = {(p.m, p.n, p.k) for p in problems}
+    keep = {n: p for n, p in names.items() if (shape := cuda_l2_shape(p)) is None or shape in asked}
+    return keep, [n for n in names if n not in keep]
 
 
 def cuda_l2_shape(path: str) -> tuple[int, int, int] | None:

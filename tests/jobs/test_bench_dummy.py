@@ -199,3 +199,14 @@ def test_a_cuda_l2_file_is_measured_on_its_own_shape_only(tmp_path):
     path = candidate(tmp_path, "64_64_64", text)
     rows = bench(tmp_path, [path], shapes="64x64x64,128x128x128", modes=["device"], baselines=["torch"]).rows
     assert sorted((r["m"], r["method"]) for r in rows) == [(64, "64_64_64"), (64, "torch"), (128, "torch")]
+
+
+def test_a_cuda_l2_file_for_a_shape_not_asked_for_is_not_built(tmp_path):
+    text = "void cuda_l2_h100_fp32(torch::Tensor a, torch::Tensor b, torch::Tensor b_col_major, torch::Tensor c) {}\n"
+    asked, elsewhere = candidate(tmp_path, "64_64_64", text), candidate(tmp_path, "256_256_256", text)
+    plain = candidate(tmp_path, "fast_kernel")
+    cfg = BenchConfig(problems=parse_shapes("64x64x64"), modes=["device"], candidates=[str(asked), str(elsewhere),
+                      str(plain)], baselines=["torch"], settings=RunSettings(), db_path=tmp_path / "m.db",
+                      runner="dummy", command="test")
+    built = build(cfg, NullUI(), {})
+    assert {s["name"] for s in built.specs if s["kind"] == "candidate"} == {"64_64_64", "fast_kernel"}

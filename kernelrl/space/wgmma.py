@@ -217,7 +217,9 @@ class WgmmaSpace(KernelSpace):
         if variant.p["cluster"] != "1x1":
             # Measured on the H200 (benchmarks/results/h200/wgmma/v3_clusters/): 80 pairs on 10 shapes ran a
             # geomean 0.94 of their single-CTA twins; 5 were faster (1.01-1.08x, large grids), the slowest 0.77.
-            return "2-CTA clusters are off the default grid: no faster than single CTAs on the H200 so far"
+            # The subtiled 256x128 and 128x256 tiles on the H100 (benchmarks/results/h100/wgmma_subclusters/): 60
+            # pairs 0.96; faster only at 8192^3 with the pair sharing the tile's long side (up to 1.014x).
+            return "2-CTA clusters are off the default grid: no faster than single CTAs on the H200 or the H100"
         if self.dsmem(variant):
             # Verified on the H200 (tests/gpu/test_wgmma.py) and measured (benchmarks/results/h200/wgmma/v3_dsmem/):
             # 50 pairs on 10 shapes ran a geomean 0.73 of their workspace twins, 7 faster (up to 1.17x at 1024^3);

@@ -57,8 +57,10 @@ def _attribute(root, path: str) -> tuple:
 
 
 def _switch_probes(torch) -> dict:
-    """The switches that pick which of torch's own kernels run (not their precision): turned off, or pointed at
-    another library, they make the reference and the baselines slower or faster, for every pair after too."""
+    """The switches that pick which of torch's own kernels run and how (not their precision): turned off, pointed
+    at another library or given fewer CPU threads, they make the reference and the baselines slower or faster, for
+    every pair after too (a candidate that ran its own calls on every thread and left one to the rest read 3x on
+    the CPU: tests/kernelbench/test_switches_cpu.py)."""
     cuda, sdp = torch.backends.cuda, ("flash", "mem_efficient", "math", "cudnn")
     return {
         **{f"torch.backends.{path}": _attribute(torch.backends, path)
@@ -71,6 +73,7 @@ def _switch_probes(torch) -> dict:
                                                            cuda.preferred_linalg_library),
         "torch.backends.mha.get_fastpath_enabled()": (torch.backends.mha.get_fastpath_enabled,
                                                       torch.backends.mha.set_fastpath_enabled),
+        "torch.get_num_threads()": (torch.get_num_threads, torch.set_num_threads),
         "torch.are_deterministic_algorithms_enabled()": (
             lambda: (torch.are_deterministic_algorithms_enabled(),
                      torch.is_deterministic_algorithms_warn_only_enabled()),

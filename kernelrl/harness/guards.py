@@ -12,6 +12,7 @@ import enum
 import functools
 import importlib
 import sys
+import types
 
 # The timers and synchronisation every workload's timing goes through (verdict key "timer patch").
 TIMING_SURFACE = (
@@ -108,11 +109,53 @@ def evaluator_guards(skip: tuple[str, ...] = ()) -> list[tuple]:
     return out
 
 
+def _function(value):
+    """The Python function a guarded value runs (itself, or what a classmethod/staticmethod wraps), else None."""
+    inner = value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
+    return inner if isinstance(inner, types.FunctionType) else None
+
+
+def _internals(function) -> tuple:
+    """What a function runs besides its identity: its code, defaults and the callables its closure holds. Each is
+    writable in place (`f.__code__ = other.__code__`, `f.__kwdefaults__ = {...}`, `cell.cell_contents = g`) while
+    the function object, all an identity guard compares, stays the same (corpus: rewrites_judge_code,
+    rewrites_module_call_code). Closure cells holding data are left out: a closure may keep its own state there."""
+    cells = tuple(c.cell_contents if _filled(c) and callable(c.cell_contents) else _MISSING
+                  for c in function.__closure__ or ())
+    kwdefaults = function.__kwdefaults__
+    return (function.__code__, function.__defaults__,
+            tuple(kwdefaults.items()) if kwdefaults is not None else None, cells)
+
+
+def _filled(cell) -> bool:
+    try:
+        _ = cell.cell_contents
+    except ValueError:  # an empty cell (a closure variable not yet assigned)
+        return False
+    return True
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Internals compared by identity, element by element (values never by ==: a tensor's or an array's answers)."""
+    code_a, defaults_a, kw_a, cells_a = a
+    code_b, defaults_b, kw_b, cells_b = b
+    return (code_a is code_b and _same_items(defaults_a, defaults_b) and _same_items(cells_a, cells_b)
+            and (kw_a is kw_b or (kw_a is not None and kw_b is not None and len(kw_a) == len(kw_b)
+                                  and all(ka == kb and va is vb for (ka, va), (kb, vb) in zip(kw_a, kw_b)))))
+
+
+def _same_items(a, b) -> bool:
+    return a is b or (a is not None and b is not None and len(a) == len(b) and all(x is y for x, y in zip(a, b)))
+
+
 class Snapshot:
-    """Attributes as they were when captured: (owner, name, original, label, verdict key) each."""
+    """Attributes as they were when captured: (owner, name, original, label, verdict key) each, and of every
+    function among them what it runs (`_internals`)."""
 
     def __init__(self, entries: list[tuple]):
         self.entries = entries
+        self.internals = {id(f): (f, _internals(f), label) for *_, original, label, _ in entries
+                          if (f := _function(original)) is not None}
 
     @classmethod
     def capture(cls, surface=TIMING_SURFACE, evaluator: bool = True) -> "Snapshot":
@@ -142,4 +185,26 @@ class Snapshot:
                     setattr(owner, name, original)
                 except (AttributeError, TypeError):
                     pass
+        return out + [("harness patch", label) for label in self.rewritten()]
+
+    def rewritten(self) -> list[str]:
+        """A label for every guarded function whose code, defaults or closure changed in place; each is put back."""
+        out = []
+        for function, internals, label in self.internals.values():
+            if not _same(_internals(function), internals):
+                out.append(f"{label} (its code, defaults or closure rewritten in place)")
+                _restore(function, internals)
         return out
+
+
+def _restore(function, internals: tuple) -> None:
+    """Put back (the worker ends after such a verdict; what is put back protects only the rest of its checks)."""
+    code, defaults, kwdefaults, cells = internals
+    try:
+        function.__code__, function.__defaults__ = code, defaults
+        function.__kwdefaults__ = dict(kwdefaults) if kwdefaults is not None else None
+        for cell, value in zip(function.__closure__ or (), cells):
+            if value is not _MISSING:
+                cell.cell_contents = value
+    except (ValueError, TypeError):  # a closure of another size than the code now there expects
+        pass

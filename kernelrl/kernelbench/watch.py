@@ -117,6 +117,7 @@ class WatchMixin:
     if TYPE_CHECKING:  # set by KBWorker.start() (declared for the type checker only: a class attribute, even an
         # annotation, would be one more name the guards watch)
         guards: list[tuple]
+        guard_snapshot: Snapshot
         state: DeviceState
         library: tuple[str, ...]
         origins: CodeOrigins
@@ -165,6 +166,7 @@ class WatchMixin:
                 self.surface_labels.add(label)
         self.hooks0 = tamper.global_hooks()
         self.compiler0 = tamper.compiler_settings()
+        self.guard_snapshot = Snapshot(guards)  # now: what each guarded function runs, before candidate code
         return guards
 
     def _recapture_after_baselines(self, tid) -> None:
@@ -174,8 +176,8 @@ class WatchMixin:
         any other replaced name, compiler setting or torch kernel is the candidate's, as `_untouched`'s are."""
         replaced = [label for owner, name, original, label, _ in self.guards
                     if _raw_attr(owner, name) is not original and name not in tamper.UNTIMED]
-        changed = replaced + tamper.changed_settings(self.compiler0, tamper.compiler_settings()) + \
-            self.dispatch.foreign()
+        changed = replaced + self.guard_snapshot.rewritten() + \
+            tamper.changed_settings(self.compiler0, tamper.compiler_settings()) + self.dispatch.foreign()
         if changed:
             self.begin(tid, "candidate", "time")
             raise Fatal(Verdict.HARNESS_PATCH, f"{', '.join(changed[:4])} changed while the baselines were prepared: "
@@ -215,7 +217,7 @@ class WatchMixin:
 
     def _patched(self) -> list[tuple[str, str]]:
         """(verdict key, name) of every guarded attribute that changed; each is put back."""
-        return Snapshot(self.guards).changed()
+        return self.guard_snapshot.changed()
 
     def _precision(self) -> dict:
         return self.state.flags()

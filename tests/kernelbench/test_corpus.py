@@ -46,6 +46,9 @@ DEFENCES = {
     "patching timers or synchronize (at import, in a call, the Event class)": [
         "timer_patch_import", "timer_patch_forward", "timer_event_class"],
     "reading the reference output (gc, stack frames)": ["reads_reference_gc", "reads_reference_frames"],
+    "a guarded function rewritten in place, its identity kept (the judge's comparison's code; torch's "
+    "Module._call_impl's code and keyword defaults, slowing the reference)": ["rewrites_judge_code",
+                                                                             "rewrites_module_call_code"],
     "code compiled under a file name it does not come from (a stack walk named as torch's own module, a try/except "
     "fallback named as no file)": ["reads_reference_frames_disguised", "fallback_disguised"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",

@@ -30,6 +30,22 @@ class Fatal(Exception):
         self.verdict, self.detail = verdict, detail
 
 
+def os_children() -> set[int]:
+    """This process's child processes (Linux /proc/self/task/*/children; empty elsewhere)."""
+    out: set[int] = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children") as fh:
+                out.update(int(pid) for pid in fh.read().split())
+        except (OSError, ValueError):  # a thread that ended meanwhile
+            pass
+    return out
+
+
 def os_threads() -> dict[int, str]:
     """This process's threads as the OS sees them (Linux /proc/self/task: native threads too, which Python's
     threading module does not list): thread id -> name. Elsewhere, Python's own threads."""

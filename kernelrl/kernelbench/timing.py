@@ -87,8 +87,7 @@ class TimingMixin:
                 base_reasons[b] = f"baseline failed: {_short(exc)}"
         # What the baselines' compilers changed (torch._dynamo wraps torch.manual_seed on import, for one) is the
         # new normal; nothing else may have changed (watch._recapture_after_baselines).
-        self._recapture_after_baselines(tid)
-        self.precision0 = self._precision()
+        self._recapture_after_baselines(tid)  # the precision flags are read again there too
         fns["candidate"] = None
         self.begin(tid, "candidate", "warmup")
         try:

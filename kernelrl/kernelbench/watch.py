@@ -24,6 +24,7 @@ from kernelrl.harness.installed import library_prefixes
 from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
+from kernelrl.harness.worker_base import os_children
 from kernelrl.kernelbench import memguard, tamper
 from kernelrl.kernelbench.code_origin import CodeOrigins, code_names, harness_root
 from kernelrl.kernelbench.tamper import global_hooks
@@ -74,8 +75,14 @@ FRAME_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename", "sys._curr
                           "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile"})
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 THREAD_EVENTS = frozenset({"_thread.start_new_thread", "_thread.start_joinable_thread"})
+# A process started from the candidate's code and still alive after its stretch works outside the timed calls (a
+# helper's review, 2026-12-07: busy children stopped during the candidate's calls and let run during the
+# baselines' read 2.4x against 1.4x; corpus: busy_child_processes)
+PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.system", "os.exec",
+                            "os.spawn"})
 CODE_EVENTS = frozenset({"compile", "code.__new__", "marshal.loads"})  # code made at run time (its file name a claim)
-HELPER_FILES = ("inspect.py", "traceback.py", "threading.py")  # library helpers the stack walk looks through
+# library helpers the stack walk looks through to the code that called them
+HELPER_FILES = ("inspect.py", "traceback.py", "threading.py", "subprocess.py", "os.py")
 HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep)
 AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit events from Python 3.12 on
 
@@ -104,6 +111,17 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
 
 
+# The worker's own state that nothing rebinds once it has started: compared by identity after every stretch of
+# candidate code (`_instance_changes`). The worker object is reachable in its process however it is hidden
+# (sys.gettrace() during a traced call returns a bound method of it; a wrapper's closure held another), and an
+# attribute set on it shadows the class's, which the guards read: replaced clocks ran the candidate's timer at a
+# tenth of its speed (17x), a replaced `_judge` found zeros correct (a helper's review, 2026-12-07; corpus:
+# replaces_worker_clock, replaces_worker_judge).
+INSTANCE_FIXED = ("torch", "device", "cuda", "s", "secret", "rng", "_clock", "_cuda_sync", "_Event", "_event_record",
+                  "_event_elapsed", "_current_frames", "_manual_seed", "_settrace", "_gettrace", "clocks", "state",
+                  "threads_audited", "guards", "guard_snapshot", "surface_labels", "hooks0", "compiler0",
+                  "precision0", "switches0", "l2_0", "library", "origins", "dispatch", "launch_dir", "pair_dir")
+
 # The worker's own modules: every global of each is guarded like the KBWorker class's attributes.
 HARNESS_MODULES = ("kernelrl.kernelbench.worker_process", "kernelrl.kernelbench.watch", "kernelrl.kernelbench.inputs",
                    "kernelrl.kernelbench.judge", "kernelrl.kernelbench.timing", "kernelrl.kernelbench.pairs",
@@ -118,6 +136,9 @@ class WatchMixin:
         # annotation, would be one more name the guards watch)
         guards: list[tuple]
         guard_snapshot: Snapshot
+        instance0: tuple[dict, dict]
+        children_at_watch: set[int]
+        s: dict
         state: DeviceState
         library: tuple[str, ...]
         origins: CodeOrigins
@@ -176,17 +197,44 @@ class WatchMixin:
         any other replaced name, compiler setting or torch kernel is the candidate's, as `_untouched`'s are."""
         replaced = [label for owner, name, original, label, _ in self.guards
                     if _raw_attr(owner, name) is not original and name not in tamper.UNTIMED]
-        changed = replaced + self.guard_snapshot.rewritten() + \
+        changed = self._instance_changes() + replaced + self.guard_snapshot.rewritten() + \
             tamper.changed_settings(self.compiler0, tamper.compiler_settings()) + self.dispatch.foreign()
         if changed:
             self.begin(tid, "candidate", "time")
             raise Fatal(Verdict.HARNESS_PATCH, f"{', '.join(changed[:4])} changed while the baselines were prepared: "
                                                f"code the candidate registered ran inside the harness's own work")
         self.guards = self._capture_guards()
+        self.precision0 = self._precision()
+        self._freeze_instance()
+
+    def _freeze_instance(self) -> None:
+        """INSTANCE_FIXED as they are now, and the settings' contents (after start and each re-capture)."""
+        names = vars(self)
+        self.instance0 = ({n: names[n] for n in INSTANCE_FIXED if n in names}, dict(self.s))
+
+    def _instance_changes(self) -> list[str]:
+        """Each of the worker's fixed attributes rebound, each method shadowed by an attribute set on the worker,
+        and a change of its settings, since `_freeze_instance`; each is put back."""
+        fixed, settings = self.instance0
+        names, gone = vars(self), object()
+        out = [f"the worker's {n}" for n, v in fixed.items() if names.get(n, gone) is not v]
+        names.update(fixed)
+        cls = type(self)
+        for name in [n for n in names if n not in fixed and callable(getattr(cls, n, None))]:
+            out.append(f"the worker's {name} (set on the worker over its class's method)")
+            del names[name]
+        if self.s != settings:
+            out.append("the worker's settings")
+            self.s.clear()
+            self.s.update(settings)
+        return out
 
     def _tampered(self, when) -> tuple[Verdict, str] | None:
         """(key, detail) when a guarded attribute was replaced (each is put back), or a global module hook or torch
         mode was installed, since the guards were captured."""
+        worker = self._instance_changes()
+        if worker:
+            return Verdict.HARNESS_PATCH, f"{', '.join(worker[:4])} replaced {when}: the worker judges and times here"
         patched = self._patched()
         if patched:
             key = "timer patch" if any(k == "timer patch" for k, _ in patched) else "harness patch"
@@ -258,6 +306,8 @@ class WatchMixin:
             return
         if event in THREAD_EVENTS:
             key = "thread"
+        elif event in PROCESS_EVENTS:
+            key = "process"
         elif event in FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRS):
             key = "introspection"
         else:
@@ -332,6 +382,7 @@ class WatchMixin:
         # the switches as this stretch found them: a getter torch resolves lazily (on a first use the harness made)
         # is not a change of the candidate's
         self.switches_at_watch = self.state.switches()
+        self.children_at_watch = os_children()
         self.armed = True
         return before
 
@@ -355,6 +406,12 @@ class WatchMixin:
             what = "; ".join(started) or ", ".join(names)
             raise Fatal(Verdict.THREAD, f"the candidate started a thread during {phase} ({what}); work off the calling "
                         f"thread escapes the timer")
+        spawned = [w for k, w in self.hits if k == "process"]
+        alive = os_children() - self.children_at_watch
+        if spawned and alive:
+            raise Fatal(Verdict.BACKGROUND_ACTIVITY, f"the candidate's code started a process during {phase} "
+                        f"({'; '.join(dict.fromkeys(spawned))}) and {len(alive)} still run: work in another process "
+                        f"escapes the timer and competes with what is measured; start no processes")
         if tampered:
             raise Fatal(*tampered)
         now = self._precision()

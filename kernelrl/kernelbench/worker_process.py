@@ -164,6 +164,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         if self.s.get("extensions_dir"):
             self.s["extensions_dir"] = os.path.abspath(self.s["extensions_dir"])
         sys.addaudithook(self._audit)
+        self._freeze_instance()
 
     def _start_torch_pools(self):
         """Start the threads torch itself keeps (the CPU intra-op pool, the CUDA driver's, cuBLAS's) before any

@@ -208,17 +208,26 @@ class WatchMixin:
         self._freeze_instance()
 
     def _freeze_instance(self) -> None:
-        """INSTANCE_FIXED as they are now, and the settings' contents (after start and each re-capture)."""
+        """INSTANCE_FIXED as they are now, the settings' contents and the clocks' fields (a frozen dataclass is
+        frozen against `=` only: object.__setattr__ rebinds its fields in place), after start and each re-capture."""
         names = vars(self)
-        self.instance0 = ({n: names[n] for n in INSTANCE_FIXED if n in names}, dict(self.s))
+        fixed = {n: names[n] for n in INSTANCE_FIXED if n in names}
+        fixed.update({f"clocks.{k}": v for k, v in vars(self.clocks).items()})
+        self.instance0 = (fixed, dict(self.s))
 
     def _instance_changes(self) -> list[str]:
         """Each of the worker's fixed attributes rebound, each method shadowed by an attribute set on the worker,
         and a change of its settings, since `_freeze_instance`; each is put back."""
         fixed, settings = self.instance0
         names, gone = vars(self), object()
-        out = [f"the worker's {n}" for n, v in fixed.items() if names.get(n, gone) is not v]
-        names.update(fixed)
+        out = [f"the worker's {n}" for n, v in fixed.items() if "." not in n and names.get(n, gone) is not v]
+        names.update({n: v for n, v in fixed.items() if "." not in n})
+        clocks = vars(self.clocks)
+        for name, value in fixed.items():
+            field = name.partition("clocks.")[2]
+            if field and clocks.get(field, gone) is not value:
+                out.append(f"the worker's {name}")
+                object.__setattr__(self.clocks, field, value)
         cls = type(self)
         for name in [n for n in names if n not in fixed and callable(getattr(cls, n, None))]:
             out.append(f"the worker's {name} (set on the worker over its class's method)")

@@ -50,8 +50,8 @@ DEFENCES = {
     "Module._call_impl's code and keyword defaults, slowing the reference)": ["rewrites_judge_code",
                                                                              "rewrites_module_call_code"],
     "busy child processes started at load, stopped during the candidate's own calls": ["busy_child_processes"],
-    "the worker object reached and its state replaced (its _judge shadowed on the instance, its clocks)": [
-        "replaces_worker_judge", "replaces_worker_clock"],
+    "the worker object reached and its state replaced (its _judge shadowed on the instance, its clocks, a clock "
+    "field set in place)": ["replaces_worker_judge", "replaces_worker_clock", "replaces_worker_clock_in_place"],
     "code compiled under a file name it does not come from (a stack walk named as torch's own module, a try/except "
     "fallback named as no file)": ["reads_reference_frames_disguised", "fallback_disguised"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",

@@ -21,6 +21,7 @@ from kernelrl.harness.dispatch_guard import DispatchGuard
 from kernelrl.harness.guards import (TIMING_SURFACE, Snapshot, _fixed, _raw_attr, _resolve,
                                      evaluator_guards)
 from kernelrl.harness.installed import library_prefixes
+from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.sandbox import written_paths, writes_allowed
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
@@ -137,6 +138,7 @@ class WatchMixin:
         guards: list[tuple]
         guard_snapshot: Snapshot
         instance0: tuple[dict, dict]
+        clocks: Clocks
         children_at_watch: set[int]
         s: dict
         state: DeviceState

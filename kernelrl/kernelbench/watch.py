@@ -8,9 +8,11 @@ finds is `Fatal` (this worker exits) or a `Rejected` verdict. Runs only in the w
 from __future__ import annotations
 
 import _thread
+import copy
 import errno
 import importlib
 import os
+import random
 import sys
 import threading
 from collections.abc import Callable
@@ -138,6 +140,8 @@ class WatchMixin:
         guards: list[tuple]
         guard_snapshot: Snapshot
         instance0: tuple[dict, dict]
+        snapshot0: tuple[tuple, tuple]
+        rng: random.Random
         clocks: Clocks
         children_at_watch: set[int]
         s: dict
@@ -215,7 +219,9 @@ class WatchMixin:
         names = vars(self)
         fixed = {n: names[n] for n in INSTANCE_FIXED if n in names}
         fixed.update({f"clocks.{k}": v for k, v in vars(self.clocks).items()})
-        self.instance0 = (fixed, dict(self.s))
+        self.instance0 = (fixed, copy.deepcopy(self.s))
+        # what the guard snapshot holds, emptied in place, would compare nothing (a helper's review: accepted)
+        self.snapshot0 = (tuple(self.guard_snapshot.entries), tuple(self.guard_snapshot.internals.items()))
 
     def _instance_changes(self) -> list[str]:
         """Each of the worker's fixed attributes rebound, each method shadowed by an attribute set on the worker,
@@ -237,7 +243,21 @@ class WatchMixin:
         if self.s != settings:
             out.append("the worker's settings")
             self.s.clear()
-            self.s.update(settings)
+            self.s.update(copy.deepcopy(settings))
+        entries, internals = self.snapshot0
+        snapshot = self.guard_snapshot
+        if len(snapshot.entries) != len(entries) or any(a is not b for a, b in zip(snapshot.entries, entries)) or \
+                len(snapshot.internals) != len(internals) or any(snapshot.internals.get(k) is not v
+                                                                 for k, v in internals):
+            out.append("the worker's guards (emptied or changed in place)")
+            snapshot.entries[:] = entries
+            snapshot.internals.clear()
+            snapshot.internals.update(internals)
+        shadowed = sorted(k for k, v in vars(self.rng).items() if callable(v))
+        if shadowed:  # methods set on the worker's random generator (which picks the checked calls)
+            out.append(f"the worker's rng ({', '.join(shadowed)} set on it)")
+            for name in shadowed:
+                del vars(self.rng)[name]
         return out
 
     def _tampered(self, when) -> tuple[Verdict, str] | None:

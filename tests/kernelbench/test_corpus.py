@@ -52,6 +52,8 @@ DEFENCES = {
     "busy child processes started at load, stopped during the candidate's own calls": ["busy_child_processes"],
     "the worker object reached and its state replaced (its _judge shadowed on the instance, its clocks, a clock "
     "field set in place)": ["replaces_worker_judge", "replaces_worker_clock", "replaces_worker_clock_in_place"],
+    "objects the worker holds changed in place (its guard snapshot emptied, methods set on its random generator)": [
+        "empties_worker_guards", "steers_worker_rng"],
     "code compiled under a file name it does not come from (a stack walk named as torch's own module, a try/except "
     "fallback named as no file)": ["reads_reference_frames_disguised", "fallback_disguised"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",

@@ -15,9 +15,9 @@
 # suite expects, no stall, 65 worker starts (summary.md, "Nineteenth session"); call 7's three new cases passed.
 # On 2026-12-07 13:02-13:25 UTC at 1877479 (benchmarks/results/h100/summary.md, "Twentieth session"): call 1 (78
 # passed, the code-origin cheats among them), 5 (wgmma_subclusters/), 3 twice (level 2 finished), 9 on 68 shapes.
-# Then, CPU only: 1e4d3f8 (guarded functions' code, the CPU thread count) and 5c780b4 (the worker's own state, the
-# candidate's processes) change what a worker does, with five new cheats and an honest max-autotune candidate:
-# call 1 first (sandbox on, on an H100).
+# Then, CPU only: 1e4d3f8 (guarded functions' code, the CPU thread count), 5c780b4, 38fe59e and ee7ea4e (the
+# worker's own state and the objects it holds, the candidate's processes) change what a worker does, with eight
+# new cheats and an honest max-autotune candidate: call 1 first (sandbox on, on an H100).
 # Next: 1, then 9 on the other 47 shapes (prebuild their wrappers first: about 50 minutes of this machine for 90), 3 with
 # PUBLISHED_LEVELS=3 (carry `xz -dc benchmarks/results/h100/cuda_l1/published_1877479.db.xz` as .carry/published.db),
 # 7, 8, 2, 4, 6.

@@ -59,8 +59,8 @@ def _attribute(root, path: str) -> tuple:
 def _switch_probes(torch) -> dict:
     """The switches that pick which of torch's own kernels run and how (not their precision): turned off, pointed
     at another library or given fewer CPU threads, they make the reference and the baselines slower or faster, for
-    every pair after too (a candidate that ran its own calls on every thread and left one to the rest read 3x on
-    the CPU: tests/kernelbench/test_switches_cpu.py)."""
+    every pair after too (a candidate that ran its own calls on every thread and left one to the rest read
+    above its honest twin on the CPU: tests/kernelbench/test_switches_cpu.py)."""
     cuda, sdp = torch.backends.cuda, ("flash", "mem_efficient", "math", "cudnn")
     return {
         **{f"torch.backends.{path}": _attribute(torch.backends, path)

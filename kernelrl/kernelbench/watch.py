@@ -80,7 +80,7 @@ FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back
 THREAD_EVENTS = frozenset({"_thread.start_new_thread", "_thread.start_joinable_thread"})
 # A process started from the candidate's code and still alive after its stretch works outside the timed calls (a
 # helper's review, 2026-12-07: busy children stopped during the candidate's calls and let run during the
-# baselines' read 2.4x against 1.4x; corpus: busy_child_processes)
+# baselines' were accepted; corpus: busy_child_processes)
 PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.system", "os.exec",
                             "os.spawn"})
 CODE_EVENTS = frozenset({"compile", "code.__new__", "marshal.loads"})  # code made at run time (its file name a claim)
@@ -118,8 +118,8 @@ def _short(exc: BaseException) -> str:
 # candidate code (`_instance_changes`). The worker object is reachable in its process however it is hidden
 # (sys.gettrace() during a traced call returns a bound method of it; a wrapper's closure held another), and an
 # attribute set on it shadows the class's, which the guards read: replaced clocks ran the candidate's timer at a
-# tenth of its speed (17x), a replaced `_judge` found zeros correct (a helper's review, 2026-12-07; corpus:
-# replaces_worker_clock, replaces_worker_judge).
+# tenth of its speed (19x: benchmarks/results/cpu/inprocess_cheats/), a replaced `_judge` found zeros correct (a
+# helper's review, 2026-12-07; corpus: replaces_worker_clock, replaces_worker_judge).
 INSTANCE_FIXED = ("torch", "device", "cuda", "s", "secret", "rng", "_clock", "_cuda_sync", "_Event", "_event_record",
                   "_event_elapsed", "_current_frames", "_manual_seed", "_settrace", "_gettrace", "clocks", "state",
                   "threads_audited", "guards", "guard_snapshot", "surface_labels", "hooks0", "compiler0",

@@ -1,7 +1,7 @@
 """torch's CPU thread count as a kernel-choice switch (kernelrl/harness/device_state.py): a candidate that leaves
 one thread to everyone at load, and takes them all back around its own calls, had the CPU reference run on one
-thread and read about 3x (a helper session's review, 2026-12-07). The worker puts the count back after every
-stretch of candidate code and says so in the notes; a pair judged after it finds the count it started with."""
+thread and read above its honest twin (a helper session's review, 2026-12-07). The worker puts the count back after
+every stretch of candidate code and says so in the notes; a pair judged after it finds the count it started with."""
 
 import torch
 

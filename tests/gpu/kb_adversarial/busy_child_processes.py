@@ -1,7 +1,7 @@
 """Cheat: starts busy child processes at load (processes, not threads: the thread checks count this process's
 threads) and stops them (SIGSTOP) while its own calls run, letting them run again (SIGCONT) for whatever is measured
 next: the reference and the baselines compete with them for the CPU, the candidate does not (a helper session's
-review, 2026-12-07: accepted at 2.4x on the CPU, an honest twin 1.4x).
+review, 2026-12-07: accepted; in its run 2.4x beside an honest twin's 1.4x, no gain in the recorded one).
 
 Caught at load: a process started from the candidate's code (the audit hook's subprocess and os process events,
 the stack walked through subprocess and os) that still runs after the stretch is `background activity`.

@@ -1,7 +1,7 @@
 """Cheat: reaches the evaluation worker (as replaces_worker_judge does), empties its guard snapshot in place (the
 entries list and the internals dict: the snapshot object keeps its identity), then replaces torch.sigmoid, which the
 reference calls, with a slower one; the candidate itself computes honestly (a helper session's second review,
-2026-12-07: accepted at 4.1x against an honest twin's 1.55x).
+2026-12-07: accepted at 3.25x: benchmarks/results/cpu/inprocess_cheats/).
 
 Caught at load: what the guard snapshot holds is compared by length and identity too (watch.py,
 `_instance_changes`).

@@ -1,6 +1,6 @@
 """Cheat: reaches the evaluation worker object (as replaces_worker_judge does) and replaces its clocks with ones
 whose time passes at a tenth of its speed while the candidate is the method being timed (a helper session's review,
-2026-12-07: accepted at 17x on the CPU, an honest twin 1.85x).
+2026-12-07: accepted at 19x on the CPU: benchmarks/results/cpu/inprocess_cheats/).
 
 Caught at load: the worker's clocks are among the attributes compared by identity after every stretch of
 candidate code (watch.py, INSTANCE_FIXED).

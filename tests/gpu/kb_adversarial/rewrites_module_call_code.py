@@ -1,7 +1,7 @@
 """Cheat: rewrites torch's `nn.Module._call_impl` in place (its `__code__`, with the original reached through
 `__kwdefaults__`) so that every call of a module whose class is named `Model`, the task's reference, sleeps 50 ms
 after it: the eager baseline slows, the candidate does not (found by a helper session's review, 2026-12-07:
-accepted at 70x).
+accepted at 57x: benchmarks/results/cpu/inprocess_cheats/).
 
 Caught at load: what each function on torch's guarded surface runs is compared too, not only its identity
 (kernelrl/harness/guards.py, Snapshot.rewritten).

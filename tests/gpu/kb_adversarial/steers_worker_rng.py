@@ -1,6 +1,7 @@
 """Cheat: reaches the evaluation worker and sets `random` and `randrange` on its random generator (the same object:
 its identity unchanged), so that the timed call a turn checks is always the last; every other timed call returns an
-uninitialised tensor (a helper session's second review, 2026-12-07: accepted at 3.1x against an honest twin's 1.5x).
+uninitialised tensor (a helper session's second review, 2026-12-07: accepted at 3.33x,
+benchmarks/results/cpu/inprocess_cheats/).
 
 Caught at load: a callable set on the worker's generator is a change (watch.py, `_instance_changes`).
 

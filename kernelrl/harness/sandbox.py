@@ -4,7 +4,8 @@ names; nowhere else (not the results database, the population, the task files or
 A candidate runs with the evaluator's own file access: without this, one could rewrite the database a run resumes
 from, or the task file the next worker loads its reference from (slowing the baseline of every later pair). The
 confinement is the kernel's, not Python's (Linux Landlock, unprivileged, ABI 1+ from Linux 5.13): it holds for a
-C++ extension's fopen and for every process the worker starts (ninja, nvcc, torch.compile's compile workers).
+C++ extension's fopen and for every process the worker starts (ninja, nvcc). A process started under the domain
+cannot start CUDA, so torch.compile compiles in the confined worker itself (`compile_in_process`).
 Reads, exec and device ioctls stay allowed. A confined process also cannot ptrace (read the memory of) processes
 outside its domain, the parent included, and from ABI 6 cannot signal them.
 
@@ -43,6 +44,7 @@ _TRUNCATE = 1 << 14  # ABI 3
 _FILE_RIGHTS = (1 << 1) | _TRUNCATE  # the rights a rule on a single file (not a folder) may carry
 
 SANDBOX_ENV = "KERNELRL_SANDBOX"
+INDUCTOR_THREADS_ENV = "TORCHINDUCTOR_COMPILE_THREADS"  # compile_in_process
 _HELD_PROC_FDS: list[int] = []  # /proc entries a rule grants, open for the process's life (confine_writes)
 
 
@@ -209,7 +211,26 @@ def confine_worker(scratch: str | Path, extra: Sequence[str | Path] = (),
     if unconfined_because:
         return Confinement(False, f"off (a confined worker could not start its GPU here: {unconfined_because})"), \
             folders
-    return confine_writes(folders), folders
+    confinement = confine_writes(folders)
+    if confinement.active:
+        confinement = Confinement(True, f"{confinement.detail}; {compile_in_process()}")
+    return confinement, folders
+
+
+def compile_in_process() -> str:
+    """A process started under the worker's domain cannot start CUDA (`own_threads_proc`), so TorchInductor's
+    compile workers, a pool of subprocesses where max-autotune also benchmarks its choices, fail in a confined
+    worker: "RuntimeError: Could not find an active GPU backend", and the candidate's call raises `InductorError:
+    SubprocException` (H100, Landlock ABI 7: CUDA-L1's level-2 tasks 34 and 74 and two honest torch.compile
+    candidates of the GPU suite; benchmarks/device/diag/compile_under_sandbox.py). Inductor compiles in the worker's
+    own process instead: its config (already imported by a KernelBench worker's `prepare`) and every process started
+    later. Slower first calls of a compiled model, the same kernels. Returns what the environment record says."""
+    os.environ[INDUCTOR_THREADS_ENV] = "1"
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:
+        config.compile_threads = 1  # type: ignore[attr-defined]
+    return f"torch.compile compiles in the worker's own process ({INDUCTOR_THREADS_ENV}=1: a child under the " \
+           f"domain cannot start CUDA)"
 
 
 def own_threads_proc(pid: int | None = None) -> Path:

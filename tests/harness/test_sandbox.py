@@ -11,9 +11,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import torch._inductor.config as inductor  # loaded before confinement, as a KernelBench worker's prepare does
 
-from kernelrl.harness.sandbox import (confine_worker, confine_writes, confined, landlock_abi, writes_allowed,
-                                      written_paths)
+from kernelrl.harness.sandbox import (INDUCTOR_THREADS_ENV, confine_worker, confine_writes, confined, landlock_abi,
+                                      writes_allowed, written_paths)
 from kernelrl.kernelbench.worker import KBSettings, run_pairs
 from kernelrl.run.runner import LocalRunner, RunSettings
 from tests.workloads.test_toy import ToyTask, toy_main
@@ -68,6 +69,26 @@ def test_a_confined_process_writes_its_scratch_and_the_named_folders(tmp_path):
 def test_a_process_started_by_a_confined_one_is_confined_too(tmp_path):
     result, outside = _confined(tmp_path)
     assert result["child"] != 0 and outside.read_text() == "original"
+
+
+def _compile_threads(conn, scratch):
+    """In a fresh process with torch's compiler config loaded (as a KernelBench worker's prepare loads it): confine,
+    then report the config's compile threads, the environment's, and the line the worker would report."""
+    confinement, _ = confine_worker(scratch)
+    conn.send({"active": confinement.active, "detail": confinement.detail, "config": inductor.compile_threads,
+               "env": os.environ.get(INDUCTOR_THREADS_ENV)})
+
+
+@needs_landlock
+def test_a_confined_worker_compiles_in_its_own_process_and_says_so(tmp_path):
+    # its compile workers, started under the domain, could not start CUDA (max-autotune's SubprocException on the H100)
+    parent, child = mp.get_context("spawn").Pipe()
+    proc = mp.get_context("spawn").Process(target=_compile_threads, args=(child, str(tmp_path / "scratch")))
+    proc.start()
+    result = parent.recv()
+    proc.join(30)
+    assert result["active"] and result["config"] == 1 and result["env"] == "1"
+    assert f"{INDUCTOR_THREADS_ENV}=1" in result["detail"]
 
 
 def test_turned_off_it_says_so(monkeypatch, tmp_path):

@@ -70,7 +70,8 @@ class WorkerBase:
 
     def __init__(self, conn, payload: dict):
         self.conn = conn
-        self.secret = payload["secret"]  # this run's private seed: never stored, never printed
+        self.secret = payload.pop("secret")  # this run's private seed: never stored, never printed, and not left
+        # in the payload, which the worker's process may hold elsewhere
         self.rng = random.Random(self.secret)
         self.current = (None, None, None)
         self.writable: list = []  # the folders this process may write beneath (set by protocol.serve)
@@ -83,6 +84,11 @@ class WorkerBase:
     def send(self, *msg) -> None:
         assert self._send is not None, "a worker made without a connection sends nothing"
         self._send(self.conn, msg)
+
+    def report(self, task_id, records: list[dict]) -> None:
+        """A task's records, announced as its report first: the runner takes a result only so (runner._follow)."""
+        self.begin(task_id, None, "report")
+        self.send("task", task_id, records)
 
     def begin(self, task_id, method, phase) -> None:
         """Announce what runs next and charge the time since the last announcement to the phase that just ended,

@@ -20,9 +20,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+BUILD_NOTE_EVENT = "kernelrl.kernelbench.build_failed"  # the audit event note_by_audit raises
 FAILED_TO_BUILD = "failed to build"  # in every note this module writes: how a report finds such pairs
 _COMPILED = re.compile(r"^build [^:\n]+: \S*compile (.+)$", re.MULTILINE)
 _DIAGNOSTIC = re.compile(r"(?::\d+:\d+|\(\d+\)): (?:fatal )?error: ")  # g++'s file:line:col, nvcc's file(line)
@@ -95,13 +97,20 @@ def checked(entries) -> list[dict]:
     return out
 
 
-def replaying(original: Callable, known: Callable[[], list[dict]], on_note: Callable[[str], None]) -> Callable:
-    """A replacement for torch's `_run_ninja_build` (the worker's). `known()` gives the current pair's recorded
-    failures: a build with one's fingerprint raises that failure's error without running the compiler. Any failed
-    build goes to `on_note` (the pair's notes), replayed or not: the candidate may catch it and run without it."""
+def note_by_audit(note: str) -> None:
+    """Tell the worker's audit hook (which keeps the pair's notes) of a failed build: the replacement below holds
+    nothing that leads to the worker (a bound method of it in its closure did: corpus replaces_worker_judge)."""
+    sys.audit(BUILD_NOTE_EVENT, note)
+
+
+def replaying(original: Callable, known: list[dict], on_note: Callable[[str], None] = note_by_audit) -> Callable:
+    """A replacement for torch's `_run_ninja_build` (the worker's). `known` holds the current pair's recorded
+    failures (the worker refills it in place for each pair): a build with one's fingerprint raises that failure's
+    error without running the compiler. Any failed build goes to `on_note` (the pair's notes), replayed or not: the
+    candidate may catch it and run without it."""
 
     def run_ninja_build(build_directory, verbose, error_prefix):
-        failures = {f["fingerprint"]: f for f in known()}
+        failures = {f["fingerprint"]: f for f in known}
         failure = None
         if failures:
             try:

@@ -11,6 +11,7 @@ import _thread
 import copy
 import errno
 import importlib
+import logging
 import os
 import random
 import sys
@@ -29,7 +30,9 @@ from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.harness.worker_base import Fatal  # noqa: F401 - the workers' one Fatal, imported from here too
 from kernelrl.harness.worker_base import os_children
 from kernelrl.kernelbench import memguard, tamper
+from kernelrl.kernelbench.call_trace import CallTrace
 from kernelrl.kernelbench.code_origin import CodeOrigins, code_names, harness_root
+from kernelrl.kernelbench.failed_builds import BUILD_NOTE_EVENT
 from kernelrl.kernelbench.tamper import global_hooks
 
 # What the candidate may not replace: (module or class path, attributes, verdict key).
@@ -87,6 +90,12 @@ CODE_EVENTS = frozenset({"compile", "code.__new__", "marshal.loads"})  # code ma
 # library helpers the stack walk looks through to the code that called them
 HELPER_FILES = ("inspect.py", "traceback.py", "threading.py", "subprocess.py", "os.py")
 HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep)
+# library functions that only hand their caller its own frame (not helpers as a whole: logging's own use of
+# currentframe, to name a log line's caller, is not the candidate's): the stack walk looks through them, or
+# logging.currentframe() gave a candidate its frame, and f_back and f_locals, which no audit event covers, the
+# worker's (corpus: fallback_clears_trace_via_logging)
+FRAME_GETTERS = frozenset(code for f in (getattr(logging, "currentframe", None),)
+                          if (code := getattr(f, "__code__", None)) is not None)
 AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit events from Python 3.12 on
 
 
@@ -115,15 +124,17 @@ def _short(exc: BaseException) -> str:
 
 
 # The worker's own state that nothing rebinds once it has started: compared by identity after every stretch of
-# candidate code (`_instance_changes`). The worker object is reachable in its process however it is hidden
-# (sys.gettrace() during a traced call returns a bound method of it; a wrapper's closure held another), and an
-# attribute set on it shadows the class's, which the guards read: replaced clocks ran the candidate's timer at a
+# candidate code (`_instance_changes`). The worker object was reachable without an audited call (sys.gettrace()
+# during a traced call returned a bound method of it, and so did a closure of its ninja-build wrapper: both closed,
+# call_trace.py and failed_builds.note_by_audit), and code in its process may find another route; an attribute set
+# on it shadows the class's, which the guards read: replaced clocks ran the candidate's timer at a
 # tenth of its speed (19x: benchmarks/results/cpu/inprocess_cheats/), a replaced `_judge` found zeros correct (a
 # helper's review, 2026-12-07; corpus: replaces_worker_clock, replaces_worker_judge).
 INSTANCE_FIXED = ("torch", "device", "cuda", "s", "secret", "rng", "_clock", "_cuda_sync", "_Event", "_event_record",
                   "_event_elapsed", "_current_frames", "_manual_seed", "_settrace", "_gettrace", "clocks", "state",
                   "threads_audited", "guards", "guard_snapshot", "surface_labels", "hooks0", "compiler0",
-                  "precision0", "switches0", "l2_0", "library", "origins", "dispatch", "launch_dir", "pair_dir")
+                  "precision0", "switches0", "l2_0", "library", "origins", "trace", "dispatch", "launch_dir",
+                  "pair_dir", "hits", "known_failures")
 
 # The worker's own modules: every global of each is guarded like the KBWorker class's attributes.
 HARNESS_MODULES = ("kernelrl.kernelbench.worker_process", "kernelrl.kernelbench.watch", "kernelrl.kernelbench.inputs",
@@ -148,6 +159,8 @@ class WatchMixin:
         state: DeviceState
         library: tuple[str, ...]
         origins: CodeOrigins
+        trace: CallTrace
+        hits: list[tuple[str, str]]
         dispatch: DispatchGuard
         threads_audited: bool
         begin: Callable[..., None]
@@ -311,7 +324,7 @@ class WatchMixin:
         what its files compile to, not by the names code carries (code_origin.py)."""
         self.library = library_prefixes()
         self.origins = CodeOrigins(self.library + (harness_root(),))
-        self.cand_compiled: dict[str | None, set[str]] = {}  # per candidate file: names it compiled strings under
+        self.trace = CallTrace(self.origins)
 
     def _is_library(self, code) -> bool:
         """Library or harness code, by its file name and by being what that file compiles to (code_origin.py: a
@@ -324,6 +337,9 @@ class WatchMixin:
             and self._is_library(code)
 
     def _audit(self, event, args):
+        if event == BUILD_NOTE_EVENT:  # failed_builds.replaying: a failed build, whoever catches it
+            self._build_note(str(args[0]) if args else "")
+            return
         if not self.armed or self.in_hook:
             return
         if self.writable and (written := [p for p in written_paths(event, args)
@@ -346,7 +362,8 @@ class WatchMixin:
         self.in_hook = True
         try:
             frame = sys._getframe(1)
-            while frame is not None and (self._is_helper(frame.f_code) or (  # audit_thread_starts' wrapper
+            while frame is not None and (self._is_helper(frame.f_code) or frame.f_code in FRAME_GETTERS or (
+                    # audit_thread_starts' wrapper
                     frame.f_code.co_filename == __file__ and self._is_library(frame.f_code))):
                 frame = frame.f_back
             if frame is not None and not self._is_library(frame.f_code):
@@ -355,6 +372,10 @@ class WatchMixin:
                 if self.origins.named_trusted(frame.f_code.co_filename):
                     where += " (code compiled under that file's name: not the file's own)"
                 self.hits.append((key, f"{what} at {where}"))
+                if key == "introspection":  # refused too: what it asked for (the heap's objects, a frame) could
+                    # lead to the findings recorded here, which it would empty before they are read (corpus:
+                    # clears_watch_hits); the verdict is the same
+                    raise PermissionError(errno.EACCES, f"the evaluation worker refuses {what} from a candidate")
         finally:
             self.in_hook = False
 
@@ -374,7 +395,7 @@ class WatchMixin:
             else:  # compile: (source, filename); code.__new__: (code, filename, name, ...)
                 names = {os.fsdecode(args[1]) if isinstance(args[1], (str, bytes, os.PathLike)) else str(args[1])} \
                     if len(args) > 1 else set()
-            self.cand_compiled.setdefault(self.cand_file, set()).update(names)
+            self.trace.note_compiled(names)
         finally:
             self.in_hook = False
 
@@ -388,23 +409,6 @@ class WatchMixin:
             self.hits.append(("write", f"{event} {', '.join(paths)}{where}"))
         finally:
             self.in_hook = False
-
-    def _trace_call(self, frame, event, arg):
-        """The candidate's frames: its file's, and code it made under any other name (_note_code). A cheap test by
-        name: a call of every frame comes here (torch.compile's run through hundreds of library files)."""
-        name = frame.f_code.co_filename
-        if name == self.cand_file or name in self.cand_compiled.get(self.cand_file, ()):
-            return self._trace_local
-        return None
-
-    def _trace_local(self, frame, event, arg):
-        if event == "exception" and not issubclass(arg[0], (StopIteration, StopAsyncIteration, GeneratorExit)):
-            code = frame.f_code
-            # a name the candidate also used, on the library's own code (a genuine frame of that file): not its
-            if code.co_filename == self.cand_file or not (self.origins.named_trusted(code.co_filename)
-                                                           and self._is_library(code)):
-                self.caught.append(f"{arg[0].__name__} at line {frame.f_lineno}")
-        return self._trace_local
 
     def _watch(self):
         """(threads, hits) before a candidate runs; arms the audit hook."""
@@ -493,11 +497,11 @@ class WatchMixin:
             except Exception as exc:  # the harness's problem, not the candidate's: go on without the guard
                 self._drop_guard("arm", exc)
             self.rephase(phase)
-        self.caught.clear()
+        self.trace.caught.clear()
         self._seed_call()  # a random task's call and its reference under one seed (worker_process._random_reference)
         old = self._gettrace() if trace else None
         if trace:
-            self._settrace(self._trace_call)
+            self._settrace(self.trace.call)
         before = self._watch()
         error = None
         try:
@@ -525,8 +529,9 @@ class WatchMixin:
             raise Rejected(Verdict.EXCEPTION, f"{_short(error)}") from None
         if oob is not None:
             raise oob
-        if self.caught:
-            raise Rejected(Verdict.REFERENCE_FALLBACK, f"{self.caught[0]} passed through the candidate's code and the "
+        if self.trace.caught:
+            raise Rejected(Verdict.REFERENCE_FALLBACK, f"{self.trace.caught[0]} passed through the candidate's code "
+                           f"and the "
                            f"call still returned (try/except around its kernel)")
         return out
 

@@ -30,6 +30,7 @@ from kernelrl.harness.worker_base import LOAD_SETTLE_BUDGET_S, WorkerBase, os_th
 from kernelrl.kernelbench import extension_fence, memory_plan, pair_residue
 from kernelrl.kernelbench.build import extension_dir, use_extension_dir
 from kernelrl.kernelbench.census import CensusMixin
+from kernelrl.kernelbench.call_trace import hide_trace
 from kernelrl.kernelbench.failed_builds import replaying
 from kernelrl.kernelbench.inputs import InputsMixin, _storage, host_copy, model_bytes, module_tensors, redraw_bytes
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
@@ -70,7 +71,6 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.armed = False
         self.in_hook = False
         self.hits: list[tuple[str, str]] = []  # (verdict key, what) seen while the candidate ran
-        self.caught: list[str] = []  # exceptions that passed through the candidate's frames
         self._arena = 0
         self.notes: list[str] = []  # harness-side degradations, reported in every record's `extra`
         self.pair_notes: list[str] = []  # what this pair's task did that the verdict had to allow for
@@ -140,6 +140,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self._manual_seed = torch.manual_seed
         self.seeded, self.call_seed = False, 0
         self._settrace, self._gettrace = sys.settrace, sys.gettrace
+        hide_trace()  # before the guards: they guard what sys.gettrace is now (call_trace.py)
         # the timed rounds' clocks, from the copies above (a candidate may replace the module-level ones)
         self.clocks = Clocks(now=time.perf_counter, sync=self.sync,
                              event=(lambda: self._Event(enable_timing=True)) if self.cuda else None,
@@ -147,8 +148,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.state = DeviceState(torch, self.cuda)
         self.threads_audited = audit_thread_starts()  # before the guards: they guard its wrappers
         # a build the build step saw fail (the candidate caught it) fails here at once, and the pair says so
-        cpp_extension._run_ninja_build = replaying(cpp_extension._run_ninja_build, lambda: self.known_failures,
-                                                   self._build_note)
+        cpp_extension._run_ninja_build = replaying(cpp_extension._run_ninja_build, self.known_failures)
         self.guards = self._capture_guards()
         self.precision0 = self._precision()
         self.switches0, self.switches_at_watch = self.state.switches(), None
@@ -237,11 +237,11 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         self.pair_notes = []
         self.fence = None  # read again once this pair's candidate folder is known
         self.own_extensions = None
-        self.known_failures = list(task.get("failed_builds") or ())
+        self.known_failures[:] = task.get("failed_builds") or ()  # in place: the build wrapper holds this list
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()  # the pair's peak, beside its plan's (`_memory_report`)
         if "candidate" in skip or "reference" in skip:
-            self.send("task", tid, [])  # the runner already reported this pair's verdict
+            self.report(tid, [])  # the runner already reported this pair's verdict
             return
         baselines = [b for b in self.s["baselines"] if b not in skip]
         self.base_seed = zlib.crc32(task["name"].encode()) & 0x7FFF_FFFF
@@ -257,7 +257,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             self._report(tid, baselines, too_large, {}, {})
             return self._after_pair(too_large)
         self.begin(tid, "candidate", "load")
-        self.cand_file = str(Path(task["candidate_path"]).resolve())
+        self.cand_file = self.trace.file = str(Path(task["candidate_path"]).resolve())
         # read before any of its code runs; decides the verdict only if every dynamic check passes (those name
         # what the patch did)
         static = static_tampering(Path(self.cand_file).read_text(), Path(task["task_path"]).read_text())
@@ -587,7 +587,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
                 profiles=profiles or None, tightest_tolerance=errs.get("tightest") if profiles else None,
                 task_verdicts=dict(self.task_verdicts) or None,
                 kernelbench_rule=errs.get("kernelbench_rule")).to_dict())
-        self.send("task", tid, records)
+        self.report(tid, records)
 
     def _call(self, model, inputs):
         with torch.no_grad():

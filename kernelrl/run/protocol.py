@@ -17,6 +17,7 @@ environment (`sandbox`)."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import tempfile
 import traceback
@@ -33,6 +34,7 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[Fatal], ...] = ()) -> N
     """Run every task of the payload. An exception of a `fatal` type (with a `verdict` key and a `detail`) means the
     CUDA context may be unusable: report it as the running method's verdict and exit (code 3); any other exception
     is a worker error (code 4). Either way the parent restarts a fresh worker for the remaining tasks."""
+    forget_spawn_arguments()
     worker.prepare()  # a hot spare does this while it waits (WorkerBase.prepare)
     tasks = tasks_of(payload)
     if tasks is None:  # a spare that was never needed
@@ -60,6 +62,17 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[Fatal], ...] = ()) -> N
                        f"{type(exc).__name__}: {exc} | {traceback.format_exc(limit=3)[-400:]}"))
             os._exit(4)
     conn.send(("done",))
+
+
+def forget_spawn_arguments() -> None:
+    """The process object keeps the arguments it was started with (`multiprocessing.current_process()._args`):
+    the connection to the parent and the payload. Any code in the process could read them there without an
+    audited call, and a candidate sent the runner its own result for its pair (corpus: forges_worker_result). From
+    here on only the worker and this module's frames hold them."""
+    process = multiprocessing.current_process()
+    for name, empty in (("_args", ()), ("_kwargs", {}), ("_target", None)):
+        if hasattr(process, name):
+            setattr(process, name, empty)
 
 
 def tasks_of(payload: dict) -> list | None:

@@ -193,6 +193,15 @@ class LocalRunner(Runner, kind="local"):
                 if on_progress:
                     on_progress(pending.get(msg[1]), msg[2], msg[3])
             elif kind == "task":
+                if current[1:] != (None, "report") or msg[1] != current[0] or msg[1] not in pending:
+                    # the worker announces each report of its own (WorkerBase.begin(task, None, "report")) and
+                    # reports a pair once: anything else was written to its connection by other code in its
+                    # process (a candidate that reached it; corpus: forges_worker_result)
+                    _kill(proc)
+                    return "failed", (current[0], current[1] or "candidate", current[2]), Rejected(
+                        Verdict.HARNESS_PATCH, f"a result for pair {msg[1]} that the worker had not announced arrived "
+                                               f"during {current[2] or 'start-up'}: code in the worker's process "
+                                               f"wrote to its connection to the runner")
                 task = pending.pop(msg[1])
                 on_records(task, msg[2])
             elif kind == "lt_algo":

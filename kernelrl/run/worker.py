@@ -154,7 +154,7 @@ class Worker(ContentProbe, WorkerBase):
         for record in records:
             record["extra"]["task_phase_s"] = phases
             record["extra"]["worker_max_rss_mb"] = round(rss_mb)
-        self.send("task", task_id, records)
+        self.report(task_id, records)
 
     def _admit(self, method: M.Method, spec: dict, problem: GemmProblem):
         mismatch = M.layout_mismatch(method, problem)

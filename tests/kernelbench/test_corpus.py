@@ -54,6 +54,13 @@ DEFENCES = {
     "field set in place)": ["replaces_worker_judge", "replaces_worker_clock", "replaces_worker_clock_in_place"],
     "objects the worker holds changed in place (its guard snapshot emptied, methods set on its random generator)": [
         "empties_worker_guards", "steers_worker_rng"],
+    "the trace's record of an exception emptied by the candidate's except handler (reached through sys.gettrace(), "
+    "or through logging.currentframe() and the frames above)": ["fallback_clears_trace",
+                                                               "fallback_clears_trace_via_logging"],
+    "the audit hook's findings emptied before the watch reads them (found through gc.get_objects())": [
+        "clears_watch_hits"],
+    "a result for its own pair sent down the worker's connection to the runner (found through the process object)": [
+        "forges_worker_result"],
     "code compiled under a file name it does not come from (a stack walk named as torch's own module, a try/except "
     "fallback named as no file)": ["reads_reference_frames_disguised", "fallback_disguised"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",

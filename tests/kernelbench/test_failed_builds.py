@@ -7,6 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
+import sys
+
 import pytest
 
 from kernelrl.kernelbench import build, failed_builds
@@ -39,7 +41,7 @@ def _record(folder, failing=_failing_ninja) -> list[dict]:
 
 def _replay(folder, failures, original=None):
     ran, notes = [], []
-    replay = failed_builds.replaying(original or (lambda *a: ran.append(a)), lambda: failures, notes.append)
+    replay = failed_builds.replaying(original or (lambda *a: ran.append(a)), failures, notes.append)
     return replay, ran, notes
 
 
@@ -155,3 +157,21 @@ def test_a_caught_build_failure_is_built_once_and_named_in_the_pair_s_notes(tmp_
     assert pair_verdict(out[0]) == (True, None)  # its fallback is right: the verdict is the fallback's
     notes = [n for r in out[0] for n in (r.get("extra") or {}).get("notes", [])]
     assert any("'never_builds' failed to build in the build step" in n and "without compiling" in n for n in notes)
+
+
+def test_the_worker_s_wrapper_holds_nothing_but_the_build_and_its_failures():
+    # a bound method of the worker in its closure led a candidate to the worker (corpus: replaces_worker_judge)
+    known: list[dict] = []
+    replay = failed_builds.replaying(print, known)
+    held = [c.cell_contents for c in replay.__closure__ or ()]
+    assert all(getattr(h, "__self__", None) is None for h in held if h is not print)
+    assert {id(h) for h in held} <= {id(print), id(known), id(failed_builds.note_by_audit)}
+
+
+def test_a_failed_build_is_told_to_the_worker_s_audit_hook(tmp_path):
+    seen = []
+    sys.addaudithook(lambda event, args: seen.append(args[0]) if event == failed_builds.BUILD_NOTE_EVENT else None)
+    replay = failed_builds.replaying(_failing_ninja, [])
+    with pytest.raises(RuntimeError):
+        replay(str(_build_folder(tmp_path)), False, "Error building extension 'k'")
+    assert any(failed_builds.FAILED_TO_BUILD in note and "'k'" in note for note in seen)

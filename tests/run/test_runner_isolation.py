@@ -46,6 +46,7 @@ def _serve(conn, payload, misbehave):
             conn.send(("begin", task["id"], name, "time:device"))
             misbehave(conn, task["id"], name)
             records += [_record(name, mode, task["skip"]) for mode in task["modes"]]
+        conn.send(("begin", task["id"], None, "report"))  # as WorkerBase.report announces each result
         conn.send(("task", task["id"], records))
     conn.send(("done",))
 

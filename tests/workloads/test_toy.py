@@ -62,7 +62,7 @@ class ToyWorker(WorkerBase):
         records = [Record.failed(name, "offline", exc.verdict, exc.detail).to_dict() for name, exc in failed.items()]
         records += [Record(name, "offline", verified=True, time_us_median=statistics.median(host[name]),
                            samples=len(host[name])).to_dict() for name in calls if name not in failed]
-        self.send("task", task["id"], records)
+        self.report(task["id"], records)
 
 
 class ToyRounds:

@@ -3,14 +3,20 @@ entries list and the internals dict: the snapshot object keeps its identity), th
 reference calls, with a slower one; the candidate itself computes honestly (a helper session's second review,
 2026-12-07: accepted at 3.25x: benchmarks/results/cpu/inprocess_cheats/).
 
-Caught at load: what the guard snapshot holds is compared by length and identity too (watch.py,
-`_instance_changes`).
+Its route to the worker, the closure of the worker's ninja-build wrapper, is closed (failed_builds.note_by_audit:
+the wrapper holds nothing of the worker), and so are the others found (sys.gettrace(): call_trace.py); the heap is
+the route left here, and gc.get_objects() from the candidate's code is refused and recorded. Caught at load:
+`introspection`. What it would change is still checked after every stretch of candidate code (watch.py,
+`_instance_changes`), for a route not yet found; tests/kernelbench/test_instance_checks.py makes each change
+directly.
 
 task: 10_SwishPlusOne
-reason: harness patch
-static: none
+reason: introspection
+static: introspection
 cpu: yes
 """
+
+import gc
 
 import torch
 import torch.nn as nn
@@ -18,11 +24,15 @@ import torch.nn.functional as F
 from torch.utils import cpp_extension
 
 def _worker():
-    for cell in getattr(cpp_extension._run_ninja_build, "__closure__", None) or ():
+    for cell in getattr(cpp_extension._run_ninja_build, "__closure__", None) or ():  # closed since
         owner = getattr(cell.cell_contents, "__self__", None)
         if owner is not None and hasattr(owner, "cand_file"):
             return owner
-    return None
+    try:  # the heap: audited, and refused
+        objects = gc.get_objects()
+    except Exception:
+        return None
+    return next((o for o in objects if type(o).__name__ == "KBWorker"), None)
 
 _w = _worker()
 if _w is not None:

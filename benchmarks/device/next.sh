@@ -18,9 +18,15 @@
 # Then, CPU only: 1e4d3f8 (guarded functions' code, the CPU thread count), 5c780b4, 38fe59e and ee7ea4e (the
 # worker's own state and the objects it holds, the candidate's processes) change what a worker does, with eight
 # new cheats and an honest max-autotune candidate: call 1 first (sandbox on, on an H100).
+# On 2026-12-07 15:51-16:25 UTC at e2c873b (summary.md, "Twenty-first session"): call 1 (85 of 87: the two honest
+# torch.compile candidates failed, their compile workers unable to start CUDA under the sandbox; fixed in 6530bd1 and
+# those two pairs then accepted, the whole suite not run again) and 3 with PUBLISHED_LEVELS=3 (level 3 finished: the
+# whole released set is judged). Then, CPU only: 06cd372 (routes to the worker and its connection closed: the call
+# trace, the build wrapper, refused introspection, the spawn arguments, the announced report) changes what every
+# worker does, with four new cheats: call 1 first again (sandbox on, on an H100), and one HGEMM call (7).
 # Next: 1, then 9 on the other 47 shapes (prebuild their wrappers first: about 50 minutes of this machine for 90), 3 with
-# PUBLISHED_LEVELS=3 (carry `xz -dc benchmarks/results/h100/cuda_l1/published_1877479.db.xz` as .carry/published.db),
-# 7, 8, 2, 4, 6.
+# PUBLISHED_LEVELS=2 PUBLISHED_BASELINES=eager,compile_default (the timed pairs again beside torch.compile; carry
+# `xz -dc benchmarks/results/h100/cuda_l1/published_e2c873b.db.xz` as .carry/published.db), 7, 8, 2, 4, 6.
 #   0. the suite's pairs with a timeline (benchmarks/device/diag/kb_corpus_timeline.py: a line per build, worker
 #      start, phase and verdict), which says where the time goes even when cut; then call 1 with a limit that fits;
 #   1. the KernelBench suite again after the victim record's review fixes (904ad66, 5f24b77: what a pair leaves in

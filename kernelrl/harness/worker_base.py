@@ -13,6 +13,7 @@ import random
 import threading
 import time
 
+from kernelrl.harness.channel import KEY_FIELD, Sender
 from kernelrl.harness.verdicts import Verdict
 
 # How long the GPU may stay busy after a candidate's load returned before that is its verdict. A load enqueues
@@ -78,12 +79,12 @@ class WorkerBase:
         self.phase_s: dict[str, float] = {}  # seconds per "method kind" (kind: the phase text before its first ':')
         self._clock = time.perf_counter  # captured before any candidate code runs
         self._phase_started = self._clock()
-        # the genuine method, captured before any candidate code runs (None: a test's worker that sends nothing)
-        self._send = type(conn).send if conn is not None else None
+        # the tagged sender, made before any candidate code runs (None: a test's worker that sends nothing)
+        self._channel = Sender(conn, payload.pop(KEY_FIELD)) if conn is not None else None
 
     def send(self, *msg) -> None:
-        assert self._send is not None, "a worker made without a connection sends nothing"
-        self._send(self.conn, msg)
+        assert self._channel is not None, "a worker made without a connection sends nothing"
+        self._channel.send(msg)
 
     def report(self, task_id, records: list[dict]) -> None:
         """A task's records, announced as its report first: the runner takes a result only so (runner._follow)."""

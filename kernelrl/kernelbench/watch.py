@@ -57,7 +57,7 @@ GUARDED = TIMING_SURFACE + (
     ("torch._dynamo", ("optimize", "disable", "reset", "run", "skip", "list_backends", "is_compiling"),
      "harness patch"),
     ("threading", ("_start_new_thread",), "harness patch"),
-    ("multiprocessing.connection._ConnectionBase", ("send", "_send_bytes"), "harness patch"),
+    ("multiprocessing.connection._ConnectionBase", ("send", "send_bytes", "_send_bytes"), "harness patch"),
     ("multiprocessing.connection.Connection", ("_send", "_send_bytes"), "harness patch"),
     ("kernelrl.harness.stats", ("summarize", "hidden_work", "percentile"), "harness patch"),
     ("kernelrl.harness.tolerance", ("output_tolerance",), "harness patch"),
@@ -134,7 +134,7 @@ INSTANCE_FIXED = ("torch", "device", "cuda", "s", "secret", "rng", "_clock", "_c
                   "_event_elapsed", "_current_frames", "_manual_seed", "_settrace", "_gettrace", "clocks", "state",
                   "threads_audited", "guards", "guard_snapshot", "surface_labels", "hooks0", "compiler0",
                   "precision0", "switches0", "l2_0", "library", "origins", "trace", "dispatch", "launch_dir",
-                  "pair_dir", "hits", "known_failures")
+                  "pair_dir", "hits", "known_failures", "conn", "_channel")
 
 # The worker's own modules: every global of each is guarded like the KBWorker class's attributes.
 HARNESS_MODULES = ("kernelrl.kernelbench.worker_process", "kernelrl.kernelbench.watch", "kernelrl.kernelbench.inputs",

@@ -1,9 +1,9 @@
 """The worker side of the runner protocol, shared by every GPU worker (HGEMM and KernelBench).
 
-Messages to the parent: ("env", dict), ("begin", task_id, method, phase), ("task", task_id, records),
-("lt_algo", dict), ("fatal", task_id, method, phase, verdict key, detail), ("startup_error", text), ("recycle",)
-(the task just reported may have left traces in this process: the parent starts a fresh worker for the rest),
-("done",).
+Messages to the parent, each tagged with the worker's key (kernelrl/harness/channel.py): ("env", dict), ("begin",
+task_id, method, phase), ("task", task_id, records), ("lt_algo", dict), ("fatal", task_id, method, phase, verdict
+key, detail), ("startup_error", text), ("recycle",) (the task just reported may have left traces in this process:
+the parent starts a fresh worker for the rest), ("done",).
 A worker object has `start()`, `run_task(task)` and `current` = (task_id, method, phase) of what runs now.
 
 A hot spare (LocalRunner(hot_spare=True)) is spawned with `tasks` None and a `task_pipe`: it imports its modules
@@ -41,27 +41,27 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[Fatal], ...] = ()) -> N
         return
     confinement, worker.writable = confine_worker(payload.get("scratch") or tempfile.mkdtemp(prefix="kernelrl-"),
                                                   payload.get("writable") or [], payload.get("unconfined_because"))
-    conn.send(("env", {"sandbox": str(confinement)}))
+    worker.send("env", {"sandbox": str(confinement)})
     try:
         worker.start()
     except Exception as exc:  # nothing can run: say why, in one line
-        conn.send(("startup_error", f"{type(exc).__name__}: {exc}"))
+        worker.send("startup_error", f"{type(exc).__name__}: {exc}")
         return
     for task in tasks:
         try:
             if worker.run_task(task) is RECYCLE:
-                conn.send(("recycle",))
+                worker.send("recycle")
                 os._exit(0)
         except fatal as exc:
             task_id, method, phase = worker.current
-            conn.send(("fatal", task_id, method, phase, exc.verdict.value, exc.detail))
+            worker.send("fatal", task_id, method, phase, exc.verdict.value, exc.detail)
             os._exit(3)
         except Exception as exc:
             task_id, method, phase = worker.current
-            conn.send(("fatal", task_id, method, phase, Verdict.WORKER_ERROR.value,
-                       f"{type(exc).__name__}: {exc} | {traceback.format_exc(limit=3)[-400:]}"))
+            worker.send("fatal", task_id, method, phase, Verdict.WORKER_ERROR.value,
+                        f"{type(exc).__name__}: {exc} | {traceback.format_exc(limit=3)[-400:]}")
             os._exit(4)
-    conn.send(("done",))
+    worker.send("done")
 
 
 def forget_spawn_arguments() -> None:

@@ -18,6 +18,7 @@ from typing import Callable, Protocol
 
 from kernelrl.library.export import shape_key
 from kernelrl.errors import UserError
+from kernelrl.harness.channel import KEY_FIELD, Forged, Receiver, new_key
 from kernelrl.harness.record import Record
 from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.registry import Registered
@@ -103,9 +104,10 @@ class LocalRunner(Runner, kind="local"):
         def spawn(tasks_left: list | None) -> tuple:
             """(process, its message pipe, the pipe a spare's tasks go down or None)."""
             parent, child = ctx.Pipe(duplex=False)
+            key = new_key()  # this worker's alone: its messages are checked with it before they are unpickled
             payload = {"tasks": tasks_left, "methods": methods, "settings": settings.to_dict(), "secret": secret,
                        "lt_cache": dict(lt_cache), "scratch": scratch, "writable": writable,
-                       "unconfined_because": unconfined_because}
+                       "unconfined_because": unconfined_because, KEY_FIELD: key}
             receive = send = None
             if tasks_left is None:  # a hot spare: it waits for them (protocol.tasks_of)
                 receive, send = ctx.Pipe(duplex=False)
@@ -115,7 +117,7 @@ class LocalRunner(Runner, kind="local"):
             child.close()
             if receive is not None:
                 receive.close()
-            return proc, parent, send
+            return proc, Receiver(parent, key), send
 
         restarts, spare, unconfined_because = 0, None, None
         try:
@@ -182,6 +184,11 @@ class LocalRunner(Runner, kind="local"):
                                                                  f"{current[2] or 'start-up'}")
             try:
                 msg = parent.recv()
+            except Forged as exc:  # written to the pipe by other code in the worker's process: nothing unpickled
+                _kill(proc)
+                return "failed", (current[0], current[1] or "candidate", current[2]), Rejected(
+                    Verdict.HARNESS_PATCH, f"{exc} arrived during {current[2] or 'start-up'}: code in the worker's "
+                                           f"process wrote to its connection to the runner")
             except (EOFError, OSError):
                 proc.join(5)
                 return "failed", current, Rejected(

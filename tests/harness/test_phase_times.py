@@ -1,6 +1,7 @@
 """Where a worker's time goes: `WorkerBase.begin` charges the time since the last announcement to the phase that
 ended, by method and phase kind, and `take_phases` hands a task's totals over (the records' `task_phase_s`)."""
 
+from kernelrl.harness.channel import KEY_FIELD
 from kernelrl.harness.worker_base import WorkerBase
 
 
@@ -8,12 +9,12 @@ class Conn:
     def __init__(self):
         self.sent = []
 
-    def send(self, msg):
-        self.sent.append(msg)
+    def send_bytes(self, data):
+        self.sent.append(data)
 
 
 def worker_with_clock(times):
-    worker = WorkerBase(Conn(), {"secret": 1})
+    worker = WorkerBase(Conn(), {"secret": 1, KEY_FIELD: bytes(32)})
     ticks = iter(times)
     worker._clock = lambda: next(ticks)
     return worker

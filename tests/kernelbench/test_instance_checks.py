@@ -10,12 +10,13 @@ import multiprocessing as mp
 
 import pytest
 
+from kernelrl.harness.channel import KEY_FIELD
 from kernelrl.kernelbench.worker import KBSettings
 from kernelrl.kernelbench.worker_process import KBWorker
 
 
 class _Sink:
-    def send(self, msg) -> None:
+    def send_bytes(self, data) -> None:
         pass
 
 
@@ -37,11 +38,12 @@ CHANGES = {
     "its settings changed": (lambda w: w.s.update(rounds=1), "the worker's settings"),
     "its call trace replaced": (lambda w: setattr(w, "trace", None), "the worker's trace"),
     "its audit findings replaced": (lambda w: setattr(w, "hits", []), "the worker's hits"),
+    "its channel to the runner replaced": (lambda w: setattr(w, "_channel", None), "the worker's _channel"),
 }
 
 
 def _apply_each(conn) -> None:
-    worker = KBWorker(_Sink(), {"settings": KBSettings(device="cpu").to_dict(), "secret": 12345})
+    worker = KBWorker(_Sink(), {"settings": KBSettings(device="cpu").to_dict(), "secret": 12345, KEY_FIELD: bytes(32)})
     worker.prepare()
     worker.start()
     out = {"before any change": worker._instance_changes()}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelrl.harness.channel import KEY_FIELD, Sender
 from kernelrl.run.protocol import tasks_of
 from kernelrl.run.runner import LocalRunner, RunnerError, RunSettings, Task
 from kernelrl.workloads.hgemm import GemmProblem
@@ -33,9 +34,15 @@ def _record(method, mode, skip):
             "extra": {"skip_seen": sorted(skip)}}
 
 
-def _serve(conn, payload, misbehave):
+def _sender(conn, payload) -> Sender:
+    """Each message tagged with the worker's key, as WorkerBase.send does (kernelrl/harness/channel.py)."""
+    return Sender(conn, payload[KEY_FIELD])
+
+
+def _serve(raw, payload, misbehave):
     """The protocol of run/worker.py::worker_main; `misbehave(conn, task_id, method)` may crash or hang."""
     _no_core_dumps()
+    conn = _sender(raw, payload)
     conn.send(("env", {"gpu": "fake", "pid": os.getpid()}))
     for task in payload["tasks"]:
         records = []
@@ -100,18 +107,31 @@ def slow_start_worker(conn, payload):
 
 
 def startup_error_worker(conn, payload):
-    conn.send(("startup_error", "RuntimeError: no CUDA GPU visible to torch"))
+    _sender(conn, payload).send(("startup_error", "RuntimeError: no CUDA GPU visible to torch"))
 
 
 def sandbox_blocks_gpu_worker(conn, payload):
     """A worker whose GPU cannot start while confined (CUDA's error 304 under Landlock, issue 43)."""
+    send = _sender(conn, payload).send
     if not payload.get("unconfined_because"):
-        conn.send(("env", {"sandbox": "Landlock ABI 7: writes only beneath /tmp/x"}))
-        conn.send(("startup_error", "RuntimeError: no CUDA GPU visible to torch"))
+        send(("env", {"sandbox": "Landlock ABI 7: writes only beneath /tmp/x"}))
+        send(("startup_error", "RuntimeError: no CUDA GPU visible to torch"))
         return
-    conn.send(("env", {"sandbox": f"off (a confined worker could not start its GPU here: "
-                                  f"{payload['unconfined_because']})"}))
+    send(("env", {"sandbox": f"off (a confined worker could not start its GPU here: "
+                             f"{payload['unconfined_because']})"}))
     _serve(conn, payload, lambda *args: None)
+
+
+def forging_worker(conn, payload):
+    """Serves as _serve does, and on task 0's bad method something else in its process writes a result of its own to
+    the pipe, untagged (a candidate that found the connection, or its file descriptor)."""
+    raw = conn
+
+    def forge(conn, task_id, method):
+        if method == "bad" and task_id == 0:
+            raw.send(("task", task_id, [_record("bad", "device", set())]))
+
+    _serve(conn, payload, forge)
 
 
 def early_exit_worker(conn, payload):
@@ -300,3 +320,11 @@ def test_a_spare_that_died_waiting_is_replaced_by_a_fresh_start(tmp_path):
         lambda task, records: got.append((task.id, set(task.skip), records)))
     results = by_task_method(got)
     assert results[(0, "bad")][0]["verdict"] == "crash" and all(r["verified"] for r in results[(1, "bad")])
+
+
+def test_a_message_without_the_worker_s_tag_is_that_method_s_harness_patch_and_the_run_goes_on():
+    _, got, _ = run(forging_worker)
+    results = by_task_method(got)
+    assert results[(0, "bad")][0]["verdict"] == "harness patch"
+    assert "without the worker's tag" in results[(0, "bad")][0]["reason"]
+    assert all(r["verified"] for r in results[(1, "bad")])  # a fresh worker for the rest

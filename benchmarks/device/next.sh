@@ -22,8 +22,9 @@
 # torch.compile candidates failed, their compile workers unable to start CUDA under the sandbox; fixed in 6530bd1 and
 # those two pairs then accepted, the whole suite not run again) and 3 with PUBLISHED_LEVELS=3 (level 3 finished: the
 # whole released set is judged). Then, CPU only: 06cd372 (routes to the worker and its connection closed: the call
-# trace, the build wrapper, refused introspection, the spawn arguments, the announced report) changes what every
-# worker does, with four new cheats: call 1 first again (sandbox on, on an H100), and one HGEMM call (7).
+# trace, the build wrapper, refused introspection, the spawn arguments, the announced report) and 7efabf1 (every
+# worker message HMAC-tagged, checked before unpickling) change what every worker does, with four new cheats: call 1
+# first again (sandbox on, on an H100), and one HGEMM call (7).
 # Next: 1, then 9 on the other 47 shapes (prebuild their wrappers first: about 50 minutes of this machine for 90), 3 with
 # PUBLISHED_LEVELS=2 PUBLISHED_BASELINES=eager,compile_default (the timed pairs again beside torch.compile; carry
 # `xz -dc benchmarks/results/h100/cuda_l1/published_e2c873b.db.xz` as .carry/published.db), 7, 8, 2, 4, 6.

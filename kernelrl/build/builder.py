@@ -120,7 +120,9 @@ class LocalBuilder(Builder, kind="local"):
     def __init__(self, toolchain: Toolchain | None = None, timeout_s: float = 600.0, cache_dir: Path | None = None):
         self.toolchain = toolchain or Toolchain.discover()
         self.timeout_s = timeout_s
-        self.cache_dir = Path(cache_dir) if cache_dir else cache_root() / "build"
+        # absolute: nvcc runs in a folder beneath it, given paths beneath it (a relative cache named files nvcc
+        # could not find: "cc1plus: fatal error: ... No such file or directory" for every wrapper)
+        self.cache_dir = (Path(cache_dir) if cache_dir else cache_root() / "build").absolute()
 
     def command(self, request: BuildRequest, src: Path, out: Path) -> list[str]:
         includes = list(request.include_dirs) + list(self.toolchain.include_dirs)

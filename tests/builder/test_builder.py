@@ -172,6 +172,16 @@ def test_second_build_of_the_same_source_is_cached(good_build, toolchain, cache_
 
 
 @pytest.mark.nvcc
+def test_a_cache_folder_given_relative_builds_as_an_absolute_one(toolchain, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nvcc runs in a folder beneath the cache, which a relative path would miss
+    path = tmp_path / "good_kernel.cu"
+    path.write_text(GOOD)
+    result = LocalBuilder(toolchain, cache_dir=Path("relative-cache")).build(BuildRequest.from_file(path))
+    assert result.ok, result.log
+    assert Path(result.lib_path).is_file()
+
+
+@pytest.mark.nvcc
 def test_syntax_error_names_the_users_file(toolchain, cache_dir, tmp_path):
     path = tmp_path / "bad_kernel.cu"
     path.write_text(BAD)

@@ -531,8 +531,7 @@ class WatchMixin:
             raise oob
         if self.trace.caught:
             raise Rejected(Verdict.REFERENCE_FALLBACK, f"{self.trace.caught[0]} passed through the candidate's code "
-                           f"and the "
-                           f"call still returned (try/except around its kernel)")
+                           f"and the call still returned (try/except around its kernel)")
         return out
 
     def _drop_guard(self, what, exc):

@@ -6,7 +6,8 @@ before the defence (2026-12-07, CPU worker): a broken kernel judged correct.
 
 Caught on the first call: the worker's trace functions and its build wrapper hold nothing of the worker,
 sys.gettrace() returns None to every caller in the worker (its own trace is the worker's business), and the
-exceptions the trace saw are kept where no object the candidate holds leads (watch.py, `CallTrace`).
+exceptions the trace saw are kept in an object of their own (kernelrl/kernelbench/call_trace.py), which only a
+frame leads to, and a frame the candidate's code asks for is refused (corpus: fallback_clears_trace_via_logging).
 
 task: 7_Softmax
 reason: reference fallback

@@ -87,8 +87,11 @@ class WorkerBase:
         self._channel.send(msg)
 
     def report(self, task_id, records: list[dict]) -> None:
-        """A task's records, announced as its report first: the runner takes a result only so (runner._follow)."""
-        self.begin(task_id, None, "report")
+        """A task's records, announced as its report first: the runner takes a result only so (runner._follow). A
+        worker that announced it already (to close the task's last phase before taking its times) is not announced
+        twice."""
+        if self.current != (task_id, None, "report"):
+            self.begin(task_id, None, "report")
         self.send("task", task_id, records)
 
     def begin(self, task_id, method, phase) -> None:

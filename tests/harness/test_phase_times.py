@@ -1,6 +1,8 @@
 """Where a worker's time goes: `WorkerBase.begin` charges the time since the last announcement to the phase that
 ended, by method and phase kind, and `take_phases` hands a task's totals over (the records' `task_phase_s`)."""
 
+import pickle
+
 from kernelrl.harness.channel import KEY_FIELD
 from kernelrl.harness.worker_base import WorkerBase
 
@@ -37,3 +39,16 @@ def test_the_wait_after_a_report_is_not_charged_to_the_next_task():
     w.begin(1, "reference", "load")  # t=9: the 8 s in between were the parent's
     w.begin(1, None, "report")  # t=10
     assert w.take_phases() == {"reference load": 1.0}
+
+
+def _kinds(conn) -> list[tuple]:
+    return [pickle.loads(data[32:])[:2] for data in conn.sent]  # each message after its 32-byte tag
+
+
+def test_a_report_is_announced_once_whether_or_not_the_worker_announced_it_first():
+    w = worker_with_clock([0.0, 1.0, 2.0, 3.0])
+    w.begin(0, "candidate", "time")
+    w.begin(0, None, "report")  # as the workers do, to close the last phase before take_phases
+    w.report(0, [])
+    w.report(1, [])  # not announced before
+    assert _kinds(w.conn) == [("begin", 0), ("begin", 0), ("task", 0), ("begin", 1), ("task", 1)]

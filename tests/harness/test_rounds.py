@@ -130,3 +130,27 @@ def test_a_small_tasks_rounds_are_never_cut():
     host, _ = host_timed_rounds(["a", "b"], 5, 2, random.Random(1), TickingRecorder(clock), clock.clocks(),
                                 Settle(min_rounds=2, spread=0.02, min_round_s=1.0))
     assert all(len(v) == 5 * 2 for v in host.values())
+
+
+def test_a_clock_swapped_inside_a_timed_call_and_put_back_is_not_the_one_read():
+    """A candidate that reached the clocks object sets a clock running at a tenth of its speed during its own call,
+    and the slow clock puts the real one back when first read (a helper's review, 2026-12-07: accepted at 11x)."""
+    ticks = iter(range(0, 100000, 100))  # each read of the real clock: 100 µs later
+    clocks = Clocks(now=lambda: next(ticks) * 1e-6, sync=lambda: None)
+    real = clocks.now
+
+    class Swapper(Recorder):
+        def call(self, name, prepared):
+            start = real()
+
+            def slow():
+                object.__setattr__(clocks, "now", real)
+                return start + (real() - start) * 0.1
+
+            for _ in range(50):  # the call's own work: 5 ms of the real clock
+                real()
+            object.__setattr__(clocks, "now", slow)
+            return super().call(name, prepared)
+
+    host, _ = host_timed_rounds(["cand"], 2, 3, random.Random(0), Swapper(), clocks)
+    assert min(host["cand"]) >= 5000.0  # read with the slow clock: about 600 µs

@@ -140,7 +140,8 @@ INSTANCE_FIXED = ("torch", "device", "cuda", "s", "secret", "rng", "_clock", "_c
 HARNESS_MODULES = ("kernelrl.kernelbench.worker_process", "kernelrl.kernelbench.watch", "kernelrl.kernelbench.inputs",
                    "kernelrl.kernelbench.judge", "kernelrl.kernelbench.timing", "kernelrl.kernelbench.pairs",
                    "kernelrl.kernelbench.memory_plan", "kernelrl.kernelbench.trivial",
-                   "kernelrl.kernelbench.task_guard", "kernelrl.kernelbench.reference_probe")
+                   "kernelrl.kernelbench.task_guard", "kernelrl.kernelbench.reference_probe",
+                   "kernelrl.kernelbench.memory_report")
 
 
 class WatchMixin:

@@ -36,7 +36,7 @@ from kernelrl.kernelbench.inputs import InputsMixin, _storage, host_copy, model_
 from kernelrl.kernelbench.judge import JudgeMixin, new_errors
 from kernelrl.kernelbench.memguard import MemoryGuard
 from kernelrl.kernelbench.memory_plan import Footprint
-from kernelrl.kernelbench.memory_report import allocator_state, reachable_tensors
+from kernelrl.kernelbench.memory_report import MemoryReportMixin
 from kernelrl.kernelbench.pairs import MODE
 from kernelrl.kernelbench.reference_probe import ReferenceProbeMixin
 from kernelrl.kernelbench.tamper import load_compiler_configs, static_tampering
@@ -59,7 +59,8 @@ def _load_verdict(exc: BaseException) -> Rejected:
     return Rejected(Verdict.EXCEPTION, _short(exc))
 
 
-class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, CensusMixin, ReferenceProbeMixin):
+class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, CensusMixin, ReferenceProbeMixin,
+               MemoryReportMixin):
     """The KernelBench workload's worker: a candidate is a Python module (ModelNew) imported into this process."""
 
     def __init__(self, conn, payload: dict):
@@ -479,28 +480,6 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         if note := self.mem_plan.note():
             self.task_notes.append(note)
         return None
-
-    def _memory_report(self) -> dict:
-        """The records' `memory`: the task's plan (its peak phase, the GiB it expected there with and without the
-        margin, what was free) beside the pair's own peak allocation above the models (CUDA only)."""
-        plan = self.mem_plan
-        if not (self.cuda and plan is not None and plan.phases):
-            return {}
-        gib = memory_plan.GIB
-        return {"plan_peak_gib": round(max(plan.phases.values()) / gib, 2), "plan_phase": plan.peak_phase,
-                "plan_need_gib": round(plan.need / gib, 2), "free_gib": round(plan.free / gib, 2),
-                "pair_peak_gib": round((torch.cuda.max_memory_allocated() - self.mem_base) / gib, 2)}
-
-    def _too_large(self, exc: BaseException, who: str) -> Rejected:
-        """`task too large` for an out-of-memory error of the reference's own call or the harness's copies (never
-        the candidate's verdict), with what the task's memory plan expected."""
-        plan = self.mem_plan
-        expected = (f"; its memory plan expected about {memory_plan.gib(plan.need)} GiB at its peak of "
-                    f"{memory_plan.gib(plan.free)} GiB free") if plan is not None and self.cuda else ""
-        reachable = reachable_tensors() if self.cuda else ""
-        return Rejected(Verdict.TOO_LARGE, f"{who} ran out of device memory at {self.current[2]} beside the "
-                                           f"harness's copies ({_short(exc)}{allocator_state(exc)}{reachable})"
-                                           f"{expected}")
 
     def _out_of_memory(self, tid, ref, pristine, phase, exc: Rejected) -> Rejected:
         """The verdict of a candidate call that failed with `exc`. Where it ran out of device memory, the

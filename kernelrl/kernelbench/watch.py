@@ -89,14 +89,32 @@ PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os
 CODE_EVENTS = frozenset({"compile", "code.__new__", "marshal.loads"})  # code made at run time (its file name a claim)
 # library helpers the stack walk looks through to the code that called them
 HELPER_FILES = ("inspect.py", "traceback.py", "threading.py", "subprocess.py", "os.py")
-HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep)
+HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep,
+               os.sep + "ctypes" + os.sep)  # ctypes.string_at is a Python wrapper around the audited read
 # library functions that only hand their caller its own frame (not helpers as a whole: logging's own use of
 # currentframe, to name a log line's caller, is not the candidate's): the stack walk looks through them, or
 # logging.currentframe() gave a candidate its frame, and f_back and f_locals, which no audit event covers, the
-# worker's (corpus: fallback_clears_trace_via_logging)
-FRAME_GETTERS = frozenset(code for f in (getattr(logging, "currentframe", None),)
+# worker's (corpus: fallback_clears_trace_via_logging). torch's TorchScript name resolver walks `frames_up` frames
+# past its caller and answers any name from that frame's locals: `self` there was the worker (a helper's review,
+# 2026-12-07: the worker's own tagged sender forged a 50x result; corpus: forges_result_through_jit_frames)
+FRAME_GETTERS = frozenset(code for f in (getattr(logging, "currentframe", None),
+                                         getattr(importlib.import_module("torch._jit_internal"),
+                                                 "createResolutionCallbackFromFrame", None))
                           if (code := getattr(f, "__code__", None)) is not None)
+# ctypes' audited reads of raw memory (an object's bytes at an address): a scan of the heap for the worker object
+# (a helper's review, 2026-12-07; corpus: reads_worker_through_ctypes). Unaudited routes remain (ctypes.memmove
+# into a tensor, a pointer indexed past its object): a candidate in this process can read what this process holds.
+MEMORY_EVENTS = frozenset({"ctypes.string_at", "ctypes.wstring_at", "ctypes.cdata"})
 AUDITED_THREADS = sys.version_info >= (3, 12)  # thread starts raise audit events from Python 3.12 on
+
+
+def _process_memory(path) -> bool:
+    """/proc/<pid>/mem (or /proc/self/mem, any thread's): a process's memory read as a file."""
+    try:
+        parts = os.fsdecode(path).split("/")
+    except TypeError:  # a file descriptor
+        return False
+    return len(parts) >= 4 and parts[:2] == ["", "proc"] and parts[-1] == "mem"
 
 
 def audit_thread_starts() -> bool:
@@ -356,7 +374,9 @@ class WatchMixin:
             key = "thread"
         elif event in PROCESS_EVENTS:
             key = "process"
-        elif event in FRAME_EVENTS or (event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRS):
+        elif event in FRAME_EVENTS or event in MEMORY_EVENTS or (
+                event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRS) or (
+                event == "open" and args and _process_memory(args[0])):
             key = "introspection"
         else:
             return
@@ -368,7 +388,8 @@ class WatchMixin:
                     frame.f_code.co_filename == __file__ and self._is_library(frame.f_code))):
                 frame = frame.f_back
             if frame is not None and not self._is_library(frame.f_code):
-                what = f"{args[1]}" if event == "object.__getattr__" else event
+                what = f"{args[1]}" if event == "object.__getattr__" else f"open {args[0]}" if event == "open" \
+                    else event
                 where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
                 if self.origins.named_trusted(frame.f_code.co_filename):
                     where += " (code compiled under that file's name: not the file's own)"

@@ -61,6 +61,9 @@ DEFENCES = {
         "clears_watch_hits"],
     "a result for its own pair sent down the worker's connection to the runner (found through the process object)": [
         "forges_worker_result"],
+    "the worker reached through a library function that walks frames past its caller (torch's TorchScript name "
+    "resolver) or through ctypes' audited reads of raw memory": ["forges_result_through_jit_frames",
+                                                                "reads_worker_through_ctypes"],
     "code compiled under a file name it does not come from (a stack walk named as torch's own module, a try/except "
     "fallback named as no file)": ["reads_reference_frames_disguised", "fallback_disguised"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",

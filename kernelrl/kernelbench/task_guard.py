@@ -21,6 +21,11 @@ _VOLATILE = {"__warningregistry__", "__annotations__", "__annotate__", "__static
              "__firstlineno__"}
 
 
+# set on the model by torch.compile when the harness compiles the reference for its baselines (a marker dynamo
+# reads; torch 2.13)
+_COMPILE_MARKS = frozenset({"_is_torch_compile"})
+
+
 def _value_copy(value):
     if isinstance(value, (list, dict, set, bytearray)) and len(value) <= _SMALL:
         try:
@@ -42,9 +47,10 @@ def _added_matters(name: str, owner) -> bool:
 class TaskSnapshot:
     """The task module's names and its classes' attributes, by identity (and by value for small containers), the
     module's type and each class's type and bases (a swapped `__class__` or `__bases__` changes lookups without
-    changing any name)."""
+    changing any name); with `reference`, the reference model instance too (`ReferenceSnapshot`)."""
 
-    def __init__(self, module: types.ModuleType):
+    def __init__(self, module: types.ModuleType, reference=None):
+        self.reference = ReferenceSnapshot(reference) if reference is not None else None
         self.types: list[tuple[object, str, object, object]] = [(module, "task module", type(module), None)]
         self.owners: list[tuple[object, str, frozenset]] = []
         self.entries: list[tuple[object, str, object, object, str]] = []
@@ -88,7 +94,93 @@ class TaskSnapshot:
             if any(a is not b for a, b in zip(_code_of(fn), code)):
                 out.append(f"{label}: its code or defaults replaced")
                 fn.__code__, fn.__defaults__, fn.__kwdefaults__ = code
+        if self.reference is not None:
+            out += self.reference.changed()
         return out
+
+    def reference_values(self, when: str) -> str | None:
+        """The reference's parameters compared with the task's: a verdict's detail when a candidate changed them
+        (they are put back; the verdict asks for a fresh worker)."""
+        moved = self.reference.values_changed() if self.reference is not None else []
+        if not moved:
+            return None
+        return f"{'; '.join(moved[:3])} {when}: the checks' reference outputs and every baseline come from this model"
+
+
+class ReferenceSnapshot:
+    """The reference model the worker keeps for the task's pairs (the checks' reference outputs and every baseline
+    come from it), as the task made it: each module's class, the names on the instance, its parameters, buffers,
+    submodules and hooks by identity, its plain settings (`training`, sizes) by value, and each parameter's storage,
+    version counter and values.
+
+    Why: the task module's snapshot left the instance out. A candidate that reached it (a helper's review,
+    2026-12-07, CPU worker) set a `forward` on it that ran the honest one four times (accepted at 5x, and the honest
+    pair after it in the same worker read 6.4x: the worker keeps the task), or one that answered the checks with the
+    candidate's own wrong values (accepted, 8x). `changed()` (every stretch of candidate code) is cheap: identities
+    and numbers; `values_changed()` copies every parameter to the host and compares it, after the load and at the
+    pair's end (an in-place write through `.data` moves no version counter)."""
+
+    def __init__(self, model):
+        self.modules: list[tuple[object, str, type, dict, dict, dict]] = []
+        for name, module in model.named_modules():
+            names = dict(vars(module))
+            tables = {k: dict(v) for k, v in names.items() if isinstance(v, dict)}  # parameters, hooks, ...
+            plain = {k: v for k, v in names.items() if isinstance(v, (bool, int, float, str, tuple, type(None)))}
+            self.modules.append((module, f"the reference model{'.' + name if name else ''}", type(module), names,
+                                 tables, plain))
+        self.params = [(f"the reference model's {n}", p, _storage_of(p), p._version,
+                        p.detach().to("cpu", copy=True)) for n, p in model.named_parameters()]
+        self.buffers = [(f"the reference model's {n}", b, _storage_of(b)) for n, b in model.named_buffers()]
+
+    def changed(self) -> list[str]:
+        """What differs, one phrase each; names set on an instance are removed, replaced entries put back."""
+        out = []
+        for module, label, kind, names, tables, plain in self.modules:
+            if type(module) is not kind:
+                out.append(f"{label}: its class replaced")
+                _put_back(module, "__class__", kind)
+            now = vars(module)
+            added = sorted(set(now) - set(names) - _COMPILE_MARKS)
+            if added:
+                out.append(f"{label}: {', '.join(added)[:200]} set on the instance")
+                for name in added:
+                    del now[name]
+            for name, table in tables.items():
+                current = now.get(name, _MISSING)
+                if current is not names[name] or current.keys() != table.keys() or any(
+                        current[k] is not v for k, v in table.items()):  # by identity: tensors have no one truth
+                    out.append(f"{label}: its {name} changed")
+                    now[name] = names[name]
+                    names[name].clear()
+                    names[name].update(table)
+            for name, value in plain.items():
+                if not _same(now.get(name, _MISSING), value):
+                    out.append(f"{label}: {name} changed")
+                    now[name] = value
+        for label, tensor, storage, version in [(b[0], b[1], b[2], None) for b in self.buffers] + \
+                [(p[0], p[1], p[2], p[3]) for p in self.params]:
+            if _storage_of(tensor) != storage or (version is not None and tensor._version != version):
+                out.append(f"{label} changed ({'written in place' if _storage_of(tensor) == storage else 'replaced'})")
+        return out
+
+    def values_changed(self) -> list[str]:
+        """The parameters whose values differ from the task's (each is put back)."""
+        out = []
+        for label, param, _, _, saved in self.params:
+            now = param.detach()
+            if not (now.shape == saved.shape and now.to("cpu").equal(saved)):
+                out.append(f"{label}: its values changed")
+                if now.shape == saved.shape:
+                    now.copy_(saved)
+        return out
+
+
+def _storage_of(tensor) -> tuple:
+    return tensor.data_ptr(), tuple(tensor.shape), tensor.stride(), tensor.dtype, str(tensor.device)
+
+
+def _same(a, b) -> bool:
+    return a is b or (type(a) is type(b) and _equal(a, b))
 
 
 def _equal(a, b) -> bool:

@@ -294,6 +294,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             return self._after_pair(failure)
         # OS threads: native ones too (a C++ extension's, pthread_create through ctypes: no audit event sees them)
         self._unwatch(before, "load", threads)
+        if moved := self.task_snapshot.reference_values("during load"):  # type: ignore[union-attr]
+            raise Fatal(Verdict.HARNESS_PATCH, moved)
         try:  # GPU work the load left running: the reference's own load sets the scale (its weights made there)
             self.check_device_settled(self.clocks.now, self.clocks.sync, "the candidate's load",
                                       LOAD_SETTLE_BUDGET_S + 2 * self.ref_settle_s)
@@ -330,6 +332,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             if foreign:
                 failure = Rejected(Verdict.HARNESS_PATCH, f"{'; '.join(foreign[:3])} by the pair's end: PyTorch's "
                                                           f"own operators compute the reference and the checks")
+            if moved := self.task_snapshot.reference_values("by the pair's end"):  # type: ignore[union-attr]
+                failure = Rejected(Verdict.HARNESS_PATCH, moved)
         if failure is None and errs["numerics"] is None and self.s.get("own_kernels"):
             failure = self._census(tid, tmod, ref, cand)
         numerics_only = failure is None and errs["numerics"] is not None
@@ -372,7 +376,9 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             too_large = self._probe_trivial(tid, tmod, ref)
         self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s,
                            self.seeded, self.task_notes, self.trivial_probes, self.task_verdicts, self.trivial_audit)
-        self.task_snapshot = TaskSnapshot(tmod)  # compared after every stretch of candidate code (watch._tampered)
+        # compared after every stretch of candidate code (watch._tampered); the reference's values after the load
+        # and at the pair's end
+        self.task_snapshot = TaskSnapshot(tmod, ref)
         return tmod, ref, too_large
 
     def _construct(self, cls, init: list, who: str, notes: list[str]):

@@ -64,6 +64,8 @@ DEFENCES = {
     "the worker reached through a library function that walks frames past its caller (torch's TorchScript name "
     "resolver) or through ctypes' audited reads of raw memory": ["forges_result_through_jit_frames",
                                                                 "reads_worker_through_ctypes"],
+    "a clock swapped inside one timed call, put back by its first read before the watch compares": [
+        "slows_own_clock_per_call"],
     "the reference model instance the worker keeps, changed (a forward set on it that slows it, or that answers the "
     "checks with the candidate's own values)": ["slows_reference_instance", "answers_checks_through_reference"],
     "code compiled under a file name it does not come from (a stack walk named as torch's own module, a try/except "

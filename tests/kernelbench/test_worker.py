@@ -57,7 +57,7 @@ BODIES = {
     "raises": "raise ValueError('nope')",
     "hangs": "time.sleep(1000)",
     "exits": "os._exit(3)",
-    "segfaults": "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); ctypes.string_at(0)",
+    "segfaults": "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); ctypes.memmove(8, 16, 8)",  # unaudited
 }
 
 

@@ -17,6 +17,9 @@ from kernelrl.kernelbench.inputs import Held, _flatten, _storage
 from kernelrl.kernelbench.trivial import Rule, scale_error
 from kernelrl.kernelbench.watch import Fatal
 
+if TYPE_CHECKING:
+    from kernelrl.kernelbench.task_guard import TaskSnapshot
+
 LARGE_FOOTPRINT = 1 << 30  # a task whose input set and output take this many bytes: its cache is released between
 # checks of different sizes (`_release_cached`)
 SLEEP_CYCLES = 10_000_000  # the stream-order check's spin kernel: ~5 ms at 2 GHz
@@ -77,6 +80,7 @@ class JudgeMixin:
     if TYPE_CHECKING:  # KBWorker's (for the type checker only: the guards watch the class's names)
         s: dict
         pair_notes: list[str]
+        task_snapshot: TaskSnapshot | None
 
     @staticmethod
     def _check_class(cand, ref):
@@ -89,6 +93,13 @@ class JudgeMixin:
         """The reference's output on a clone of the pristine inputs (computed after the candidate's call). Where
         the reference itself runs out of device memory, the task is too large (never the candidate's verdict)."""
         self.begin(tid, "reference", phase)
+        # the reference's parameters as the task made them: a candidate that writes them through `.data` (no version
+        # counter moves) at the end of its call and puts them back when its output is freed would have the checks
+        # compare it with a reference computed on its own weights (corpus: zeroes_reference_weights_between_calls)
+        moved = self.task_snapshot.reference_values(f"before the reference's {phase} call") \
+            if self.task_snapshot is not None else None
+        if moved:
+            raise Fatal(Verdict.HARNESS_PATCH, moved)
         try:
             ref_in = self._clone(pristine)
             if self.seeded:  # a random task: the seed the candidate's call ran under

@@ -67,7 +67,8 @@ DEFENCES = {
     "a clock swapped inside one timed call, put back by its first read before the watch compares": [
         "slows_own_clock_per_call"],
     "the reference model instance the worker keeps, changed (a forward set on it that slows it, or that answers the "
-    "checks with the candidate's own values)": ["slows_reference_instance", "answers_checks_through_reference"],
+    "checks with the candidate's own values), or its weights written between calls and put back by a finalizer": [
+        "slows_reference_instance", "answers_checks_through_reference", "zeroes_reference_weights_between_calls"],
     "code compiled under a file name it does not come from (a stack walk named as torch's own module, a try/except "
     "fallback named as no file)": ["reads_reference_frames_disguised", "fallback_disguised"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",

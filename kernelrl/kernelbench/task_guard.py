@@ -130,6 +130,11 @@ class ReferenceSnapshot:
                                  tables, plain))
         self.params = [(f"the reference model's {n}", p, _storage_of(p), p._version,
                         p.detach().to("cpu", copy=True)) for n, p in model.named_parameters()]
+        # a module in eval mode computes with its buffers (batch norm's running statistics) and changes none of
+        # them: their values are the task's too (in training mode the model's own calls update them)
+        self.params += [(f"the reference model's {f'{m}.' if m else ''}{n}", b, _storage_of(b), None,
+                         b.detach().to("cpu", copy=True)) for m, module in model.named_modules() if not module.training
+                        for n, b in module.named_buffers(recurse=False) if b is not None]
         self.buffers = [(f"the reference model's {n}", b, _storage_of(b)) for n, b in model.named_buffers()]
 
     def changed(self) -> list[str]:

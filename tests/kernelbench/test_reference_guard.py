@@ -101,3 +101,14 @@ def test_the_task_snapshot_names_the_reference_and_its_verdict_detail():
     detail = snap.reference_values("during load")
     assert detail is not None and detail.startswith("the reference model's fc.bias: its values changed during load")
     assert snap.reference_values("by the pair's end") is None  # put back
+
+
+def test_buffers_of_a_module_in_eval_mode_are_compared_by_value():
+    """Batch norm in eval mode computes with its running statistics and updates none of them."""
+    torch.manual_seed(0)
+    model = Net().eval()
+    snap = ReferenceSnapshot(model)
+    model(torch.randn(4, 8))
+    assert snap.values_changed() == []
+    model.bn.running_var.data.fill_(1e6)
+    assert snap.values_changed() == ["the reference model's bn.running_var: its values changed"]

@@ -288,9 +288,10 @@ def check_pair(task: SourceFile | None, cand: SourceFile | None) -> PairCheck:
     return v
 
 
-def load_module(path: str | Path):
+def load_module(path: str | Path, on_code=None):
     """Import a file under a unique module name (its own namespace; never shared between files or runs of the
-    same path with different contents). For the evaluation worker and trusted files only: this runs the code."""
+    same path with different contents). For the evaluation worker and trusted files only: this runs the code.
+    `on_code(code)` gets the module's code object before it runs (every function of the file is made from it)."""
     path = Path(path).resolve()
     digest = hashlib.sha1(f"{path}:{path.stat().st_mtime_ns}:{path.read_bytes()!r}".encode()).hexdigest()[:12]
     name = f"kernelrl_kb_{re.sub(r'[^0-9a-zA-Z_]', '_', path.stem)}_{digest}"
@@ -299,7 +300,12 @@ def load_module(path: str | Path):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look modules up here
     try:
-        spec.loader.exec_module(module)
+        if on_code is None:
+            spec.loader.exec_module(module)
+        else:  # what exec_module does, with the code object in hand
+            code = spec.loader.get_code(name)  # type: ignore[attr-defined]
+            on_code(code)
+            exec(code, module.__dict__)
     except BaseException:
         sys.modules.pop(name, None)
         raise

@@ -259,6 +259,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             return self._after_pair(too_large)
         self.begin(tid, "candidate", "load")
         self.cand_file = self.trace.file = str(Path(task["candidate_path"]).resolve())
+        self.trace.own.clear()  # the last candidate's code objects (load_module gives this one's)
         # read before any of its code runs; decides the verdict only if every dynamic check passes (those name
         # what the patch did)
         static = static_tampering(Path(self.cand_file).read_text(), Path(task["task_path"]).read_text())
@@ -280,7 +281,7 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
         threads = os_threads()
         before = self._watch()
         try:
-            cmod = load_module(task["candidate_path"])
+            cmod = load_module(task["candidate_path"], on_code=self.trace.note_file_code)
             cand = self._construct(cmod.ModelNew, list(tmod.get_init_inputs()), "ModelNew", self.pair_notes)
             own = cand.state_dict()
             shared = {k: v for k, v in ref_state.items() if k in own and own[k].shape == v.shape}

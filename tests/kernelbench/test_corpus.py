@@ -70,7 +70,8 @@ DEFENCES = {
     "checks with the candidate's own values), or its weights written between calls and put back by a finalizer": [
         "slows_reference_instance", "answers_checks_through_reference", "zeroes_reference_weights_between_calls"],
     "code compiled under a file name it does not come from (a stack walk named as torch's own module, a try/except "
-    "fallback named as no file)": ["reads_reference_frames_disguised", "fallback_disguised"],
+    "fallback named as no file, or renamed in place with _imp._fix_co_filename)": [
+        "reads_reference_frames_disguised", "fallback_disguised", "fallback_renamed_in_place"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",
                                                                  "harness_warmup_detection", "stale_after_checks"],
     "slowing the reference (a torch function it calls, wrapped at import or between calls)": [

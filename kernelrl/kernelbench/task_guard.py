@@ -117,8 +117,10 @@ class ReferenceSnapshot:
     2026-12-07, CPU worker) set a `forward` on it that ran the honest one four times (accepted at 5x, and the honest
     pair after it in the same worker read 6.4x: the worker keeps the task), or one that answered the checks with the
     candidate's own wrong values (accepted, 8x). `changed()` (every stretch of candidate code) is cheap: identities
-    and numbers; `values_changed()` copies every parameter to the host and compares it, after the load and at the
-    pair's end (an in-place write through `.data` moves no version counter)."""
+    and numbers; `values_changed()` copies every parameter (and an eval-mode module's buffers) to the host and
+    compares it, after the load, before every reference call and at the pair's end (an in-place write through
+    `.data` moves no version counter). Plain tensor attributes are compared by name only: some tasks set theirs in
+    every call (level 3's 33_VanillaRNN keeps its hidden state so)."""
 
     def __init__(self, model):
         self.modules: list[tuple[object, str, type, dict, dict, dict]] = []

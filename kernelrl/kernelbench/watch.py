@@ -88,7 +88,14 @@ PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os
                             "os.spawn"})
 CODE_EVENTS = frozenset({"compile", "code.__new__", "marshal.loads"})  # code made at run time (its file name a claim)
 # library helpers the stack walk looks through to the code that called them
-HELPER_FILES = ("inspect.py", "traceback.py", "threading.py", "subprocess.py", "os.py")
+# (bdb and pdb hand their caller the frames of a traceback and every frame above them: a helper's review,
+# 2026-12-07, found the worker that way; corpus: forges_result_through_bdb)
+HELPER_FILES = ("inspect.py", "traceback.py", "threading.py", "subprocess.py", "os.py", "bdb.py", "pdb.py",
+                "trace.py", "doctest.py", "profile.py", "dis.py")
+# the import system, looked through where code is made: a module the candidate writes and imports is its code
+# (a helper's review, 2026-12-07: a try/except fallback kept in such a module escaped the trace; corpus:
+# fallback_in_imported_module)
+IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 HELPER_DIRS = (os.sep + "concurrent" + os.sep, os.sep + "multiprocessing" + os.sep,
                os.sep + "ctypes" + os.sep)  # ctypes.string_at is a Python wrapper around the audited read
 # library functions that only hand their caller its own frame (not helpers as a whole: logging's own use of
@@ -355,6 +362,10 @@ class WatchMixin:
         return (os.path.basename(filename) in HELPER_FILES or any(d in filename for d in HELPER_DIRS)) \
             and self._is_library(code)
 
+    def _is_import(self, code) -> bool:
+        name = code.co_filename
+        return (name in IMPORT_FILES or (os.sep + "importlib" + os.sep) in name) and self._is_library(code)
+
     def _audit(self, event, args):
         if event == BUILD_NOTE_EVENT:  # failed_builds.replaying: a failed build, whoever catches it
             self._build_note(str(args[0]) if args else "")
@@ -408,7 +419,7 @@ class WatchMixin:
         self.in_hook = True
         try:
             frame = sys._getframe(2)
-            while frame is not None and self._is_helper(frame.f_code):
+            while frame is not None and (self._is_helper(frame.f_code) or self._is_import(frame.f_code)):
                 frame = frame.f_back
             if frame is None or self._is_library(frame.f_code):
                 return

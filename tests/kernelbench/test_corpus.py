@@ -63,15 +63,18 @@ DEFENCES = {
         "forges_worker_result"],
     "the worker reached through a library function that walks frames past its caller (torch's TorchScript name "
     "resolver), through ctypes' audited reads of raw memory or through /proc/self/mem": [
-        "forges_result_through_jit_frames", "reads_worker_through_ctypes", "reads_worker_through_proc_mem"],
+        "forges_result_through_jit_frames", "reads_worker_through_ctypes", "reads_worker_through_proc_mem",
+        "forges_result_through_bdb"],
     "a clock swapped inside one timed call, put back by its first read before the watch compares": [
         "slows_own_clock_per_call"],
     "the reference model instance the worker keeps, changed (a forward set on it that slows it, or that answers the "
     "checks with the candidate's own values), or its weights written between calls and put back by a finalizer": [
-        "slows_reference_instance", "answers_checks_through_reference", "zeroes_reference_weights_between_calls"],
+        "slows_reference_instance", "answers_checks_through_reference", "zeroes_reference_weights_between_calls",
+        "slows_reference_through_parameter_class"],
     "code compiled under a file name it does not come from (a stack walk named as torch's own module, a try/except "
     "fallback named as no file, or renamed in place with _imp._fix_co_filename)": [
-        "reads_reference_frames_disguised", "fallback_disguised", "fallback_renamed_in_place"],
+        "reads_reference_frames_disguised", "fallback_disguised", "fallback_renamed_in_place",
+        "fallback_in_imported_module"],
     "detecting the harness (call counting, warm-up detection)": ["harness_call_counting",
                                                                  "harness_warmup_detection", "stale_after_checks"],
     "slowing the reference (a torch function it calls, wrapped at import or between calls)": [

@@ -26,11 +26,19 @@
 # worker message HMAC-tagged, checked before unpickling) change what every worker does, with four new cheats: call 1
 # first again (sandbox on, on an H100), and one HGEMM call (7).
 # On 2026-12-07 19:16-19:26 UTC at 14ad049 call 1 gave no result: the suite's fixture (87 pairs in one run) had not
-# finished in 560 s (the two honest torch.compile pairs now compile in the worker's own process). Then, CPU only: a
-# helper's review found five routes accepted on the CPU worker, closed in 36f475f, 25cf7ef, 978204b and 02a7807 (the
-# clock read once, torch's frame-walking resolver and ctypes/proc reads refused, the reference instance guarded),
-# with six new cheats; these change what every worker does: call 0 with FIRST= the new and unverified candidates
-# (each line says whether a pair is as the suite expects), then call 1 split or with a longer limit.
+# finished in 560 s (the two honest torch.compile pairs now compile in the worker's own process). The device was then
+# refused for the rest of the session. CPU only: two helper reviews found cheats accepted on the CPU worker, closed in
+# 36f475f, 25cf7ef, 978204b, 02a7807, 0c14d75, 3c0cc66, dcaeaa4, 78080d9 and dca2856 (the clock read once, frame
+# getters and ctypes/proc reads refused, bdb/pdb looked through, the import system looked through, the reference
+# instance guarded by identity, class and value, the candidate file's code followed by identity), with eleven new
+# cheats; these change what every worker does. First: call 0 with
+#   FIRST=forges_result_through_jit_frames,forges_result_through_bdb,reads_worker_through_ctypes,\
+#   reads_worker_through_proc_mem,slows_reference_instance,answers_checks_through_reference,\
+#   zeroes_reference_weights_between_calls,slows_reference_through_parameter_class,slows_own_clock_per_call,\
+#   fallback_renamed_in_place,fallback_in_imported_module,fallback_clears_trace,clears_watch_hits,\
+#   forges_worker_result,compiled_reduce_overhead_cloned,compiled_max_autotune
+# (each pair's line says whether it is as the suite expects; the level-3 RNN self-pairs under the reference guard are
+# worth a look too: cuDNN's flattened weights), then call 1 in two shares (KB_SUITE_PART=1/2, 2/2).
 # Next: 0 (then 1), then 9 on the other 47 shapes (prebuild their wrappers first: about 50 minutes of this machine for 90), 3 with
 # PUBLISHED_LEVELS=2 PUBLISHED_BASELINES=eager,compile_default (the timed pairs again beside torch.compile; carry
 # `xz -dc benchmarks/results/h100/cuda_l1/published_e2c873b.db.xz` as .carry/published.db), 7, 8, 2, 4, 6.

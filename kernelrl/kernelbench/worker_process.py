@@ -377,8 +377,8 @@ class KBWorker(WorkerBase, WatchMixin, InputsMixin, JudgeMixin, TimingMixin, Cen
             too_large = self._probe_trivial(tid, tmod, ref)
         self.task_cache = (key, tmod, ref, too_large, self.footprint, self.input_bytes, self.ref_settle_s,
                            self.seeded, self.task_notes, self.trivial_probes, self.task_verdicts, self.trivial_audit)
-        # compared after every stretch of candidate code (watch._tampered); the reference's values after the load
-        # and at the pair's end
+        # compared after every stretch of candidate code (watch._tampered); the reference's values after the load,
+        # before every reference call (judge._reference) and at the pair's end
         self.task_snapshot = TaskSnapshot(tmod, ref)
         return tmod, ref, too_large
 

@@ -42,3 +42,14 @@ def test_the_summary_counts_verdicts_and_averages_only_where_both_verified():
     assert "- synchronizes the device inside the call: 1" in text
     device_all = next(line for line in text.split("## offline")[0].splitlines() if line.startswith("| all"))
     assert "| 0.800 (1) |" in device_all and "| 1.250 (2) |" in device_all
+
+
+def test_the_file_is_compared_with_each_of_the_paper_s_baselines_at_its_faster_layout():
+    data = measurements() + [row("offline", (1024, 1024, 1024), m, us) for m, us in
+                             (("cublaslt_heur_nn", 5.0), ("cublaslt_heur_tn", 8.0))]
+    table = {(r["mode"], r["m"]): r for r in cuda_l2_compare.rows(data)}
+    assert table[("offline", 1024)]["cuda_l2_vs_cublaslt_heur_best"] == 1.25  # 5 (NN, the faster) / 4
+    assert table[("offline", 1024)]["cuda_l2_vs_torch"] == 1.5
+    text = "\n".join(cuda_l2_compare.summary(cuda_l2_compare.rows(data)))
+    offline_all = [line for line in text.split("## offline")[1].splitlines() if line.startswith("| all")][1]
+    assert offline_all.startswith("| all | 2 |") and "1.250 (1)" in offline_all

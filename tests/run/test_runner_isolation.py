@@ -5,6 +5,7 @@ The stand-ins live at module top level: the runner spawns them, so they must be 
 
 import os
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -132,6 +133,30 @@ def forging_worker(conn, payload):
             raw.send(("task", task_id, [_record("bad", "device", set())]))
 
     _serve(conn, payload, forge)
+
+
+def _runner_marker(runner_pid: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"kernelrl-ran-in-runner-{runner_pid}"
+
+
+class _MakesMarker:
+    """Unpickling this calls os.mkdir: code a worker's message would run in the runner."""
+
+    def __init__(self, path: Path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return os.mkdir, (self.path,)
+
+
+def code_sending_worker(conn, payload):
+    """Serves as _serve does, and on task 0's bad method sends, tagged with the worker's own key (what a candidate
+    that read the key from the process's memory can do), a message whose unpickling would run code in the runner."""
+    def send_code(sender, task_id, method):
+        if method == "bad" and task_id == 0:
+            sender.send(("task", task_id, [_MakesMarker(_runner_marker(os.getppid()))]))
+
+    _serve(conn, payload, send_code)
 
 
 def early_exit_worker(conn, payload):
@@ -328,3 +353,13 @@ def test_a_message_without_the_worker_s_tag_is_that_method_s_harness_patch_and_t
     assert results[(0, "bad")][0]["verdict"] == "harness patch"
     assert "without the worker's tag" in results[(0, "bad")][0]["reason"]
     assert all(r["verified"] for r in results[(1, "bad")])  # a fresh worker for the rest
+
+
+def test_a_tagged_message_that_would_run_code_in_the_runner_is_refused_before_anything_runs():
+    marker = _runner_marker(os.getpid())
+    _, got, _ = run(code_sending_worker)
+    results = by_task_method(got)
+    assert not marker.exists()
+    assert results[(0, "bad")][0]["verdict"] == "harness patch"
+    assert "plain data only" in results[(0, "bad")][0]["reason"]
+    assert all(r["verified"] for r in results[(1, "bad")])

@@ -13,6 +13,7 @@ from pathlib import Path
 from kernelrl.build.builder import cache_root
 from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.verdicts import Verdict
+from kernelrl.kernelbench import referee
 from kernelrl.kernelbench.aggregate import TaskResult
 from kernelrl.kernelbench.build import build_extensions, extension_dir
 from kernelrl.kernelbench.requirements import environment_detail, missing_packages
@@ -44,6 +45,8 @@ class KBSettings:
     # folder an earlier or concurrent run left under a shared root (kernelbench/extension_fence.py)
     fenced: list[str] = field(default_factory=list)
     build_on_device: bool = True  # models constructed under the device (weights initialised there), not the CPU
+    referee: bool = True  # an accepted pair is run again outside its worker's process (kernelbench/referee.py): its
+    # values and its speed from processes the candidate cannot reach; off only to study the worker alone
     own_kernels: bool = False  # a pair that passed everything is `reference kernels` where its call launched every
     # kernel the reference's does (kernelbench/census.py): PyTorch computed the output, beside or instead of its own.
     # On CUDA each census ends its worker (the profiler's CUPTI session must not reach another pair's CUDA graphs):
@@ -151,6 +154,13 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
                                inner_options={"worker_target": target, "hot_spare": spare},
                                gpus=settings.device != "cpu")
         runner.run(runnable, [], settings, collect, on_progress=on_progress, on_env=on_env)
+        if settings.referee:
+            for task in runnable:
+                if pair_verdict(out[task.id])[0]:  # a forged result is always an acceptance
+                    referee.apply(out[task.id], referee.referee(task.task_path, task.candidate_path, settings,
+                                                                referee.claimed_speedup(out[task.id])))
+                    if on_records is not None:
+                        on_records(task.id, out[task.id])
     return out
 
 

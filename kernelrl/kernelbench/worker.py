@@ -97,7 +97,11 @@ Defences, in the order a candidate meets them (each verdict starts with the key 
   candidate cannot tell) are checked against the reference, computed after the call (`during timing: ...`):
   counting calls, detecting warm-up or dropped outputs and cheating later is caught. Each round's last call is also
   timed with events on the caller's stream: synchronized time well beyond the event time is `hidden work`.
-- Crashes (including sticky CUDA errors, probed after an exception) and hangs: `crash: ...`, `hang: ...`."""
+- Crashes (including sticky CUDA errors, probed after an exception) and hangs: `crash: ...`, `hang: ...`.
+- After the worker accepts a pair (KBSettings.referee, on by default): kernelbench/referee.py runs it again in two
+  processes the candidate cannot reach, the task's reference alone and the candidate alone, and compares values and
+  runner-timed speed with what the worker reported (`referee: ...`): code in the candidate's process can reach the
+  worker's objects through raw memory reads and report for it (docs/reward_hacks.md)."""
 
 from __future__ import annotations
 
@@ -145,6 +149,8 @@ REASONS = {
     "stream order": "wrong when read on the caller's stream right after the call (unsynchronized side stream)",
     "during timing": "a check of a sampled timed call failed",
     "hidden work": "synchronized time far beyond the caller's stream's event time",
+    "referee": "run again outside its worker's process (kernelbench/referee.py), its outputs or its timed speed "
+               "disagree with what its worker reported, or it would not run there",
     "random reference": "the task's outputs differ on the same inputs even after the same seed: nothing to judge "
                         "a candidate against",
     "input-independent reference": "the task's output (nearly) ignores its input: all zeros, one constant or the "

@@ -1,0 +1,211 @@
+"""A second opinion on an accepted pair from processes the candidate cannot reach (docs/reward_hacks.md, "Open").
+
+The worker judges a candidate in the candidate's own process, and code there can reach the worker's objects by
+reading memory (ctypes) and report a result of its own. So after the worker accepts a pair, the referee runs it again
+in two fresh processes: one with the task's reference only (it never loads candidate code) and one with the candidate
+(confined as a worker is, trusted with nothing: it has no guard, no judge and no result to report). This runner, in
+the parent, talks to both through plain frames (kernelbench/wire.py: JSON and raw bytes, never a pickle), so:
+
+- values: for `seeds` secret seeds, the candidate's process computes its outputs and sends their bytes; the
+  reference's process compares them with its own under the pair's tolerance profile (outputs above `MAX_BYTES` are
+  judged by the digests below only, and a note says so);
+- speed: stretches of back-to-back calls on varied inputs (one element changed per call), timed here by the runner's
+  clock from request to answer, alternating reference and candidate; each stretch then answers a digest of every
+  call's outputs under weights drawn from a seed sent only after the stretch (timed with it, so outputs computed late
+  cost their time; the reference's digest alone is timed too and taken off both sides). A digest off the reference's
+  by more than six standard deviations of honest rounding is `referee`; so is a worker's speedup over eager more than
+  `SPEEDUP_FACTOR` times what the runner timed (a factor that hot-cache back-to-back calls against the worker's
+  flushed, cloned ones must allow: not yet calibrated on a GPU).
+
+A candidate that fails to load or raises outside its worker is `referee` as well: a candidate must not be able to
+escape the second opinion by refusing it."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import secrets
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from kernelrl.harness.verdicts import Verdict
+from kernelrl.kernelbench import wire
+
+MAX_BYTES = 256 << 20  # outputs sent whole for the value comparison, at most
+STRETCH_S = 0.02  # a timed stretch lasts about this long on the reference's side
+MAX_CALLS = 64  # calls in one stretch, at most
+ROUNDS = 5
+SPEEDUP_FACTOR = 2.0
+SIGMAS = 6.0
+
+
+@dataclass
+class Ruling:
+    verdict: Verdict | None = None
+    detail: str = ""
+    speedup: float | None = None  # eager over the candidate, as the runner timed them
+    notes: list[str] = field(default_factory=list)
+
+
+class _Refused(Exception):
+    """What decided a ruling against the candidate."""
+
+
+class _Side:
+    def __init__(self, ctx, role: str, payload: dict, timeout_s: float):
+        self.role, self.timeout_s = role, timeout_s
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, role, payload), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def ask(self, header: dict, body: bytes = b"", timeout_s: float | None = None) -> tuple[dict, bytes]:
+        if header:
+            wire.send(self.conn, header, body)
+        if not self.conn.poll(timeout_s or self.timeout_s):
+            raise _Refused(f"the {self.role}'s process gave no answer within {timeout_s or self.timeout_s:.0f} s "
+                           f"({header.get('op', 'load')})")
+        try:
+            reply, data = wire.recv(self.conn)
+        except (EOFError, OSError):
+            self.proc.join(2)
+            raise _Refused(f"the {self.role}'s process died (exit code {self.proc.exitcode}) during "
+                           f"{header.get('op', 'load')}") from None
+        except ValueError as exc:
+            raise _Refused(f"the {self.role}'s process answered what is not a frame: {exc}") from None
+        if "error" in reply:
+            raise _Refused(f"the {self.role} {header.get('op', 'load')}: {reply['error']}")
+        return reply, data
+
+    def timed(self, header: dict) -> tuple[float, dict]:
+        t0 = time.perf_counter()
+        reply, _ = self.ask(header)
+        return time.perf_counter() - t0, reply
+
+    def close(self) -> None:
+        try:
+            wire.send(self.conn, {"op": "stop"})
+        except (OSError, ValueError):
+            pass
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
+
+
+def _serve(conn, role, payload):
+    from kernelrl.kernelbench.referee_process import serve  # imports torch: in the child only (the parent is
+    serve(conn, role, payload)                               # torch-free, as kernelbench/pairs.py is)
+
+
+def referee(task_path: str, candidate_path: str, settings, claimed_speedup: float | None,
+            seeds: int = 2) -> Ruling:
+    """The referee's ruling on one accepted pair (KBSettings `settings`); `claimed_speedup`: the worker's eager one."""
+    ctx = multiprocessing.get_context("spawn")
+    payload = {"device": settings.device, "task_path": task_path, "candidate_path": candidate_path,
+               "tolerance_profile": settings.tolerance_profile, "writable": settings.writable_dirs,
+               "extensions_dir": settings.extensions_dir,
+               "scratch": tempfile.mkdtemp(prefix="kernelrl-referee-")}
+    timeout = max(settings.hang_timeout_s, settings.load_timeout_s)
+    ref = _Side(ctx, "reference", payload, timeout)
+    cand = _Side(ctx, "candidate", payload, timeout)
+    ruling = Ruling()
+    try:
+        ref.ask({})
+        cand.ask({})
+        for _ in range(seeds):
+            _values(ref, cand, secrets.randbelow(1 << 31), ruling)
+        ruling.speedup = _speed(ref, cand, ruling)
+        if claimed_speedup and ruling.speedup and claimed_speedup > SPEEDUP_FACTOR * ruling.speedup:
+            raise _Refused(f"its worker reported {claimed_speedup:.2f}x over eager; timed by the runner from outside "
+                           f"the candidate's process it is {ruling.speedup:.2f}x")
+    except _Refused as exc:
+        ruling.verdict, ruling.detail = Verdict.REFEREE, str(exc)
+    finally:
+        cand.close()
+        ref.close()
+    return ruling
+
+
+def _values(ref: _Side, cand: _Side, seed: int, ruling: Ruling) -> None:
+    header, body = cand.ask({"op": "outputs", "seed": seed, "max_bytes": MAX_BYTES})
+    ref.ask({"op": "outputs", "seed": seed, "max_bytes": 0})
+    if not header.get("sent"):
+        note = (f"outputs of {int(header.get('bytes', 0)) >> 20} MiB, above the {MAX_BYTES >> 20} MiB sent whole: "
+                f"judged by the stretches' digests only")
+        if note not in ruling.notes:
+            ruling.notes.append(note)
+        return
+    verdict, _ = ref.ask({"op": "compare", "tensors": header.get("tensors")}, body)
+    if not verdict.get("ok"):
+        raise _Refused(f"outside its worker, on fresh inputs, its outputs are wrong: {verdict.get('detail')}")
+
+
+def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> float | None:
+    """Eager over the candidate from alternating stretches, each checked by its digest; None if too fast to time."""
+    probe_seed = secrets.randbelow(1 << 31)
+    for side in (ref, cand):  # warm-up: first calls (lazy compiles, cuDNN's search) are not timed
+        side.ask({"op": "prepare", "seed": probe_seed, "calls": 1})
+        side.ask({"op": "go"})
+        side.ask({"op": "digest", "seed": 0})
+    ref.ask({"op": "prepare", "seed": probe_seed, "calls": 1})
+    one, _ = ref.timed({"op": "go"})
+    ref.ask({"op": "digest", "seed": 0})
+    calls = max(1, min(MAX_CALLS, math.ceil(STRETCH_S / max(one, 1e-6))))
+    times: dict[str, list[float]] = {"reference": [], "candidate": []}
+    digest_alone: list[float] = []
+    for _ in range(ROUNDS):
+        seed, late = secrets.randbelow(1 << 31), secrets.randbelow(1 << 31)
+        answers = {}
+        for side in (ref, cand):
+            side.ask({"op": "prepare", "seed": seed, "calls": calls})
+            went, _ = side.timed({"op": "go"})
+            digested, answers[side.role] = side.timed({"op": "digest", "seed": late, "spread": side is ref,
+                                                       "keep": side is ref})
+            times[side.role].append(went + digested)
+        alone, _ = ref.timed({"op": "digest", "seed": late})
+        digest_alone.append(alone)
+        _check_digests(answers["reference"], answers["candidate"])
+    d = statistics.median(digest_alone)
+    r, c = statistics.median(times["reference"]) - d, statistics.median(times["candidate"]) - d
+    if r <= 0 or c <= 0:
+        ruling.notes.append(f"the referee's stretches ({calls} calls) were too short to time beside their digests")
+        return None
+    return r / c
+
+
+def _check_digests(ref: dict, cand: dict) -> None:
+    rows_r, rows_c = ref.get("digests") or [], cand.get("digests") or []
+    spreads, tolerances = ref.get("spreads") or [], ref.get("tolerances") or []
+    if len(rows_c) != len(rows_r):
+        raise _Refused(f"its stretch answered {len(rows_c)} calls' digests for {len(rows_r)} calls")
+    for call, (dr, dc, sp) in enumerate(zip(rows_r, rows_c, spreads)):
+        if not isinstance(dc, list) or len(dc) != len(dr):
+            raise _Refused(f"call {call} of a timed stretch answered {dc!r} for {len(dr)} outputs")
+        for i, (a, b, s) in enumerate(zip(dr, dc, sp)):
+            tol = tolerances[i] if i < len(tolerances) else 1e-2
+            if not isinstance(b, (int, float)) or not abs(float(b) - a) <= SIGMAS * tol * s:
+                raise _Refused(f"the outputs of call {call} of a timed stretch do not match the reference's "
+                               f"(output {i}: weighted sum {b!r} against {a:.6g}, allowed {SIGMAS * tol * s:.3g}): "
+                               f"its timed calls did not compute what its checked ones did")
+
+
+def apply(records: list[dict], ruling: Ruling) -> None:
+    """The ruling in a pair's candidate records: the runner-timed speedup and notes on each; a `referee` verdict
+    makes every one of them unverified, with its reason."""
+    for r in records:
+        if r.get("method") != "candidate":
+            continue
+        r["referee_speedup"] = ruling.speedup
+        if ruling.notes:
+            r["notes"] = "; ".join(filter(None, [r.get("notes") or "", *(f"referee: {n}" for n in ruling.notes)]))
+        if ruling.verdict is not None:
+            r.update(verified=False, verdict=ruling.verdict.value, reason=f"{ruling.verdict.value}: {ruling.detail}")
+
+
+def claimed_speedup(records: list[dict]) -> float | None:
+    """The worker's speedup over eager in a pair's records (None where eager was not timed)."""
+    return next((r["speedup"] for r in records if r.get("method") == "candidate" and r.get("baseline") == "eager"
+                 and r.get("speedup")), None)

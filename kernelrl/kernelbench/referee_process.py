@@ -1,0 +1,208 @@
+"""The two processes of a referee (kernelbench/referee.py): one runs the task's reference only and never sees candidate
+code; the other runs the candidate, confined as a worker is, and is trusted with nothing. Each answers the runner's
+requests (`wire.py` framing: a JSON header and raw bytes, never a pickle):
+
+- `outputs` (seed): the task's inputs for that seed, one call, every output as raw bytes (the candidate's side) or
+  kept to compare (the reference's side);
+- `compare` (the reference's side only): the candidate's output bytes against its own, by the pair's tolerance;
+- `prepare` (seed, calls): input sets for a stretch of timed calls; `go`: those calls back to back and one device-wide
+  synchronize (the runner times the stretch from outside); `digest` (seed): each call's outputs weighted by random
+  numbers drawn from a seed told only now, so a stretch that skipped its work cannot answer."""
+
+from __future__ import annotations
+
+import torch
+
+from kernelrl.harness.sandbox import confine_worker
+from kernelrl.harness.tolerance import output_tolerance
+from kernelrl.harness.compare import closeness, nonfinite_mismatches
+from kernelrl.kernelbench import wire
+from kernelrl.kernelbench.build import use_extension_dir
+from kernelrl.kernelbench.tasks import load_module
+from kernelrl.run.protocol import forget_spawn_arguments
+
+DTYPES = {str(d): d for d in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32,
+                              torch.int8, torch.uint8, torch.bool)}
+INIT_SEED = 42  # the seed both sides are built under (the same weights), as the worker builds both
+
+
+def serve(conn, role: str, payload: dict) -> None:
+    forget_spawn_arguments()
+    if role == "candidate":  # confined before any candidate code: writes only where a worker may write
+        confine_worker(payload["scratch"], payload.get("writable") or [])
+        if payload.get("extensions_dir"):
+            use_extension_dir(payload["extensions_dir"], payload["candidate_path"])
+    try:
+        side = Side(role, payload)
+    except Exception as exc:  # the task or the candidate does not load here: the runner says so
+        wire.send(conn, {"error": f"{type(exc).__name__}: {exc}"[:400]})
+        return
+    wire.send(conn, {"ready": True})
+    while True:
+        try:
+            header, body = wire.recv(conn)
+        except (EOFError, OSError):
+            return
+        try:
+            reply = side.handle(header, body)
+        except Exception as exc:  # a call that raised: an answer, not a crash
+            reply = ({"error": f"{type(exc).__name__}: {exc}"[:400]}, b"")
+        if reply is None:
+            return
+        wire.send(conn, *reply)
+
+
+class Side:
+    def __init__(self, role: str, payload: dict):
+        self.device = torch.device(payload["device"])
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        self.profile = payload.get("tolerance_profile", "strict")
+        self.task = load_module(payload["task_path"])
+        init = list(self.task.get_init_inputs())
+        reference = self._build(self.task.Model, init)
+        if role == "candidate":
+            model = self._build(load_module(payload["candidate_path"]).ModelNew, init)
+            own = model.state_dict()  # the reference's weights where names and shapes agree, as the worker gives
+            model.load_state_dict({k: v for k, v in reference.state_dict().items()
+                                   if k in own and own[k].shape == v.shape}, strict=False)
+            del reference
+            self.model = model.to(self.device)
+        else:
+            self.model = reference.to(self.device)
+        self.kept: list = []  # the reference's outputs for the last `outputs` request
+        self.stretch: list = []  # the prepared timed calls' inputs, then their outputs
+
+    def _build(self, cls, init):
+        torch.manual_seed(INIT_SEED)
+        with torch.device(self.device):
+            return cls(*init)
+
+    def inputs(self, seed: int) -> list:
+        torch.manual_seed(seed)
+        with torch.device(self.device):
+            return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in self.task.get_inputs()]
+
+    def call(self, inputs: list) -> list:
+        with torch.no_grad():
+            out = self.model(*inputs)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        if not all(isinstance(o, torch.Tensor) for o in outs):
+            raise TypeError("an output is not a tensor")
+        return outs
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def handle(self, header: dict, body: bytes):
+        op = header.get("op")
+        if op == "outputs":
+            outs = self.call(self.inputs(int(header["seed"])))
+            self.sync()
+            self.kept = outs
+            return _encoded(outs, int(header["max_bytes"]))
+        if op == "compare":
+            return self.compare(header, body), b""
+        if op == "prepare":
+            base = self.inputs(int(header["seed"]))
+            self.stretch = [_varied(base, i) for i in range(int(header["calls"]))]
+            self.sync()
+            return {"ready": True}, b""
+        if op == "go":
+            self.stretch = [self.call(inputs) for inputs in self.stretch]
+            self.sync()
+            return {"done": True}, b""
+        if op == "digest":  # the runner times it with `go`; the reference's side answers it twice (`keep`): the
+            gen = torch.Generator(device=self.device).manual_seed(int(header["seed"]))  # second, timed alone
+            sums = [[_weighted(o, gen) for o in outs] for outs in self.stretch]
+            spreads = [[_spread(o) for o in outs] for outs in self.stretch] if header.get("spread") else None
+            tolerances = [output_tolerance(o.dtype, self.profile) for o in self.stretch[0]] if self.stretch else []
+            if not header.get("keep"):
+                self.stretch = []
+            return {"digests": sums, "spreads": spreads, "tolerances": tolerances}, b""
+        if op == "stop":
+            return None
+        return {"error": f"unknown request {op!r}"}, b""
+
+    def compare(self, header: dict, body: bytes) -> dict:
+        """The candidate's outputs (as it sent them) against this side's last ones."""
+        try:
+            outs = _decoded(header, body)
+        except ValueError as exc:
+            return {"ok": False, "detail": str(exc)}
+        if len(outs) != len(self.kept):
+            return {"ok": False, "detail": f"{len(outs)} outputs where the reference gives {len(self.kept)}"}
+        for i, (o, r) in enumerate(zip(outs, (k.cpu() for k in self.kept))):
+            if o.shape != r.shape or o.dtype != r.dtype:
+                return {"ok": False, "detail": f"output {i}: {o.dtype} {tuple(o.shape)} where the reference gives "
+                                               f"{r.dtype} {tuple(r.shape)}"}
+            if not (o.is_floating_point() or o.is_complex()):
+                if not torch.equal(o, r):
+                    return {"ok": False, "detail": f"output {i}: integer values differ"}
+                continue
+            tol = output_tolerance(r.dtype, self.profile)
+            wrong, _ = nonfinite_mismatches(o, r)
+            max_abs, _, tightest = closeness(o, r, tol, finite_only=True)
+            if wrong or not tightest <= tol:
+                return {"ok": False, "detail": f"output {i}: max abs error {max_abs:.3g} beyond atol = rtol = {tol:g}"
+                                               + (f", {wrong} non-finite elements unmatched" if wrong else "")}
+        return {"ok": True, "detail": ""}
+
+
+def _varied(base: list, i: int) -> list:
+    """Input set `i` of a stretch: the base set with one element of each floating input changed, a different one
+    for each call (a cache keyed on content misses; both sides make the same sets)."""
+    out = []
+    for x in base:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0:
+            x = x.clone()
+            flat = x.view(-1)
+            flat[(i * 7919) % flat.numel()] = float(i % 13) - 6.0
+        out.append(x)
+    return out
+
+
+def _weighted(o, gen) -> float:
+    """sum(o * w) in float64 over uniform(-1, 1) weights drawn from the runner's late seed: a candidate whose outputs
+    were not there when its stretch ended cannot answer it without computing them (timed with the stretch)."""
+    w = torch.rand(o.shape, generator=gen, device=o.device, dtype=torch.float64).mul_(2).sub_(1)
+    return float(o.to(torch.float64).nan_to_num(0.0, 0.0, 0.0).mul_(w).sum())
+
+
+def _spread(r) -> float:
+    """sqrt(sum((1 + |r|)^2) / 3): the standard deviation of sum(e * w) for errors |e| <= 1 + |r| (times the
+    tolerance) and weights uniform in (-1, 1), drawn after the outputs were fixed: errors cannot line up with them."""
+    r = r.to(torch.float64).nan_to_num(0.0, 0.0, 0.0).abs_().add_(1.0)
+    return float(r.square_().sum().div_(3.0).sqrt_())
+
+
+def _encoded(outs: list, max_bytes: int) -> tuple[dict, bytes]:
+    """Each output's dtype, shape and bytes (C order); only the header where they exceed `max_bytes` together."""
+    meta = [{"dtype": str(o.dtype), "shape": list(o.shape)} for o in outs]
+    size = sum(o.numel() * o.element_size() for o in outs)
+    if size > max_bytes:
+        return {"tensors": meta, "bytes": size, "sent": False}, b""
+    body = b"".join(o.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy().tobytes() for o in outs)
+    return {"tensors": meta, "bytes": size, "sent": True}, body
+
+
+def _decoded(header: dict, body: bytes) -> list:
+    """The tensors a header and its bytes describe; ValueError where they do not agree or a dtype is not plain."""
+    out, at = [], 0
+    for meta in header.get("tensors") or []:
+        dtype = DTYPES.get(str(meta.get("dtype")))
+        shape = [int(d) for d in meta.get("shape") or []]
+        if dtype is None or any(d < 0 for d in shape):
+            raise ValueError(f"an output of dtype {meta.get('dtype')!r} and shape {shape}: not one the referee reads")
+        n = dtype.itemsize
+        for d in shape:
+            n *= d
+        if at + n > len(body):
+            raise ValueError(f"the outputs' bytes end at {len(body)}, where their shapes need {at + n}")
+        out.append(torch.frombuffer(bytearray(body[at:at + n]), dtype=torch.uint8).view(dtype).reshape(shape)
+                   if n else torch.empty(shape, dtype=dtype))
+        at += n
+    if at != len(body):
+        raise ValueError(f"{len(body) - at} bytes beyond the outputs' shapes")
+    return out

@@ -1,0 +1,72 @@
+"""kernelbench/referee.py: an accepted pair is run again in two processes the candidate cannot reach (the task's
+reference alone, and the candidate alone), talking to the runner in plain frames; its values and its runner-timed
+speed must agree with what its worker reported. CPU processes; the forged report itself is in the corpus
+(forges_result_through_memmove)."""
+
+from pathlib import Path
+
+import pytest
+
+from kernelrl.examples import TASKS_DIR
+from kernelrl.harness.verdicts import Verdict
+from kernelrl.kernelbench import referee, wire
+from kernelrl.kernelbench.pairs import KBSettings
+
+TASK = str(TASKS_DIR / "10_SwishPlusOne.py")
+HEADER = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
+HONEST = HEADER + "        return x * torch.sigmoid(x) + 1.0\n"
+ZEROS = HEADER + "        return torch.zeros_like(x)\n"
+SLOW = "import time\n" + HEADER + "        time.sleep(0.002)\n        return x * torch.sigmoid(x) + 1.0\n"
+RAISES_HERE = HEADER + "        raise RuntimeError('not in this process')\n"
+
+
+def settings(tmp_path: Path) -> KBSettings:
+    return KBSettings(device="cpu", baselines=("eager",), hang_timeout_s=60.0, compile_timeout_s=60.0,
+                      extensions_dir=str(tmp_path / "ext"))
+
+
+def rule(tmp_path: Path, source: str, claimed: float | None = 1.0) -> referee.Ruling:
+    cand = tmp_path / "cand.py"
+    cand.write_text(source)
+    return referee.referee(TASK, str(cand), settings(tmp_path), claimed)
+
+
+def test_an_honest_candidate_gets_no_verdict_and_a_runner_timed_speedup(tmp_path):
+    ruling = rule(tmp_path, HONEST)
+    assert ruling.verdict is None, ruling.detail
+    assert ruling.speedup is not None and 0.2 < ruling.speedup < 5.0
+
+
+def test_outputs_computed_outside_the_worker_that_are_wrong_are_its_verdict(tmp_path):
+    ruling = rule(tmp_path, ZEROS)
+    assert ruling.verdict is Verdict.REFEREE and "its outputs are wrong" in ruling.detail
+
+
+def test_a_speedup_its_worker_reported_that_the_runner_does_not_see_is_its_verdict(tmp_path):
+    ruling = rule(tmp_path, SLOW, claimed=50.0)
+    assert ruling.verdict is Verdict.REFEREE and "reported 50.00x over eager" in ruling.detail
+
+
+def test_a_candidate_that_will_not_run_outside_its_worker_is_its_verdict(tmp_path):
+    ruling = rule(tmp_path, RAISES_HERE)
+    assert ruling.verdict is Verdict.REFEREE and "not in this process" in ruling.detail
+
+
+def test_the_ruling_marks_every_candidate_record_and_leaves_baselines_alone():
+    records = [{"method": "candidate", "baseline": "eager", "verified": True, "speedup": 50.0},
+               {"method": "eager", "verified": True}]
+    referee.apply(records, referee.Ruling(Verdict.REFEREE, "timed from outside: 1.00x", 1.0, ["a note"]))
+    assert records[0]["verified"] is False and records[0]["reason"] == "referee: timed from outside: 1.00x"
+    assert records[0]["referee_speedup"] == 1.0 and records[0]["notes"] == "referee: a note"
+    assert records[1] == {"method": "eager", "verified": True}
+    assert referee.claimed_speedup(records) == 50.0
+
+
+@pytest.mark.parametrize("frame", [b"", b"\x05\x00\x00\x00[1,2]", b"\x03\x00\x00\x00abc"])
+def test_a_frame_that_is_not_an_object_is_refused_as_data(frame):
+    class Conn:
+        def recv_bytes(self):
+            return frame
+
+    with pytest.raises(ValueError):
+        wire.recv(Conn())

@@ -65,6 +65,8 @@ DEFENCES = {
     "resolver), through ctypes' audited reads of raw memory or through /proc/self/mem": [
         "forges_result_through_jit_frames", "reads_worker_through_ctypes", "reads_worker_through_proc_mem",
         "forges_result_through_bdb"],
+    "the worker found through raw memory reads no audit event sees (ctypes.memmove), its own report sending a forged "
+    "result: the referee's processes, which the candidate cannot reach": ["forges_result_through_memmove"],
     "a clock swapped inside one timed call, put back by its first read before the watch compares": [
         "slows_own_clock_per_call"],
     "the reference model instance the worker keeps, changed (a forward set on it that slows it, or that answers the "

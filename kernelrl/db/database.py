@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS kb_results (
     candidate_us REAL, baseline_us REAL, speedup REAL, max_abs_err REAL, max_rel_err REAL, baseline_reason TEXT,
     static TEXT, env TEXT, run_id INTEGER, created REAL, verdict TEXT,
     profile TEXT, profiles TEXT, tightest_tolerance REAL, claimed_speedup REAL, phase_s TEXT, rounds_run INTEGER,
-    task_verdicts TEXT, kernelbench_rule INTEGER, notes TEXT, time_spread TEXT,
+    task_verdicts TEXT, kernelbench_rule INTEGER, notes TEXT, time_spread TEXT, referee_speedup REAL,
     PRIMARY KEY (gpu, task_key, candidate_key, baseline));
 CREATE TABLE IF NOT EXISTS lt_algos (
     gpu TEXT NOT NULL, cublaslt INTEGER NOT NULL, key TEXT NOT NULL, algo TEXT NOT NULL, algo_index INTEGER,
@@ -82,12 +82,13 @@ class Database:
         were probed for trivial outputs, `task_verdicts` (JSON: profile -> why the task cannot tell right from
         trivial); before the record said what KernelBench's own check makes of the pair, `kernelbench_rule`; before
         the worker's notes were kept (an extension that did not build, ...), `notes`; before each side's spread was
-        kept, `time_spread` (JSON); empty for old rows."""
+        kept, `time_spread` (JSON); before the referee (kernelbench/referee.py), `referee_speedup`; empty for old
+        rows."""
         names = {row["name"] for row in self.conn.execute("PRAGMA table_info(kb_results)")}
         for column, kind in (("profile", "TEXT"), ("profiles", "TEXT"), ("tightest_tolerance", "REAL"),
                              ("claimed_speedup", "REAL"), ("phase_s", "TEXT"), ("rounds_run", "INTEGER"),
                              ("task_verdicts", "TEXT"), ("kernelbench_rule", "INTEGER"), ("notes", "TEXT"),
-                             ("time_spread", "TEXT")):
+                             ("time_spread", "TEXT"), ("referee_speedup", "REAL")):
             if column not in names:
                 with self.conn:
                     self.conn.execute(f"ALTER TABLE kb_results ADD COLUMN {column} {kind}")
@@ -229,14 +230,14 @@ class Database:
                    r.get("tightest_tolerance"), r.get("claimed_speedup"), r.get("phase_s"), r.get("rounds_run"),
                    json.dumps(r["task_verdicts"]) if r.get("task_verdicts") else None,
                    None if r.get("kernelbench_rule") is None else int(bool(r["kernelbench_rule"])), r.get("notes"),
-                   r.get("time_spread"))
+                   r.get("time_spread"), r.get("referee_speedup"))
                   for r in rows]
         columns = ("gpu, task, task_key, candidate, candidate_key, baseline, verified, reason, candidate_us, "
                    "baseline_us, speedup, max_abs_err, max_rel_err, baseline_reason, static, env, run_id, created, "
                    "verdict, profile, profiles, tightest_tolerance, claimed_speedup, phase_s, rounds_run, "
-                   "task_verdicts, kernelbench_rule, notes, time_spread")
+                   "task_verdicts, kernelbench_rule, notes, time_spread, referee_speedup")
         with self.conn:
-            self.conn.executemany(f"INSERT OR REPLACE INTO kb_results ({columns}) VALUES ({','.join('?' * 29)})",
+            self.conn.executemany(f"INSERT OR REPLACE INTO kb_results ({columns}) VALUES ({','.join('?' * 30)})",
                                   values)
 
     def kb_rows(self, gpu: str | None = None) -> list[dict]:

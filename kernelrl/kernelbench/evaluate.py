@@ -58,7 +58,7 @@ CSV_COLUMNS = ("task", "candidate", "baseline", "verified", "reason", "verdict",
                "speedup", "max_abs_err", "max_rel_err", "baseline_reason", "static", "mode", "gpu", "torch", "profile",
                *(f"correct_{p}" for p in PROFILES), "tightest_tolerance",
                "claimed_speedup", "phase_s", "rounds_run", "task_verdict", "tolerance_blind", "kernelbench_rule",
-               "notes", "time_spread")
+               "notes", "time_spread", "referee_speedup")
 
 
 def task_verdict_text(task_verdicts: dict | None) -> str:

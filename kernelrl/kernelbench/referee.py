@@ -11,8 +11,9 @@ the parent, talks to both through plain frames (kernelbench/wire.py: JSON and ra
   judged by the digests below only, and a note says so);
 - speed: stretches of back-to-back calls on varied inputs (one element changed per call), timed here by the runner's
   clock from request to answer, alternating reference and candidate; each stretch then answers a digest of every
-  call's outputs under weights drawn from a seed sent only after the stretch (timed with it, so outputs computed late
-  cost their time; the reference's digest alone is timed too and taken off both sides). A digest off the reference's
+  call's outputs under weights drawn from a seed sent only after the stretch. Making the stretch's inputs, the calls
+  and the digest are timed together (outputs computed early or late cost their time); what the reference's side
+  takes to make the inputs and to digest alone is taken off both sides. A digest off the reference's
   by more than six standard deviations of honest rounding is `referee`; so is a worker's speedup over eager more than
   `SPEEDUP_FACTOR` times what the runner timed (a factor that hot-cache back-to-back calls against the worker's
   flushed, cloned ones must allow: not yet calibrated on a GPU).
@@ -155,23 +156,26 @@ def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> float | None:
     ref.ask({"op": "digest", "seed": 0})
     calls = max(1, min(MAX_CALLS, math.ceil(STRETCH_S / max(one, 1e-6))))
     times: dict[str, list[float]] = {"reference": [], "candidate": []}
-    digest_alone: list[float] = []
+    harness_only: list[float] = []  # the reference's side making a stretch's inputs and digesting its outputs
     for _ in range(ROUNDS):
         seed, late = secrets.randbelow(1 << 31), secrets.randbelow(1 << 31)
         answers = {}
-        for side in (ref, cand):
-            side.ask({"op": "prepare", "seed": seed, "calls": calls})
+        for side in (ref, cand):  # inputs made, calls, digest: all timed (work moved into any of them is counted)
+            prepared, _ = side.timed({"op": "prepare", "seed": seed, "calls": calls})
             went, _ = side.timed({"op": "go"})
             digested, answers[side.role] = side.timed({"op": "digest", "seed": late, "spread": side is ref,
                                                        "keep": side is ref})
-            times[side.role].append(went + digested)
+            times[side.role].append(prepared + went + digested)
+            if side is ref:
+                ref_prepared = prepared
         alone, _ = ref.timed({"op": "digest", "seed": late})
-        digest_alone.append(alone)
+        harness_only.append(ref_prepared + alone)
         _check_digests(answers["reference"], answers["candidate"])
-    d = statistics.median(digest_alone)
-    r, c = statistics.median(times["reference"]) - d, statistics.median(times["candidate"]) - d
+    h = statistics.median(harness_only)
+    r, c = statistics.median(times["reference"]) - h, statistics.median(times["candidate"]) - h
     if r <= 0 or c <= 0:
-        ruling.notes.append(f"the referee's stretches ({calls} calls) were too short to time beside their digests")
+        ruling.notes.append(f"the referee's stretches ({calls} calls) were too short to time beside making their "
+                            f"inputs and digests")
         return None
     return r / c
 
@@ -199,8 +203,9 @@ def apply(records: list[dict], ruling: Ruling) -> None:
         if r.get("method") != "candidate":
             continue
         r["referee_speedup"] = ruling.speedup
-        if ruling.notes:
-            r["notes"] = "; ".join(filter(None, [r.get("notes") or "", *(f"referee: {n}" for n in ruling.notes)]))
+        if ruling.notes:  # beside the worker's own notes (the CSV's `notes`)
+            extra = r.setdefault("extra", {})
+            extra["notes"] = [*(extra.get("notes") or ()), *(f"referee: {n}" for n in ruling.notes)]
         if ruling.verdict is not None:
             r.update(verified=False, verdict=ruling.verdict.value, reason=f"{ruling.verdict.value}: {ruling.detail}")
 

@@ -57,7 +57,7 @@ def test_the_ruling_marks_every_candidate_record_and_leaves_baselines_alone():
                {"method": "eager", "verified": True}]
     referee.apply(records, referee.Ruling(Verdict.REFEREE, "timed from outside: 1.00x", 1.0, ["a note"]))
     assert records[0]["verified"] is False and records[0]["reason"] == "referee: timed from outside: 1.00x"
-    assert records[0]["referee_speedup"] == 1.0 and records[0]["notes"] == "referee: a note"
+    assert records[0]["referee_speedup"] == 1.0 and records[0]["extra"]["notes"] == ["referee: a note"]
     assert records[1] == {"method": "eager", "verified": True}
     assert referee.claimed_speedup(records) == 50.0
 

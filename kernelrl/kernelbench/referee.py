@@ -51,7 +51,11 @@ class Ruling:
 
 
 class _Refused(Exception):
-    """What decided a ruling against the candidate."""
+    """A side that failed (`role`: "reference" or "candidate"), or a disagreement (role "candidate")."""
+
+    def __init__(self, detail: str, role: str = "candidate"):
+        super().__init__(detail)
+        self.role = role
 
 
 class _Side:
@@ -67,17 +71,17 @@ class _Side:
             wire.send(self.conn, header, body)
         if not self.conn.poll(timeout_s or self.timeout_s):
             raise _Refused(f"the {self.role}'s process gave no answer within {timeout_s or self.timeout_s:.0f} s "
-                           f"({header.get('op', 'load')})")
+                           f"({header.get('op', 'load')})", self.role)
         try:
             reply, data = wire.recv(self.conn)
         except (EOFError, OSError):
             self.proc.join(2)
             raise _Refused(f"the {self.role}'s process died (exit code {self.proc.exitcode}) during "
-                           f"{header.get('op', 'load')}") from None
+                           f"{header.get('op', 'load')}", self.role) from None
         except ValueError as exc:
-            raise _Refused(f"the {self.role}'s process answered what is not a frame: {exc}") from None
+            raise _Refused(f"the {self.role}'s process answered what is not a frame: {exc}", self.role) from None
         if "error" in reply:
-            raise _Refused(f"the {self.role} {header.get('op', 'load')}: {reply['error']}")
+            raise _Refused(f"the {self.role} {header.get('op', 'load')}: {reply['error']}", self.role)
         return reply, data
 
     def timed(self, header: dict) -> tuple[float, dict]:
@@ -123,17 +127,41 @@ def referee(task_path: str, candidate_path: str, settings, claimed_speedup: floa
             raise _Refused(f"its worker reported {claimed_speedup:.2f}x over eager; timed by the runner from outside "
                            f"the candidate's process it is {ruling.speedup:.2f}x")
     except _Refused as exc:
-        ruling.verdict, ruling.detail = Verdict.REFEREE, str(exc)
+        if exc.role == "candidate":
+            ruling.verdict, ruling.detail = Verdict.REFEREE, str(exc)
+        else:
+            _reference_failed(ref, cand, exc, ruling)
     finally:
         cand.close()
         ref.close()
     return ruling
 
 
+def _reference_failed(ref: _Side, cand: _Side, exc: _Refused, ruling: Ruling) -> None:
+    """The reference's side failed. The candidate's process shares the machine (its memory, its GPU) and could make
+    the reference fail to escape the ruling: with the candidate's process stopped, the reference runs once more; if
+    it runs now, the candidate kept it from running (its verdict), else the task itself cannot be refereed here (a
+    note, no verdict)."""
+    cand.close()
+    try:
+        if not ref.proc.is_alive():
+            raise exc
+        ref.ask({"op": "outputs", "seed": secrets.randbelow(1 << 31), "max_bytes": 0})
+        ref.ask({"op": "prepare", "seed": 1, "calls": 1})
+        ref.ask({"op": "go"})
+        ref.ask({"op": "digest", "seed": 1})
+    except _Refused:
+        ruling.notes.append(f"not refereed: the reference could not run in its own process ({exc})")
+        return
+    ruling.verdict, ruling.detail = Verdict.REFEREE, (f"the reference failed beside the candidate's process ({exc}) "
+                                                      f"and ran once that process was stopped")
+
+
 def _values(ref: _Side, cand: _Side, seed: int, ruling: Ruling) -> None:
-    header, body = cand.ask({"op": "outputs", "seed": seed, "max_bytes": MAX_BYTES})
-    ref.ask({"op": "outputs", "seed": seed, "max_bytes": 0})
+    header, body = cand.ask({"op": "outputs", "seed": seed, "max_bytes": MAX_BYTES})  # then the reference's:
+    ref.ask({"op": "outputs", "seed": seed, "max_bytes": 0})  # one side's outputs on the device at a time
     if not header.get("sent"):
+        ref.ask({"op": "drop"})
         note = (f"outputs of {int(header.get('bytes', 0)) >> 20} MiB, above the {MAX_BYTES >> 20} MiB sent whole: "
                 f"judged by the stretches' digests only")
         if note not in ruling.notes:
@@ -166,10 +194,9 @@ def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> float | None:
             digested, answers[side.role] = side.timed({"op": "digest", "seed": late, "spread": side is ref,
                                                        "keep": side is ref})
             times[side.role].append(prepared + went + digested)
-            if side is ref:
-                ref_prepared = prepared
-        alone, _ = ref.timed({"op": "digest", "seed": late})
-        harness_only.append(ref_prepared + alone)
+            if side is ref:  # the digest alone, then the stretch freed: one side's stretch in memory at a time
+                alone, _ = ref.timed({"op": "digest", "seed": late})
+                harness_only.append(prepared + alone)
         _check_digests(answers["reference"], answers["candidate"])
     h = statistics.median(harness_only)
     r, c = statistics.median(times["reference"]) - h, statistics.median(times["candidate"]) - h

@@ -54,6 +54,7 @@ def serve(conn, role: str, payload: dict) -> None:
 
 class Side:
     def __init__(self, role: str, payload: dict):
+        self.role = role
         self.device = torch.device(payload["device"])
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -91,19 +92,34 @@ class Side:
             raise TypeError("an output is not a tensor")
         return outs
 
+    def release(self) -> None:
+        """Give freed device memory back to the driver: the other side's process shares the GPU."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
     def sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
 
     def handle(self, header: dict, body: bytes):
         op = header.get("op")
-        if op == "outputs":
+        if op == "outputs":  # the reference's side keeps them for `compare`; the candidate's sends and drops them
             outs = self.call(self.inputs(int(header["seed"])))
             self.sync()
-            self.kept = outs
-            return _encoded(outs, int(header["max_bytes"]))
+            reply = _encoded(outs, int(header["max_bytes"]))
+            self.kept = outs if self.role == "reference" else []
+            del outs
+            self.release()
+            return reply
         if op == "compare":
-            return self.compare(header, body), b""
+            verdict = self.compare(header, body)
+            self.kept = []
+            self.release()
+            return verdict, b""
+        if op == "drop":
+            self.kept = []
+            self.release()
+            return {"dropped": True}, b""
         if op == "prepare":
             base = self.inputs(int(header["seed"]))
             self.stretch = [_varied(base, i) for i in range(int(header["calls"]))]
@@ -120,6 +136,7 @@ class Side:
             tolerances = [output_tolerance(o.dtype, self.profile) for o in self.stretch[0]] if self.stretch else []
             if not header.get("keep"):
                 self.stretch = []
+                self.release()
             return {"digests": sums, "spreads": spreads, "tolerances": tolerances}, b""
         if op == "stop":
             return None

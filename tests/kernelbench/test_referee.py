@@ -70,3 +70,14 @@ def test_a_frame_that_is_not_an_object_is_refused_as_data(frame):
 
     with pytest.raises(ValueError):
         wire.recv(Conn())
+
+
+def test_a_reference_that_fails_in_its_own_process_even_alone_leaves_no_verdict_and_a_note(tmp_path):
+    task = tmp_path / "task.py"
+    task.write_text(Path(TASK).read_text().replace("return x * torch.sigmoid(x) + 1.0",
+                                                   "raise RuntimeError('the reference cannot run here')"))
+    cand = tmp_path / "cand.py"
+    cand.write_text(HONEST)
+    ruling = referee.referee(str(task), str(cand), settings(tmp_path), 1.0)
+    assert ruling.verdict is None
+    assert any(n.startswith("not refereed") and "cannot run here" in n for n in ruling.notes), ruling.notes

@@ -21,6 +21,8 @@
 #   device:  $OUT/cuda_l2_device.csv, device mode (graph replay). Files that synchronize the device inside the call
 #            get `synchronizes the device inside the call` (offline mode times them); fp16-accumulating files get
 #            `acc mismatch` in both modes.
+#   server:  $OUT/cuda_l2_server.csv, server mode (the paper's second mode: calls at random gaps, `kernelrl bench
+#            --qps`, default 100 a second), with --untimed-padding as offline mode.
 # DEVICE_UNTIMED=1: device mode pads and transposes outside the timed call too. The wrappers then build once for
 # both modes (a wrapper's source depends on where it pads), which halves the compile time; the paper's shapes need
 # padding only where a file's tile does not divide them.
@@ -51,14 +53,14 @@ if [[ $STEPS == *" wrapper "* ]]; then
     timeout "${WRAPPER_LIMIT:-240}" python3 benchmarks/suites/cuda_l2_wrapper_cost.py --out "$OUT/wrapper_cost.md" \
         > "$OUT/wrapper_cost.log" 2>&1; tail -n 12 "$OUT/wrapper_cost.log"
 fi
-for mode in offline device; do
+for mode in offline device server; do
     [[ $STEPS == *" $mode "* ]] || continue
-    extra=(); { [ "$mode" = offline ] || [ -n "${DEVICE_UNTIMED:-}" ]; } && extra=(--untimed-padding)
+    extra=(); { [ "$mode" != device ] || [ -n "${DEVICE_UNTIMED:-}" ]; } && extra=(--untimed-padding)
     timeout "${BENCH_LIMIT:-540}" python3 -m kernelrl.cli bench --candidates .carry/cuda_l2 --shapes "$SHAPES" \
         --mode "$mode" "${extra[@]}" --baselines all "${LIBARG[@]}" --timeout 30 --db "$DB" \
         --csv "$OUT/cuda_l2_$mode.csv" > "$OUT/cuda_l2_$mode.log" 2>&1
     grep -v "^  built" "$OUT/cuda_l2_$mode.log" | tail -n 14
 done
 # cuda_l2_comparison.csv and comparison.md from whatever modes have a CSV
-CSVS=(); for mode in offline device; do [ -f "$OUT/cuda_l2_$mode.csv" ] && CSVS+=("$OUT/cuda_l2_$mode.csv"); done
+CSVS=(); for mode in offline device server; do [ -f "$OUT/cuda_l2_$mode.csv" ] && CSVS+=("$OUT/cuda_l2_$mode.csv"); done
 [ ${#CSVS[@]} -gt 0 ] && python3 benchmarks/suites/cuda_l2_compare.py "$OUT" "${CSVS[@]}" | tail -n 30

@@ -25,23 +25,21 @@
 # trace, the build wrapper, refused introspection, the spawn arguments, the announced report) and 7efabf1 (every
 # worker message HMAC-tagged, checked before unpickling) change what every worker does, with four new cheats: call 1
 # first again (sandbox on, on an H100), and one HGEMM call (7).
-# On 2026-12-07 19:16-19:26 UTC at 14ad049 call 1 gave no result: the suite's fixture (87 pairs in one run) had not
-# finished in 560 s (the two honest torch.compile pairs now compile in the worker's own process). The device was then
-# refused for the rest of the session. CPU only: two helper reviews found cheats accepted on the CPU worker, closed in
-# 36f475f, 25cf7ef, 978204b, 02a7807, 0c14d75, 3c0cc66, dcaeaa4, 78080d9 and dca2856 (the clock read once, frame
-# getters and ctypes/proc reads refused, bdb/pdb looked through, the import system looked through, the reference
-# instance guarded by identity, class and value, the candidate file's code followed by identity), with eleven new
-# cheats; these change what every worker does. First: call 0 with
-#   FIRST=forges_result_through_jit_frames,forges_result_through_bdb,reads_worker_through_ctypes,\
-#   reads_worker_through_proc_mem,slows_reference_instance,answers_checks_through_reference,\
-#   zeroes_reference_weights_between_calls,slows_reference_through_parameter_class,slows_own_clock_per_call,\
-#   fallback_renamed_in_place,fallback_in_imported_module,fallback_clears_trace,clears_watch_hits,\
-#   forges_worker_result,compiled_reduce_overhead_cloned,compiled_max_autotune
-# (each pair's line says whether it is as the suite expects; the level-3 RNN self-pairs under the reference guard are
-# worth a look too: cuDNN's flattened weights), then call 1 in two shares (KB_SUITE_PART=1/2, 2/2).
-# Next: 0 (then 1), then 9 on the other 47 shapes (prebuild their wrappers first: about 50 minutes of this machine for 90), 3 with
-# PUBLISHED_LEVELS=2 PUBLISHED_BASELINES=eager,compile_default (the timed pairs again beside torch.compile; carry
-# `xz -dc benchmarks/results/h100/cuda_l1/published_e2c873b.db.xz` as .carry/published.db), 7, 8, 2, 4, 6.
+# On 2026-12-07 19:16-19:26 UTC at 14ad049 call 1 gave no result (87 pairs did not fit 560 s). On 2026-12-07
+# 21:50-22:17 UTC at 8fa5932 (summary.md, "Twenty-third session"): call 0 twice (the 100 pairs, all as expected, the
+# worker changes of the twenty-first and twenty-second sessions verified), 7 (19 passed), 9 on the other 47 shapes,
+# 3 with PUBLISHED_LEVELS=2 PUBLISHED_BASELINES=eager,compile_default (39 of 83 pairs). Then, CPU only: the runner
+# reads worker messages as plain data (30964d7) and the referee (cafadc9 and after: every accepted pair run again in
+# two processes the candidate cannot reach) change what every run does, with the corpus cheat
+# forges_result_through_memmove. First: call 0 with
+#   FIRST=forges_result_through_memmove,10_SwishPlusOne,11_GeluMul,12_ScaleAddClamp,13_RMSNorm,5_SumDim,6_MaxDim,\
+#   7_Softmax,8_LayerNorm,compiled_reduce_overhead_cloned,compiled_max_autotune,releases_cache LIMIT=12
+# (sandbox on, H100): each accepted pair's line gives the worker's and the referee's speedup over eager: the referee's
+# factor of 2 (referee.SPEEDUP_FACTOR) is calibrated from them; then a level-1 share at real size (call 2's kind,
+# LEVEL_LIMIT) to see the referee's memory beside the largest tasks; then the timeline's other pairs.
+# Next: 0 (the referee, above), then 3 with PUBLISHED_LEVELS=2 PUBLISHED_BASELINES=eager,compile_default resuming
+# `xz -dc benchmarks/results/h100/cuda_l1/published_8fa5932.db.xz` as .carry/published.db (44 pairs left), 9 with
+# CL2_STEPS=server (server mode: not run yet), 8, 2, 4, 6.
 #   0. the suite's pairs with a timeline (benchmarks/device/diag/kb_corpus_timeline.py: a line per build, worker
 #      start, phase and verdict), which says where the time goes even when cut; then call 1 with a limit that fits;
 #   1. (KB_SUITE_PART=1/2, then 2/2: the suite no longer fits one call) the KernelBench suite again after the victim record's review fixes (904ad66, 5f24b77: what a pair leaves in

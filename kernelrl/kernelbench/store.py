@@ -42,7 +42,8 @@ class KBResultStore:
         """The records of this pair (same task and candidate sources) stored on `gpu` by an earlier run (`kb eval
         --resume`), kept for this run's CSV with the environment they were measured in; None where it must run
         again: nothing stored, another deciding tolerance profile, a requested baseline missing from a timed pair,
-        or an infrastructure verdict (the evaluator failed there, not the candidate)."""
+        an infrastructure verdict (the evaluator failed there, not the candidate), or an acceptance no referee ruled
+        on (stored before kernelbench/referee.py, or by a run with it off)."""
         if self._stored is None or self._stored[0] != gpu:  # read once, looked up per pair
             by_pair: dict[tuple[str, str], list[dict]] = {}
             for r in self.db.kb_rows(gpu):
@@ -54,6 +55,9 @@ class KBResultStore:
         if not rows or any((r.get("profile") or "strict") != profile for r in rows):
             return None
         if any(category_of(r) is Category.INFRASTRUCTURE for r in rows):
+            return None
+        if all(r["verified"] for r in rows) and not any(r.get("referee_speedup") is not None
+                                                       or "referee: " in (r.get("notes") or "") for r in rows):
             return None
         timed = {r["baseline"] for r in rows if r["baseline"]}
         if timed and not set(baselines) <= timed:
@@ -83,8 +87,9 @@ def _record(row: dict) -> dict:
     """A stored row as the worker's record for the same pair and baseline (what the tables and the CSV read)."""
     fields = ("verified", "reason", "verdict", "baseline", "candidate_us", "baseline_us", "speedup", "max_abs_err",
               "max_rel_err", "baseline_reason", "profile", "profiles", "tightest_tolerance", "task_verdicts",
-              "kernelbench_rule")
+              "kernelbench_rule", "referee_speedup")
     return {"method": "candidate", **{k: row.get(k) for k in fields},
             "time_us_median": row.get("candidate_us") if row["verified"] else None,
             "extra": {"task_phase_s": json.loads(row["phase_s"]) if row.get("phase_s") else {},
-                      "rounds_run": row.get("rounds_run"), "resumed": True}}
+                      "rounds_run": row.get("rounds_run"), "resumed": True,
+                      "notes": [n for n in (row.get("notes") or "").split("; ") if n]}}

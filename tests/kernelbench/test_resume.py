@@ -87,3 +87,15 @@ def test_resumed_pairs_an_unconfined_run_stored_are_named(tmp_path, capsys, monk
     _eval(tmp_path, "--resume")
     assert "2 of them stored by a run whose workers were not confined (sandbox: off (KERNELRL_SANDBOX=off))" \
         in capsys.readouterr().out
+
+
+def test_an_acceptance_no_referee_ruled_on_is_evaluated_again(tmp_path, capsys):
+    _setup(tmp_path)
+    _, first = _eval(tmp_path)
+    assert first["good"]["verified"] == "1" and first["good"]["referee_speedup"] != ""
+    with sqlite3.connect(tmp_path / "r.db") as db:  # as a run before the referee stored it
+        db.execute("UPDATE kb_results SET referee_speedup = NULL, notes = NULL")
+    capsys.readouterr()
+    _, again = _eval(tmp_path, "--resume")
+    assert "1 of 2 pairs taken from" in capsys.readouterr().out  # the rejected pair only
+    assert again["good"]["referee_speedup"] != ""

@@ -158,7 +158,8 @@ def run_pairs(pairs: list[tuple[str, str]], settings: KBSettings, worker_target=
             for task in runnable:
                 if pair_verdict(out[task.id])[0]:  # a forged result is always an acceptance
                     referee.apply(out[task.id], referee.referee(task.task_path, task.candidate_path, settings,
-                                                                referee.claimed_speedup(out[task.id])))
+                                                                referee.claimed_speedup(out[task.id]),
+                                                                failed_builds=task.failed_builds))
                     if on_records is not None:
                         on_records(task.id, out[task.id])
     return out

@@ -105,13 +105,15 @@ def _serve(conn, role, payload):
     serve(conn, role, payload)                               # torch-free, as kernelbench/pairs.py is)
 
 
-def referee(task_path: str, candidate_path: str, settings, claimed_speedup: float | None,
-            seeds: int = 2) -> Ruling:
-    """The referee's ruling on one accepted pair (KBSettings `settings`); `claimed_speedup`: the worker's eager one."""
+def referee(task_path: str, candidate_path: str, settings, claimed_speedup: float | None, seeds: int = 2,
+            failed_builds: list[dict] | None = None) -> Ruling:
+    """The referee's ruling on one accepted pair (KBSettings `settings`); `claimed_speedup`: the worker's eager one;
+    `failed_builds`: the build step's failed builds of this candidate (failed_builds.py), replayed as the worker
+    does."""
     ctx = multiprocessing.get_context("spawn")
     payload = {"device": settings.device, "task_path": task_path, "candidate_path": candidate_path,
                "tolerance_profile": settings.tolerance_profile, "writable": settings.writable_dirs,
-               "extensions_dir": settings.extensions_dir,
+               "extensions_dir": settings.extensions_dir, "failed_builds": failed_builds or [],
                "scratch": tempfile.mkdtemp(prefix="kernelrl-referee-")}
     timeout = max(settings.hang_timeout_s, settings.load_timeout_s)
     ref = _Side(ctx, "reference", payload, timeout)

@@ -12,12 +12,14 @@ requests (`wire.py` framing: a JSON header and raw bytes, never a pickle):
 from __future__ import annotations
 
 import torch
+from torch.utils import cpp_extension
 
 from kernelrl.harness.sandbox import confine_worker
 from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.compare import closeness, nonfinite_mismatches
 from kernelrl.kernelbench import wire
 from kernelrl.kernelbench.build import use_extension_dir
+from kernelrl.kernelbench.failed_builds import replaying
 from kernelrl.kernelbench.tasks import load_module
 from kernelrl.run.protocol import forget_spawn_arguments
 
@@ -32,6 +34,9 @@ def serve(conn, role: str, payload: dict) -> None:
         confine_worker(payload["scratch"], payload.get("writable") or [])
         if payload.get("extensions_dir"):
             use_extension_dir(payload["extensions_dir"], payload["candidate_path"])
+        # a build the build step saw fail fails here at once, as in the worker (not compiled again for minutes)
+        cpp_extension._run_ninja_build = replaying(cpp_extension._run_ninja_build, payload.get("failed_builds") or [],
+                                                   on_note=lambda note: None)
     try:
         side = Side(role, payload)
     except Exception as exc:  # the task or the candidate does not load here: the runner says so

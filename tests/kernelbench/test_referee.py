@@ -81,3 +81,15 @@ def test_a_reference_that_fails_in_its_own_process_even_alone_leaves_no_verdict_
     ruling = referee.referee(str(task), str(cand), settings(tmp_path), 1.0)
     assert ruling.verdict is None
     assert any(n.startswith("not refereed") and "cannot run here" in n for n in ruling.notes), ruling.notes
+
+
+COUNTS_CALLS = HEADER.replace("class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n    calls = 0\n\n") + \
+    "        ModelNew.calls += 1\n" \
+    "        if ModelNew.calls > 6:  # past the checked calls: the timed ones\n" \
+    "            return torch.zeros_like(x)\n" \
+    "        return x * torch.sigmoid(x) + 1.0\n"
+
+
+def test_timed_calls_that_skip_their_work_answer_a_digest_that_is_not_the_reference_s(tmp_path):
+    ruling = rule(tmp_path, COUNTS_CALLS)
+    assert ruling.verdict is Verdict.REFEREE and "did not compute what its checked ones did" in ruling.detail

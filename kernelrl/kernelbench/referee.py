@@ -14,9 +14,13 @@ the parent, talks to both through plain frames (kernelbench/wire.py: JSON and ra
   call's outputs under weights drawn from a seed sent only after the stretch. Making the stretch's inputs, the calls
   and the digest are timed together (outputs computed early or late cost their time); what the reference's side
   takes to make the inputs and to digest alone is taken off both sides. A digest off the reference's
-  by more than six standard deviations of honest rounding is `referee`; so is a worker's speedup over eager more than
-  `SPEEDUP_FACTOR` times what the runner timed (a factor that hot-cache back-to-back calls against the worker's
-  flushed, cloned ones must allow: not yet calibrated on a GPU).
+  by more than six standard deviations of honest rounding is `referee`.
+- the two speeds: a worker's speedup over eager more than `SPEEDUP_FACTOR` times the runner's (the median round) is
+  not believed: the pair's times are scaled to the runner's ratio (candidate_us up, every speedup down, a note names
+  both). A noisy worker measurement (a loaded CPU, two rounds) is corrected, and so is a forged one, which then earns
+  nothing. More than `FORGED_FACTOR` times even the runner's best round, in two passes, is `referee`: no noise
+  explains that. Neither factor is calibrated on a GPU yet (hot-cache back-to-back calls here, flushed and cloned
+  ones in the worker).
 
 A candidate that fails to load or raises outside its worker is `referee` as well: a candidate must not be able to
 escape the second opinion by refusing it."""
@@ -38,7 +42,8 @@ MAX_BYTES = 256 << 20  # outputs sent whole for the value comparison, at most
 STRETCH_S = 0.02  # a timed stretch lasts about this long on the reference's side
 MAX_CALLS = 64  # calls in one stretch, at most
 ROUNDS = 5
-SPEEDUP_FACTOR = 2.0
+SPEEDUP_FACTOR = 2.0  # beyond it the worker's speed is replaced by the runner's
+FORGED_FACTOR = 5.0  # beyond it, confirmed, the worker's speed is a forgery
 SIGMAS = 6.0
 
 
@@ -46,8 +51,9 @@ SIGMAS = 6.0
 class Ruling:
     verdict: Verdict | None = None
     detail: str = ""
-    speedup: float | None = None  # eager over the candidate, as the runner timed them
+    speedup: float | None = None  # eager over the candidate, as the runner timed them (median round)
     notes: list[str] = field(default_factory=list)
+    scale: float | None = None  # where the worker's speed is not believed: its speedups are divided by this
 
 
 class _Refused(Exception):
@@ -124,10 +130,17 @@ def referee(task_path: str, candidate_path: str, settings, claimed_speedup: floa
         cand.ask({})
         for _ in range(seeds):
             _values(ref, cand, secrets.randbelow(1 << 31), ruling)
-        ruling.speedup = _speed(ref, cand, ruling)
+        ruling.speedup, best = _speed(ref, cand, ruling)
+        if claimed_speedup and best and claimed_speedup > FORGED_FACTOR * best:
+            best = max(best, _speed(ref, cand, ruling)[1] or 0.0)  # a second pass: no slow spell explains both
+            if claimed_speedup > FORGED_FACTOR * best:
+                raise _Refused(f"its worker reported {claimed_speedup:.2f}x over eager; timed by the runner from "
+                               f"outside the candidate's process it is {ruling.speedup:.2f}x (at best {best:.2f}x "
+                               f"in two passes)")
         if claimed_speedup and ruling.speedup and claimed_speedup > SPEEDUP_FACTOR * ruling.speedup:
-            raise _Refused(f"its worker reported {claimed_speedup:.2f}x over eager; timed by the runner from outside "
-                           f"the candidate's process it is {ruling.speedup:.2f}x")
+            ruling.scale = claimed_speedup / ruling.speedup
+            ruling.notes.append(f"the worker's {claimed_speedup:.2f}x over eager is more than {SPEEDUP_FACTOR:g} times "
+                                f"the runner's {ruling.speedup:.2f}x: the pair's speedups are the runner's ratio")
     except _Refused as exc:
         if exc.role == "candidate":
             ruling.verdict, ruling.detail = Verdict.REFEREE, str(exc)
@@ -174,8 +187,9 @@ def _values(ref: _Side, cand: _Side, seed: int, ruling: Ruling) -> None:
         raise _Refused(f"outside its worker, on fresh inputs, its outputs are wrong: {verdict.get('detail')}")
 
 
-def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> float | None:
-    """Eager over the candidate from alternating stretches, each checked by its digest; None if too fast to time."""
+def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> tuple[float | None, float | None]:
+    """Eager over the candidate from alternating stretches, each checked by its digest: (median round, the round
+    best for the candidate); None where too fast to time."""
     probe_seed = secrets.randbelow(1 << 31)
     for side in (ref, cand):  # warm-up: first calls (lazy compiles, cuDNN's search) are not timed
         side.ask({"op": "prepare", "seed": probe_seed, "calls": 1})
@@ -193,20 +207,21 @@ def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> float | None:
         for side in (ref, cand):  # inputs made, calls, digest: all timed (work moved into any of them is counted)
             prepared, _ = side.timed({"op": "prepare", "seed": seed, "calls": calls})
             went, _ = side.timed({"op": "go"})
-            digested, answers[side.role] = side.timed({"op": "digest", "seed": late, "spread": side is ref,
-                                                       "keep": side is ref})
+            digested, answers[side.role] = side.timed({"op": "digest", "seed": late, "keep": side is ref})
             times[side.role].append(prepared + went + digested)
-            if side is ref:  # the digest alone, then the stretch freed: one side's stretch in memory at a time
-                alone, _ = ref.timed({"op": "digest", "seed": late})
-                harness_only.append(prepared + alone)
+            if side is ref:  # the same digest alone (timed), then with the spreads (untimed) and the stretch freed:
+                alone, _ = ref.timed({"op": "digest", "seed": late, "keep": True})  # one side's stretch in memory
+                harness_only.append(prepared + alone)                               # at a time
+                _, answers["reference"] = ref.timed({"op": "digest", "seed": late, "spread": True})
         _check_digests(answers["reference"], answers["candidate"])
     h = statistics.median(harness_only)
     r, c = statistics.median(times["reference"]) - h, statistics.median(times["candidate"]) - h
-    if r <= 0 or c <= 0:
+    rounds = [(tr - h) / (tc - h) for tr, tc in zip(times["reference"], times["candidate"]) if tr > h and tc > h]
+    if r <= 0 or c <= 0 or not rounds:
         ruling.notes.append(f"the referee's stretches ({calls} calls) were too short to time beside making their "
                             f"inputs and digests")
-        return None
-    return r / c
+        return None, None
+    return r / c, max(rounds)
 
 
 def _check_digests(ref: dict, cand: dict) -> None:
@@ -226,12 +241,18 @@ def _check_digests(ref: dict, cand: dict) -> None:
 
 
 def apply(records: list[dict], ruling: Ruling) -> None:
-    """The ruling in a pair's candidate records: the runner-timed speedup and notes on each; a `referee` verdict
-    makes every one of them unverified, with its reason."""
+    """The ruling in a pair's candidate records: the runner-timed speedup and notes on each, the times scaled where
+    the worker's speed is not believed; a `referee` verdict makes every one of them unverified, with its reason."""
     for r in records:
         if r.get("method") != "candidate":
             continue
         r["referee_speedup"] = ruling.speedup
+        if ruling.scale and ruling.verdict is None:  # the worker's speed not believed: the runner's ratio
+            if r.get("speedup"):
+                r["speedup"] = r["speedup"] / ruling.scale
+            for key in ("candidate_us", "time_us_median"):
+                if r.get(key):
+                    r[key] = r[key] * ruling.scale
         if ruling.notes:  # beside the worker's own notes (the CSV's `notes`)
             extra = r.setdefault("extra", {})
             extra["notes"] = [*(extra.get("notes") or ()), *(f"referee: {n}" for n in ruling.notes)]

@@ -42,14 +42,31 @@ def test_outputs_computed_outside_the_worker_that_are_wrong_are_its_verdict(tmp_
     assert ruling.verdict is Verdict.REFEREE and "its outputs are wrong" in ruling.detail
 
 
-def test_a_speedup_its_worker_reported_that_the_runner_does_not_see_is_its_verdict(tmp_path):
+def test_a_speedup_its_worker_reported_far_beyond_what_the_runner_sees_twice_is_its_verdict(tmp_path):
     ruling = rule(tmp_path, SLOW, claimed=50.0)
     assert ruling.verdict is Verdict.REFEREE and "reported 50.00x over eager" in ruling.detail
+    assert "in two passes" in ruling.detail
+
+
+def test_a_worker_speedup_the_runner_does_not_see_is_replaced_by_the_runner_s_ratio(tmp_path):
+    ruling = rule(tmp_path, HONEST, claimed=3.0)  # a noisy worker reading of an honest candidate (about 1x)
+    assert ruling.verdict is None, ruling.detail
+    assert ruling.scale == pytest.approx(3.0 / ruling.speedup)
+    assert any("the pair's speedups are the runner's ratio" in n for n in ruling.notes)
 
 
 def test_a_candidate_that_will_not_run_outside_its_worker_is_its_verdict(tmp_path):
     ruling = rule(tmp_path, RAISES_HERE)
     assert ruling.verdict is Verdict.REFEREE and "not in this process" in ruling.detail
+
+
+def test_a_ruling_that_does_not_believe_the_worker_s_speed_scales_the_candidate_s_times():
+    records = [{"method": "candidate", "baseline": "eager", "verified": True, "speedup": 3.0, "candidate_us": 10.0},
+               {"method": "candidate", "baseline": "compile_default", "verified": True, "speedup": 1.5,
+                "candidate_us": 10.0}]
+    referee.apply(records, referee.Ruling(None, "", 1.0, [], scale=3.0))
+    assert [r["speedup"] for r in records] == [1.0, 0.5] and [r["candidate_us"] for r in records] == [30.0, 30.0]
+    assert all(r["verified"] for r in records)
 
 
 def test_the_ruling_marks_every_candidate_record_and_leaves_baselines_alone():

@@ -131,7 +131,11 @@ def _dynamic(args, report) -> int:
                           build_jobs=args.build_jobs, tolerance_profile=args.tolerance,
                           memory_cap_gib=getattr(args, "memory_cap_gib", None),
                           own_kernels=getattr(args, "own_kernels", False),
+                          referee=not getattr(args, "no_referee", False),
                           settle_spread=None if args.all_rounds else KBSettings.settle_spread)
+    if not settings.referee:  # never silent: the results of this run rest on the worker alone
+        print("--no-referee: accepted pairs are not run again outside their worker's process; a candidate that "
+              "reaches the worker's objects through raw memory could have reported its own result", flush=True)
     env: dict = {}
     store = KBResultStore(args.db, " ".join(sys.argv), args.device, env, args.claims)
     started, done = time.perf_counter(), set()

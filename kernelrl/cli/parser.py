@@ -168,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a candidate whose call launches every kernel the reference's does (PyTorch computed its "
                           "output: a wrapped reference, a no-op or unused kernel beside it) is `reference kernels`, "
                           "not correct (on CUDA each pair that reaches the census then starts a fresh worker)")
+    kbe.add_argument("--no-referee", action="store_true",
+                     help="do not run accepted pairs again outside their worker's process (kernelbench/referee.py): "
+                          "faster, but a candidate that reaches the worker's objects through raw memory can report "
+                          "its own result (each run says so)")
     kbe.add_argument("--tolerance", default="strict", choices=list(PROFILES),
                      help="the tolerance profile that decides correctness; both are reported on every pair. "
                           "strict: fp32 1e-4, fp16/bf16 1e-2 (torchbench, KernelBench today); kernelbench: 1e-2 "

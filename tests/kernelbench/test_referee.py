@@ -3,14 +3,18 @@ reference alone, and the candidate alone), talking to the runner in plain frames
 speed must agree with what its worker reported. CPU processes; the forged report itself is in the corpus
 (forges_result_through_memmove)."""
 
+import csv
 from pathlib import Path
 
 import pytest
 
+from kernelrl.cli import main
 from kernelrl.examples import TASKS_DIR
 from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench import referee, wire
 from kernelrl.kernelbench.pairs import KBSettings
+from tests.kb_helpers import candidate as kb_candidate
+from tests.kb_helpers import task as kb_task
 
 TASK = str(TASKS_DIR / "10_SwishPlusOne.py")
 HEADER = "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n"
@@ -110,3 +114,16 @@ COUNTS_CALLS = HEADER.replace("class ModelNew(nn.Module):\n", "class ModelNew(nn
 def test_timed_calls_that_skip_their_work_answer_a_digest_that_is_not_the_reference_s(tmp_path):
     ruling = rule(tmp_path, COUNTS_CALLS)
     assert ruling.verdict is Verdict.REFEREE and "did not compute what its checked ones did" in ruling.detail
+
+
+def test_kb_eval_without_the_referee_says_so_and_records_no_referee_speedup(tmp_path, capsys):
+    for folder in ("tasks", "cands"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "tasks" / "good.py").write_text(kb_task())
+    (tmp_path / "cands" / "good.py").write_text(kb_candidate("torch.tanh(x)"))
+    out = tmp_path / "out.csv"
+    main(["kb", "eval", "--tasks", str(tmp_path / "tasks"), "--candidates", str(tmp_path / "cands"), "--device", "cpu",
+          "--rounds", "1", "--db", str(tmp_path / "r.db"), "--csv", str(out), "--no-referee"])
+    assert "--no-referee: accepted pairs are not run again" in capsys.readouterr().out
+    (row,) = csv.DictReader(open(out))
+    assert row["verified"] == "1" and row["referee_speedup"] == ""

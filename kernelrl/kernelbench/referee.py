@@ -14,7 +14,7 @@ the parent, talks to both through plain frames (kernelbench/wire.py: JSON and ra
   call's outputs under weights drawn from a seed sent only after the stretch. Making the stretch's inputs, the calls
   and the digest are timed together (outputs computed early or late cost their time); what the reference's side
   takes to make the inputs and to digest alone is taken off both sides. A digest off the reference's
-  by more than six standard deviations of honest rounding is `referee`.
+  by more than ten standard deviations of honest rounding is `referee`.
 - the two speeds: a worker's speedup over eager more than `SPEEDUP_FACTOR` times the runner's (the median round) is
   not believed: the pair's times are scaled to the runner's ratio (candidate_us up, every speedup down, a note names
   both). A noisy worker measurement (a loaded CPU, two rounds) is corrected, and so is a forged one, which then earns
@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import secrets
+import shutil
 import statistics
 import tempfile
 import time
@@ -44,7 +45,7 @@ MAX_CALLS = 64  # calls in one stretch, at most
 ROUNDS = 5
 SPEEDUP_FACTOR = 2.0  # beyond it the worker's speed is replaced by the runner's
 FORGED_FACTOR = 5.0  # beyond it, confirmed, the worker's speed is a forgery
-SIGMAS = 6.0
+SIGMAS = 10.0  # the product of two sums of random weights has heavier tails than a normal
 
 
 @dataclass
@@ -71,6 +72,13 @@ class _Side:
         self.proc = ctx.Process(target=_serve, args=(child, role, payload), daemon=True)
         self.proc.start()
         child.close()
+        self.loaded = False
+
+    def load(self) -> None:
+        """Wait for the process's first answer (its task, and candidate, loaded), once."""
+        if not self.loaded:
+            self.ask({})
+            self.loaded = True
 
     def ask(self, header: dict, body: bytes = b"", timeout_s: float | None = None) -> tuple[dict, bytes]:
         if header:
@@ -126,8 +134,8 @@ def referee(task_path: str, candidate_path: str, settings, claimed_speedup: floa
     cand = _Side(ctx, "candidate", payload, timeout)
     ruling = Ruling()
     try:
-        ref.ask({})
-        cand.ask({})
+        ref.load()
+        cand.load()
         for _ in range(seeds):
             _values(ref, cand, secrets.randbelow(1 << 31), ruling)
         ruling.speedup, best = _speed(ref, cand, ruling)
@@ -145,22 +153,25 @@ def referee(task_path: str, candidate_path: str, settings, claimed_speedup: floa
         if exc.role == "candidate":
             ruling.verdict, ruling.detail = Verdict.REFEREE, str(exc)
         else:
-            _reference_failed(ref, cand, exc, ruling)
+            cand.close()
+            if not ref.proc.is_alive():  # killed, or died: a fresh one for the second try
+                ref.close()
+                ref = _Side(ctx, "reference", payload, timeout)
+            _reference_failed(ref, exc, ruling)
     finally:
         cand.close()
         ref.close()
+        shutil.rmtree(payload["scratch"], ignore_errors=True)
     return ruling
 
 
-def _reference_failed(ref: _Side, cand: _Side, exc: _Refused, ruling: Ruling) -> None:
-    """The reference's side failed. The candidate's process shares the machine (its memory, its GPU) and could make
-    the reference fail to escape the ruling: with the candidate's process stopped, the reference runs once more; if
-    it runs now, the candidate kept it from running (its verdict), else the task itself cannot be refereed here (a
-    note, no verdict)."""
-    cand.close()
+def _reference_failed(ref: _Side, exc: _Refused, ruling: Ruling) -> None:
+    """The reference's side failed. The candidate's process shares the machine (its memory, its GPU, signals where
+    Landlock cannot scope them) and could make the reference fail to escape the ruling: with the candidate's process
+    stopped (the caller), the reference (a fresh one if it died) runs once more; if it runs now, the candidate kept it
+    from running (its verdict), else the task itself cannot be refereed here (a note, no verdict)."""
     try:
-        if not ref.proc.is_alive():
-            raise exc
+        ref.load()
         ref.ask({"op": "outputs", "seed": secrets.randbelow(1 << 31), "max_bytes": 0})
         ref.ask({"op": "prepare", "seed": 1, "calls": 1})
         ref.ask({"op": "go"})
@@ -214,14 +225,15 @@ def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> tuple[float | None, float
                 harness_only.append(prepared + alone)                               # at a time
                 _, answers["reference"] = ref.timed({"op": "digest", "seed": late, "spread": True})
         _check_digests(answers["reference"], answers["candidate"])
-    h = statistics.median(harness_only)
-    r, c = statistics.median(times["reference"]) - h, statistics.median(times["candidate"]) - h
-    rounds = [(tr - h) / (tc - h) for tr, tc in zip(times["reference"], times["candidate"]) if tr > h and tc > h]
-    if r <= 0 or c <= 0 or not rounds:
+    # each round's stretch less the reference side's own making of inputs and digest in that round
+    r = [tr - h for tr, h in zip(times["reference"], harness_only)]
+    c = [tc - h for tc, h in zip(times["candidate"], harness_only)]
+    rounds = [a / b for a, b in zip(r, c) if a > 0 and b > 0]
+    if statistics.median(r) <= 0 or statistics.median(c) <= 0 or not rounds:
         ruling.notes.append(f"the referee's stretches ({calls} calls) were too short to time beside making their "
                             f"inputs and digests")
         return None, None
-    return r / c, max(rounds)
+    return statistics.median(r) / statistics.median(c), max(rounds)
 
 
 def _check_digests(ref: dict, cand: dict) -> None:

@@ -11,6 +11,8 @@ requests (`wire.py` framing: a JSON header and raw bytes, never a pickle):
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch.utils import cpp_extension
 
@@ -135,9 +137,13 @@ class Side:
             self.sync()
             return {"done": True}, b""
         if op == "digest":  # the runner times it with `go`; the reference's side answers it twice (`keep`): the
-            gen = torch.Generator(device=self.device).manual_seed(int(header["seed"]))  # second, timed alone
+            seed = int(header["seed"])  # second, timed alone
+            gen = torch.Generator(device=self.device).manual_seed(seed)
             sums = [[_weighted(o, gen) for o in outs] for outs in self.stretch]
-            spreads = [[_spread(o) for o in outs] for outs in self.stretch] if header.get("spread") else None
+            spreads = None
+            if header.get("spread"):  # the same weights again, for each output's spread
+                gen = torch.Generator(device=self.device).manual_seed(seed)
+                spreads = [[_spread(o, gen) for o in outs] for outs in self.stretch]
             tolerances = [output_tolerance(o.dtype, self.profile) for o in self.stretch[0]] if self.stretch else []
             if not header.get("keep"):
                 self.stretch = []
@@ -185,18 +191,39 @@ def _varied(base: list, i: int) -> list:
     return out
 
 
+_COLS = 1024  # a flattened output is read as rows of this many elements (and a shorter tail)
+
+
+def _weights(o, gen) -> tuple:
+    """Row weights u, column weights v (uniform in (-1, 1), float32) and tail weights t for `o` read as rows of
+    `_COLS`: the digest's weight of element (i, j) is u[i] v[j], drawn from the runner's late seed."""
+    rows, tail = divmod(o.numel(), _COLS)
+    draw = lambda n: torch.rand(n, generator=gen, device=o.device).mul_(2).sub_(1)  # noqa: E731
+    return draw(rows), draw(_COLS), draw(tail)
+
+
+def _split(o):
+    flat = o.reshape(-1)
+    rows = flat.numel() // _COLS
+    return flat[:rows * _COLS].view(rows, _COLS), flat[rows * _COLS:]
+
+
 def _weighted(o, gen) -> float:
-    """sum(o * w) in float64 over uniform(-1, 1) weights drawn from the runner's late seed: a candidate whose outputs
-    were not there when its stretch ended cannot answer it without computing them (timed with the stretch)."""
-    w = torch.rand(o.shape, generator=gen, device=o.device, dtype=torch.float64).mul_(2).sub_(1)
-    return float(o.to(torch.float64).nan_to_num(0.0, 0.0, 0.0).mul_(w).sum())
+    """u^T O v (plus the tail's weighted sum) over the output read as rows: one pass over it, so a candidate whose
+    outputs were not there when its stretch ended must compute them now, within the timed digest. Any wrong output
+    moves it unless its errors happen to cancel under weights drawn after the outputs were fixed."""
+    u, v, t = _weights(o, gen)
+    body, tail = _split(o.float().nan_to_num(0.0, 0.0, 0.0))
+    return float((body @ v).double() @ u.double()) + float((tail.double() * t.double()).sum())
 
 
-def _spread(r) -> float:
-    """sqrt(sum((1 + |r|)^2) / 3): the standard deviation of sum(e * w) for errors |e| <= 1 + |r| (times the
-    tolerance) and weights uniform in (-1, 1), drawn after the outputs were fixed: errors cannot line up with them."""
-    r = r.to(torch.float64).nan_to_num(0.0, 0.0, 0.0).abs_().add_(1.0)
-    return float(r.square_().sum().div_(3.0).sqrt_())
+def _spread(r, gen) -> float:
+    """The standard deviation of the digest's difference when every element errs by at most its tolerance scale
+    (1 + |r|) with independent signs: sqrt(sum u_i^2 v_j^2 (1 + |r_ij|)^2), the same weights as `_weighted`."""
+    u, v, t = _weights(r, gen)
+    body, tail = _split(r.float().nan_to_num(0.0, 0.0, 0.0).abs_().add_(1.0).square_())
+    return math.sqrt(float((body @ v.square()).double() @ u.double().square())
+                     + float((tail.double() * t.double().square()).sum()))
 
 
 def _encoded(outs: list, max_bytes: int) -> tuple[dict, bytes]:

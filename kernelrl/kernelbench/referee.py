@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import secrets
 import shutil
 import statistics
@@ -125,9 +126,11 @@ def referee(task_path: str, candidate_path: str, settings, claimed_speedup: floa
     `failed_builds`: the build step's failed builds of this candidate (failed_builds.py), replayed as the worker
     does."""
     ctx = multiprocessing.get_context("spawn")
-    payload = {"device": settings.device, "task_path": task_path, "candidate_path": candidate_path,
-               "tolerance_profile": settings.tolerance_profile, "writable": settings.writable_dirs,
-               "extensions_dir": settings.extensions_dir, "failed_builds": failed_builds or [],
+    payload = {"device": settings.device, "task_path": os.path.abspath(task_path),
+               "candidate_path": os.path.abspath(candidate_path), "tolerance_profile": settings.tolerance_profile,
+               "writable": [os.path.abspath(w) for w in settings.writable_dirs],
+               "extensions_dir": settings.extensions_dir and os.path.abspath(settings.extensions_dir),
+               "failed_builds": failed_builds or [],
                "scratch": tempfile.mkdtemp(prefix="kernelrl-referee-")}
     timeout = max(settings.hang_timeout_s, settings.load_timeout_s)
     ref = _Side(ctx, "reference", payload, timeout)

@@ -12,11 +12,12 @@ requests (`wire.py` framing: a JSON header and raw bytes, never a pickle):
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 from torch.utils import cpp_extension
 
-from kernelrl.harness.sandbox import confine_worker
+from kernelrl.harness.sandbox import confine_worker, enter_emptied_dir
 from kernelrl.harness.tolerance import output_tolerance
 from kernelrl.harness.compare import closeness, nonfinite_mismatches
 from kernelrl.kernelbench import wire
@@ -39,6 +40,9 @@ def serve(conn, role: str, payload: dict) -> None:
         # a build the build step saw fail fails here at once, as in the worker (not compiled again for minutes)
         cpp_extension._run_ninja_build = replaying(cpp_extension._run_ninja_build, payload.get("failed_builds") or [],
                                                    on_note=lambda note: None)
+    # its own emptied working directory, as a worker's pair gets: relative writes (`build/`, a helper module it
+    # imports) land there, beneath the scratch folder the confinement allows
+    enter_emptied_dir(os.path.join(payload["scratch"], role))
     try:
         side = Side(role, payload)
     except Exception as exc:  # the task or the candidate does not load here: the runner says so

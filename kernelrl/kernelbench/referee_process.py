@@ -23,6 +23,7 @@ from kernelrl.harness.compare import closeness, nonfinite_mismatches
 from kernelrl.kernelbench import wire
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench.failed_builds import replaying
+from kernelrl.kernelbench.inputs import _structure
 from kernelrl.kernelbench.tasks import load_module
 from kernelrl.run.protocol import forget_spawn_arguments
 
@@ -133,7 +134,8 @@ class Side:
             return {"dropped": True}, b""
         if op == "prepare":
             base = self.inputs(int(header["seed"]))
-            self.stretch = [_varied(base, i) for i in range(int(header["calls"]))]
+            structures = _structures(base)
+            self.stretch = [_varied(base, i, structures) for i in range(int(header["calls"]))]
             self.sync()
             return {"ready": True}, b""
         if op == "go":
@@ -182,17 +184,31 @@ class Side:
         return {"ok": True, "detail": ""}
 
 
-def _varied(base: list, i: int) -> list:
-    """Input set `i` of a stretch: the base set with one element of each floating input changed, a different one
-    for each call (a cache keyed on content misses; both sides make the same sets)."""
+def _varied(base: list, i: int, structures: list) -> list:
+    """Input set `i` of a stretch: the base set with one element of each floating input set to the input's max or
+    min, a different one for each call (a cache keyed on content misses; both sides make the same sets). The task's
+    structure is kept as the worker keeps it (inputs._structure): a drawn zero stays zero, a symmetric matrix stays
+    symmetric."""
     out = []
-    for x in base:
-        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0:
+    for x, structure in zip(base, structures):
+        if structure is not None and x.numel() > 1 and x.dim() > 0:
+            has_zeros, symmetric, hi, lo = structure
             x = x.clone()
-            flat = x.view(-1)
-            flat[(i * 7919) % flat.numel()] = float(i % 13) - 6.0
+            for step in range(16):  # a position the task drew as nonzero (a triangle's own half)
+                at = tuple(((i + 1) * 7919 + step * 104729) // max(1, x.numel() // n) % n for n in x.shape)
+                if not has_zeros or bool(x[at] != 0):
+                    x[at] = hi if i % 2 == 0 else lo
+                    if symmetric:
+                        x[at[:-2] + (at[-1], at[-2])] = x[at]
+                    break
         out.append(x)
     return out
+
+
+def _structures(base: list) -> list:
+    """Per input: (drawn zeros, symmetric, max, min) for a floating tensor, else None."""
+    return [(*_structure(x), x.max(), x.min()) if isinstance(x, torch.Tensor) and x.is_floating_point()
+            and x.numel() > 1 and x.dim() > 0 else None for x in base]
 
 
 _COLS = 1024  # a flattened output is read as rows of this many elements (and a shorter tail)

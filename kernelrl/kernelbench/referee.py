@@ -9,17 +9,17 @@ the parent, talks to both through plain frames (kernelbench/wire.py: JSON and ra
 - values: for `seeds` secret seeds, the candidate's process computes its outputs and sends their bytes; the
   reference's process compares them with its own under the pair's tolerance profile (outputs above `MAX_BYTES` are
   judged by the digests below only, and a note says so);
-- speed: stretches of back-to-back calls on varied inputs (one element changed per call), timed here by the runner's
-  clock from request to answer, alternating reference and candidate; each stretch then answers a digest of every
-  call's outputs under weights drawn from a seed sent only after the stretch. Making the stretch's inputs, the calls
-  and the digest are timed together (outputs computed early or late cost their time); what the reference's side
-  takes to make the inputs and to digest alone is taken off both sides. A digest off the reference's
-  by more than ten standard deviations of honest rounding is `referee`.
-- the two speeds: a worker's speedup over eager more than `SPEEDUP_FACTOR` times the runner's (the median round) is
-  not believed: the pair's times are scaled to the runner's ratio (candidate_us up, every speedup down, a note names
-  both). A noisy worker measurement (a loaded CPU, two rounds) is corrected, and so is a forged one, which then earns
-  nothing. More than `FORGED_FACTOR` times even the runner's best round, in two passes, is `referee`: no noise
-  explains that. Neither factor is calibrated on a GPU yet (hot-cache back-to-back calls here, flushed and cloned
+- speed: stretches of back-to-back calls, each call on its own fresh draw of the inputs, timed here by the
+  runner's clock from request to answer (the calls only), alternating reference and candidate, the candidate's
+  process group stopped while the reference's run (`_Frozen`); each stretch then answers a digest of every call's
+  outputs under weights drawn from a seed sent only after the stretch, and the candidate's making of inputs and
+  digest may take at most `HARNESS_FACTOR` times the reference's own. A digest off the reference's by more than ten
+  standard deviations of honest rounding is `referee`.
+- the two speeds: a worker's speedup over eager more than `SPEEDUP_FACTOR` times the runner's (the median round), or
+  one the runner could not time, is not believed: the pair's times are scaled to the runner's ratio (or to 1x), and a
+  note names both. A noisy worker measurement (a loaded CPU, two rounds) is corrected, and so is a forged one, which
+  then earns nothing. More than `FORGED_FACTOR` times even the runner's best round, in two passes, is `referee`: no
+  noise explains that. Neither factor is calibrated on a GPU yet (hot back-to-back calls here, flushed and cloned
   ones in the worker).
 
 A candidate that fails to load or raises outside its worker is `referee` as well: a candidate must not be able to
@@ -27,11 +27,13 @@ escape the second opinion by refusing it."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import os
 import secrets
 import shutil
+import signal
 import statistics
 import tempfile
 import time
@@ -41,9 +43,11 @@ from kernelrl.harness.verdicts import Verdict
 from kernelrl.kernelbench import wire
 
 MAX_BYTES = 256 << 20  # outputs sent whole for the value comparison, at most
+FRAME_BYTES = MAX_BYTES + (1 << 20)  # a frame from either process, at most
 STRETCH_S = 0.02  # a timed stretch lasts about this long on the reference's side
 MAX_CALLS = 64  # calls in one stretch, at most
 ROUNDS = 5
+HARNESS_FACTOR, HARNESS_SLACK_S = 2.0, 0.005  # the candidate's process making inputs or digesting, at most
 SPEEDUP_FACTOR = 2.0  # beyond it the worker's speed is replaced by the runner's
 FORGED_FACTOR = 5.0  # beyond it, confirmed, the worker's speed is a forgery
 SIGMAS = 10.0  # the product of two sums of random weights has heavier tails than a normal
@@ -75,11 +79,13 @@ class _Side:
         child.close()
         self.loaded = False
 
-    def load(self) -> None:
+    def load(self) -> dict:
         """Wait for the process's first answer (its task, and candidate, loaded), once."""
+        reply: dict = {}
         if not self.loaded:
-            self.ask({})
+            reply, _ = self.ask({})
             self.loaded = True
+        return reply
 
     def ask(self, header: dict, body: bytes = b"", timeout_s: float | None = None) -> tuple[dict, bytes]:
         if header:
@@ -88,7 +94,7 @@ class _Side:
             raise _Refused(f"the {self.role}'s process gave no answer within {timeout_s or self.timeout_s:.0f} s "
                            f"({header.get('op', 'load')})", self.role)
         try:
-            reply, data = wire.recv(self.conn)
+            reply, data = wire.recv(self.conn, FRAME_BYTES)
         except (EOFError, OSError):
             self.proc.join(2)
             raise _Refused(f"the {self.role}'s process died (exit code {self.proc.exitcode}) during "
@@ -105,14 +111,66 @@ class _Side:
         return time.perf_counter() - t0, reply
 
     def close(self) -> None:
+        """Stop the process; the candidate's whole process group and every process it started, found before they
+        could be orphaned, are killed as well (nothing it left running may skew the next pair's timing)."""
+        descendants = _descendants(self.proc.pid) if self.role == "candidate" and self.proc.pid else []
         try:
             wire.send(self.conn, {"op": "stop"})
         except (OSError, ValueError):
             pass
         self.proc.join(5)
+        if self.role == "candidate" and self.proc.pid:
+            for kill in (lambda: os.killpg(self.proc.pid, signal.SIGKILL),
+                         *(lambda p=p: os.kill(p, signal.SIGKILL) for p in descendants)):
+                try:
+                    kill()
+                except OSError:  # gone already
+                    pass
         if self.proc.is_alive():
             self.proc.kill()
             self.proc.join(5)
+
+
+class _Frozen:
+    """The candidate's process group stopped (SIGSTOP) for the duration: whatever it runs in the background (threads,
+    processes it started) cannot slow the reference while the reference is timed."""
+
+    def __init__(self, side: _Side):
+        self.pid = side.proc.pid
+
+    def _signal(self, sig) -> None:
+        try:
+            os.killpg(self.pid, sig)
+        except (OSError, TypeError):
+            pass
+
+    def __enter__(self):
+        self._signal(signal.SIGSTOP)
+
+    def __exit__(self, *exc):
+        self._signal(signal.SIGCONT)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live process below `pid`, from /proc (empty where /proc cannot be read)."""
+    children: dict[int, list[int]] = {}
+    try:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                children.setdefault(ppid, []).append(int(entry))
+    except OSError:
+        return []
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 def _serve(conn, role, payload):
@@ -138,7 +196,9 @@ def referee(task_path: str, candidate_path: str, settings, claimed_speedup: floa
     ruling = Ruling()
     try:
         ref.load()
-        cand.load()
+        ready = cand.load()
+        if ready.get("confined") is not True:  # said by the candidate's own process: a note, never a pass
+            ruling.notes.append(f"the candidate's process was not confined ({str(ready.get('sandbox'))[:200]})")
         for _ in range(seeds):
             _values(ref, cand, secrets.randbelow(1 << 31), ruling)
         ruling.speedup, best = _speed(ref, cand, ruling)
@@ -148,10 +208,17 @@ def referee(task_path: str, candidate_path: str, settings, claimed_speedup: floa
                 raise _Refused(f"its worker reported {claimed_speedup:.2f}x over eager; timed by the runner from "
                                f"outside the candidate's process it is {ruling.speedup:.2f}x (at best {best:.2f}x "
                                f"in two passes)")
+        if claimed_speedup and ruling.speedup is None and claimed_speedup > 1.0:  # nothing to believe it by
+            ruling.scale = claimed_speedup
+            ruling.notes.append(f"the runner could not time it: the worker's {claimed_speedup:.2f}x over eager is "
+                                f"not believed (its speedups are divided by it)")
         if claimed_speedup and ruling.speedup and claimed_speedup > SPEEDUP_FACTOR * ruling.speedup:
             ruling.scale = claimed_speedup / ruling.speedup
             ruling.notes.append(f"the worker's {claimed_speedup:.2f}x over eager is more than {SPEEDUP_FACTOR:g} times "
                                 f"the runner's {ruling.speedup:.2f}x: the pair's speedups are the runner's ratio")
+    except (ValueError, TypeError, OverflowError, KeyError, RecursionError) as exc:  # an answer not as asked for
+        ruling.verdict, ruling.detail = Verdict.REFEREE, f"its process answered what the runner cannot read: " \
+                                                         f"{type(exc).__name__}: {str(exc)[:200]}"
     except _Refused as exc:
         if exc.role == "candidate":
             ruling.verdict, ruling.detail = Verdict.REFEREE, str(exc)
@@ -187,56 +254,71 @@ def _reference_failed(ref: _Side, exc: _Refused, ruling: Ruling) -> None:
 
 
 def _values(ref: _Side, cand: _Side, seed: int, ruling: Ruling) -> None:
-    header, body = cand.ask({"op": "outputs", "seed": seed, "max_bytes": MAX_BYTES})  # then the reference's:
-    ref.ask({"op": "outputs", "seed": seed, "max_bytes": 0})  # one side's outputs on the device at a time
-    if not header.get("sent"):
+    """The candidate's outputs for `seed` against the reference's. The reference answers first (a task whose outputs
+    the referee cannot read is the task's matter, a note); it also decides whether they are small enough to send
+    whole, so a candidate cannot skip the comparison by saying its own are too large."""
+    theirs, _ = ref.ask({"op": "outputs", "seed": seed, "max_bytes": 0})
+    size = _count(theirs.get("bytes"))
+    if size is None:
+        raise _Refused(f"the reference's outputs could not be read ({theirs})", "reference")
+    if size > MAX_BYTES:
         ref.ask({"op": "drop"})
-        note = (f"outputs of {int(header.get('bytes', 0)) >> 20} MiB, above the {MAX_BYTES >> 20} MiB sent whole: "
-                f"judged by the stretches' digests only")
+        note = (f"outputs of {size >> 20} MiB, above the {MAX_BYTES >> 20} MiB sent whole: judged by the stretches' "
+                f"digests only")
         if note not in ruling.notes:
             ruling.notes.append(note)
         return
+    header, body = cand.ask({"op": "outputs", "seed": seed, "max_bytes": MAX_BYTES})
+    if not header.get("sent") or len(body) != size:
+        raise _Refused(f"outside its worker, its outputs for fresh inputs came back as {len(body)} bytes where the "
+                       f"reference's are {size}")
     verdict, _ = ref.ask({"op": "compare", "tensors": header.get("tensors")}, body)
     if not verdict.get("ok"):
         raise _Refused(f"outside its worker, on fresh inputs, its outputs are wrong: {verdict.get('detail')}")
 
 
+def _count(x) -> int | None:
+    return x if type(x) is int and x >= 0 else None
+
+
 def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> tuple[float | None, float | None]:
-    """Eager over the candidate from alternating stretches, each checked by its digest: (median round, the round
-    best for the candidate); None where too fast to time."""
+    """Eager over the candidate from alternating stretches (each call on its own fresh draw), each checked by a
+    digest of every call's outputs under a seed sent after it: (median round, the round best for the candidate),
+    (None, None) where too fast to time. Only the calls (`go`) are timed; the candidate's making of its inputs and
+    its digest may take at most `HARNESS_FACTOR` times the reference's own (work moved there is refused)."""
     probe_seed = secrets.randbelow(1 << 31)
     for side in (ref, cand):  # warm-up: first calls (lazy compiles, cuDNN's search) are not timed
         side.ask({"op": "prepare", "seed": probe_seed, "calls": 1})
         side.ask({"op": "go"})
         side.ask({"op": "digest", "seed": 0})
-    ref.ask({"op": "prepare", "seed": probe_seed, "calls": 1})
-    one, _ = ref.timed({"op": "go"})
-    ref.ask({"op": "digest", "seed": 0})
+    with _Frozen(cand):
+        ref.ask({"op": "prepare", "seed": probe_seed, "calls": 1})
+        one, _ = ref.timed({"op": "go"})
+        ref.ask({"op": "digest", "seed": 0})
     calls = max(1, min(MAX_CALLS, math.ceil(STRETCH_S / max(one, 1e-6))))
-    times: dict[str, list[float]] = {"reference": [], "candidate": []}
-    harness_only: list[float] = []  # the reference's side making a stretch's inputs and digesting its outputs
+    went: dict[str, list[float]] = {"reference": [], "candidate": []}
     for _ in range(ROUNDS):
-        seed, late = secrets.randbelow(1 << 31), secrets.randbelow(1 << 31)
-        answers = {}
-        for side in (ref, cand):  # inputs made, calls, digest: all timed (work moved into any of them is counted)
-            prepared, _ = side.timed({"op": "prepare", "seed": seed, "calls": calls})
-            went, _ = side.timed({"op": "go"})
-            digested, answers[side.role] = side.timed({"op": "digest", "seed": late, "keep": side is ref})
-            times[side.role].append(prepared + went + digested)
-            if side is ref:  # the same digest alone (timed), then with the spreads (untimed) and the stretch freed:
-                alone, _ = ref.timed({"op": "digest", "seed": late, "keep": True})  # one side's stretch in memory
-                harness_only.append(prepared + alone)                               # at a time
-                _, answers["reference"] = ref.timed({"op": "digest", "seed": late, "spread": True})
+        seed, late = secrets.randbelow(1 << 30), secrets.randbelow(1 << 31)
+        answers, harness = {}, {}
+        for side in (ref, cand):
+            with _Frozen(cand) if side is ref else contextlib.nullcontext():
+                prepared, _ = side.timed({"op": "prepare", "seed": seed, "calls": calls})
+                went[side.role].append(side.timed({"op": "go"})[0])
+                digested, answers[side.role] = side.timed({"op": "digest", "seed": late, "keep": side is ref})
+                harness[side.role] = (prepared, digested)
+                if side is ref:  # the same digest with the spreads, untimed, and the stretch freed
+                    answers["reference"], _ = ref.ask({"op": "digest", "seed": late, "spread": True})
+        for what, mine, its in zip(("making its inputs", "digesting its outputs"), harness["candidate"],
+                                   harness["reference"]):
+            if mine > HARNESS_FACTOR * its + HARNESS_SLACK_S:
+                raise _Refused(f"its process took {mine * 1e3:.1f} ms {what} for a stretch where the reference's "
+                               f"took {its * 1e3:.1f} ms: work moved out of its timed calls")
         _check_digests(answers["reference"], answers["candidate"])
-    # each round's stretch less the reference side's own making of inputs and digest in that round
-    r = [tr - h for tr, h in zip(times["reference"], harness_only)]
-    c = [tc - h for tc, h in zip(times["candidate"], harness_only)]
-    rounds = [a / b for a, b in zip(r, c) if a > 0 and b > 0]
-    if statistics.median(r) <= 0 or statistics.median(c) <= 0 or not rounds:
-        ruling.notes.append(f"the referee's stretches ({calls} calls) were too short to time beside making their "
-                            f"inputs and digests")
+    r, c = statistics.median(went["reference"]), statistics.median(went["candidate"])
+    if r <= 0 or c <= 0:
+        ruling.notes.append(f"the referee's stretches ({calls} calls) were too short to time")
         return None, None
-    return statistics.median(r) / statistics.median(c), max(rounds)
+    return r / c, max(a / b for a, b in zip(went["reference"], went["candidate"]) if b > 0)
 
 
 def _check_digests(ref: dict, cand: dict) -> None:
@@ -249,7 +331,7 @@ def _check_digests(ref: dict, cand: dict) -> None:
             raise _Refused(f"call {call} of a timed stretch answered {dc!r} for {len(dr)} outputs")
         for i, (a, b, s) in enumerate(zip(dr, dc, sp)):
             tol = tolerances[i] if i < len(tolerances) else 1e-2
-            if not isinstance(b, (int, float)) or not abs(float(b) - a) <= SIGMAS * tol * s:
+            if type(b) is not float or not math.isfinite(b) or not abs(b - a) <= SIGMAS * tol * s:
                 raise _Refused(f"the outputs of call {call} of a timed stretch do not match the reference's "
                                f"(output {i}: weighted sum {b!r} against {a:.6g}, allowed {SIGMAS * tol * s:.3g}): "
                                f"its timed calls did not compute what its checked ones did")

@@ -23,19 +23,22 @@ from kernelrl.harness.compare import closeness, nonfinite_mismatches
 from kernelrl.kernelbench import wire
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench.failed_builds import replaying
-from kernelrl.kernelbench.inputs import _structure
 from kernelrl.kernelbench.tasks import load_module
 from kernelrl.run.protocol import forget_spawn_arguments
 
-DTYPES = {str(d): d for d in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32,
-                              torch.int8, torch.uint8, torch.bool)}
+DTYPES = {str(d): d for d in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.complex64,
+                              torch.complex128, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                              torch.bool)}
 INIT_SEED = 42  # the seed both sides are built under (the same weights), as the worker builds both
 
 
 def serve(conn, role: str, payload: dict) -> None:
     forget_spawn_arguments()
+    sandbox = None
     if role == "candidate":  # confined before any candidate code: writes only where a worker may write
-        confine_worker(payload["scratch"], payload.get("writable") or [])
+        os.setpgrp()  # its own process group: the runner ends it, and what it starts, together
+        confinement, _ = confine_worker(payload["scratch"], payload.get("writable") or [])
+        sandbox = {"confined": confinement.active, "sandbox": str(confinement)}
         if payload.get("extensions_dir"):
             use_extension_dir(payload["extensions_dir"], payload["candidate_path"])
         # a build the build step saw fail fails here at once, as in the worker (not compiled again for minutes)
@@ -49,7 +52,7 @@ def serve(conn, role: str, payload: dict) -> None:
     except Exception as exc:  # the task or the candidate does not load here: the runner says so
         wire.send(conn, {"error": f"{type(exc).__name__}: {exc}"[:400]})
         return
-    wire.send(conn, {"ready": True})
+    wire.send(conn, {"ready": True, **(sandbox or {})})
     while True:
         try:
             header, body = wire.recv(conn)
@@ -117,6 +120,8 @@ class Side:
         op = header.get("op")
         if op == "outputs":  # the reference's side keeps them for `compare`; the candidate's sends and drops them
             outs = self.call(self.inputs(int(header["seed"])))
+            if self.role == "reference" and (odd := [str(o.dtype) for o in outs if str(o.dtype) not in DTYPES]):
+                raise TypeError(f"outputs of dtype {', '.join(odd)}: not one the referee reads")
             self.sync()
             reply = _encoded(outs, int(header["max_bytes"]))
             self.kept = outs if self.role == "reference" else []
@@ -133,17 +138,16 @@ class Side:
             self.release()
             return {"dropped": True}, b""
         if op == "prepare":
-            base = self.inputs(int(header["seed"]))
-            structures = _structures(base)
-            self.stretch = [_varied(base, i, structures) for i in range(int(header["calls"]))]
+            seed = int(header["seed"])  # each call its own draw: no output can be patched from another call's
+            self.stretch = [self.inputs(seed + i) for i in range(int(header["calls"]))]
             self.sync()
             return {"ready": True}, b""
         if op == "go":
             self.stretch = [self.call(inputs) for inputs in self.stretch]
             self.sync()
             return {"done": True}, b""
-        if op == "digest":  # the runner times it with `go`; the reference's side answers it twice (`keep`): the
-            seed = int(header["seed"])  # second, timed alone
+        if op == "digest":  # the reference's side answers twice: timed (`keep`), then with the spreads
+            seed = int(header["seed"])
             gen = torch.Generator(device=self.device).manual_seed(seed)
             sums = [[_weighted(o, gen) for o in outs] for outs in self.stretch]
             spreads = None
@@ -184,66 +188,19 @@ class Side:
         return {"ok": True, "detail": ""}
 
 
-def _varied(base: list, i: int, structures: list) -> list:
-    """Input set `i` of a stretch: the base set with one element of each floating input set to the input's max or
-    min, a different one for each call (a cache keyed on content misses; both sides make the same sets). The task's
-    structure is kept as the worker keeps it (inputs._structure): a drawn zero stays zero, a symmetric matrix stays
-    symmetric."""
-    out = []
-    for x, structure in zip(base, structures):
-        if structure is not None and x.numel() > 1 and x.dim() > 0:
-            has_zeros, symmetric, hi, lo = structure
-            x = x.clone()
-            for step in range(16):  # a position the task drew as nonzero (a triangle's own half)
-                at = tuple(((i + 1) * 7919 + step * 104729) // max(1, x.numel() // n) % n for n in x.shape)
-                if not has_zeros or bool(x[at] != 0):
-                    x[at] = hi if i % 2 == 0 else lo
-                    if symmetric:
-                        x[at[:-2] + (at[-1], at[-2])] = x[at]
-                    break
-        out.append(x)
-    return out
-
-
-def _structures(base: list) -> list:
-    """Per input: (drawn zeros, symmetric, max, min) for a floating tensor, else None."""
-    return [(*_structure(x), x.max(), x.min()) if isinstance(x, torch.Tensor) and x.is_floating_point()
-            and x.numel() > 1 and x.dim() > 0 else None for x in base]
-
-
-_COLS = 1024  # a flattened output is read as rows of this many elements (and a shorter tail)
-
-
-def _weights(o, gen) -> tuple:
-    """Row weights u, column weights v (uniform in (-1, 1), float32) and tail weights t for `o` read as rows of
-    `_COLS`: the digest's weight of element (i, j) is u[i] v[j], drawn from the runner's late seed."""
-    rows, tail = divmod(o.numel(), _COLS)
-    draw = lambda n: torch.rand(n, generator=gen, device=o.device).mul_(2).sub_(1)  # noqa: E731
-    return draw(rows), draw(_COLS), draw(tail)
-
-
-def _split(o):
-    flat = o.reshape(-1)
-    rows = flat.numel() // _COLS
-    return flat[:rows * _COLS].view(rows, _COLS), flat[rows * _COLS:]
-
-
 def _weighted(o, gen) -> float:
-    """u^T O v (plus the tail's weighted sum) over the output read as rows: one pass over it, so a candidate whose
-    outputs were not there when its stretch ended must compute them now, within the timed digest. Any wrong output
-    moves it unless its errors happen to cancel under weights drawn after the outputs were fixed."""
-    u, v, t = _weights(o, gen)
-    body, tail = _split(o.float().nan_to_num(0.0, 0.0, 0.0))
-    return float((body @ v).double() @ u.double()) + float((tail.double() * t.double()).sum())
+    """sum(o * w) over weights uniform in (-1, 1), one per element, drawn from the runner's late seed: no shortcut
+    computes it without the output itself (a rank-1 weight would let a linear task answer from its inputs)."""
+    w = torch.rand(o.shape, generator=gen, device=o.device).mul_(2).sub_(1)
+    return float(o.float().nan_to_num(0.0, 0.0, 0.0).mul_(w).sum(dtype=torch.float64))
 
 
 def _spread(r, gen) -> float:
-    """The standard deviation of the digest's difference when every element errs by at most its tolerance scale
-    (1 + |r|) with independent signs: sqrt(sum u_i^2 v_j^2 (1 + |r_ij|)^2), the same weights as `_weighted`."""
-    u, v, t = _weights(r, gen)
-    body, tail = _split(r.float().nan_to_num(0.0, 0.0, 0.0).abs_().add_(1.0).square_())
-    return math.sqrt(float((body @ v.square()).double() @ u.double().square())
-                     + float((tail.double() * t.double().square()).sum()))
+    """sqrt(sum(w^2 (1 + |r|)^2)) under the same weights: the standard deviation of the digest's difference when
+    every element errs by at most its tolerance scale (1 + |r|), the signs independent of weights drawn later."""
+    w = torch.rand(r.shape, generator=gen, device=r.device).mul_(2).sub_(1)
+    scale = r.float().nan_to_num(0.0, 0.0, 0.0).abs_().add_(1.0).mul_(w)
+    return math.sqrt(float(scale.square_().sum(dtype=torch.float64)))
 
 
 def _encoded(outs: list, max_bytes: int) -> tuple[dict, bytes]:

@@ -15,8 +15,9 @@ def send(conn, header: dict, body: bytes = b"") -> None:
     conn.send_bytes(_LEN.pack(len(text)) + text + body)
 
 
-def recv(conn) -> tuple[dict, bytes]:
-    data = conn.recv_bytes()
+def recv(conn, max_bytes: int | None = None) -> tuple[dict, bytes]:
+    """One frame; OSError where it is longer than `max_bytes`, ValueError where it is not a header and bytes."""
+    data = conn.recv_bytes(max_bytes)
     if len(data) < _LEN.size:
         raise ValueError("a frame shorter than its length field")
     (n,) = _LEN.unpack_from(data)

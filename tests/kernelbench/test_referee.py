@@ -101,7 +101,7 @@ def test_the_ruling_marks_every_candidate_record_and_leaves_baselines_alone():
 @pytest.mark.parametrize("frame", [b"", b"\x05\x00\x00\x00[1,2]", b"\x03\x00\x00\x00abc"])
 def test_a_frame_that_is_not_an_object_is_refused_as_data(frame):
     class Conn:
-        def recv_bytes(self):
+        def recv_bytes(self, max_bytes=None):
             return frame
 
     with pytest.raises(ValueError):
@@ -168,3 +168,48 @@ def test_a_reference_that_fails_beside_the_candidate_is_tried_alone(runs_alone):
         assert ruling.verdict is Verdict.REFEREE and "ran once that process was stopped" in ruling.detail
     else:  # the task cannot be refereed here: a note, no verdict
         assert ruling.verdict is None and ruling.notes[0].startswith("not refereed")
+
+
+PATCHES_ITS_HARNESS = '''
+import sys
+rp = sys.modules.get("kernelrl.kernelbench.referee_process")
+if rp is not None:
+    _handle = rp.Side.handle
+
+    def handle(self, header, body):
+        {body}
+
+    rp.Side.handle = handle
+'''
+
+
+def test_a_candidate_process_that_says_its_outputs_are_too_large_to_send_is_its_verdict(tmp_path):
+    source = HONEST + PATCHES_ITS_HARNESS.format(body='''if header.get("op") == "outputs":
+            return {"tensors": [], "bytes": 0, "sent": False}, b""
+        return _handle(self, header, body)''')
+    ruling = rule(tmp_path, source)
+    assert ruling.verdict is Verdict.REFEREE and "came back as 0 bytes" in ruling.detail
+
+
+def test_a_digest_the_runner_cannot_read_as_a_number_is_its_verdict_not_a_crash(tmp_path):
+    source = HONEST + PATCHES_ITS_HARNESS.format(body='''reply = _handle(self, header, body)
+        if header.get("op") == "digest" and reply[0].get("digests"):
+            reply[0]["digests"] = [[10 ** 400 for _ in row] for row in reply[0]["digests"]]
+        return reply''')
+    ruling = rule(tmp_path, source)
+    assert ruling.verdict is Verdict.REFEREE and "do not match the reference's" in ruling.detail
+
+
+def test_a_process_the_candidate_started_in_its_own_session_does_not_outlive_the_ruling(tmp_path):
+    marker = tmp_path / "ext" / "child.pid"  # the extension root: a folder the confined candidate may write
+    marker.parent.mkdir()
+    source = HONEST + f'''
+import subprocess, sys
+if "kernelrl.kernelbench.referee_process" in sys.modules:
+    child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    open({str(marker)!r}, "w").write(str(child.pid))
+'''
+    rule(tmp_path, source)
+    pid = int(marker.read_text())
+    stat = Path(f"/proc/{pid}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # gone, or a zombie

@@ -12,15 +12,15 @@ the parent, talks to both through plain frames (kernelbench/wire.py: JSON and ra
 - speed: stretches of back-to-back calls, each call on its own fresh draw of the inputs, timed here by the
   runner's clock from request to answer (the calls only), alternating reference and candidate, the candidate's
   process group stopped while the reference's run (`_Frozen`); each stretch then answers a digest of every call's
-  outputs under weights drawn from a seed sent only after the stretch, and the candidate's making of inputs and
-  digest may take at most `HARNESS_FACTOR` times the reference's own. A digest off the reference's by more than ten
+  outputs under weights drawn from a seed sent only after the stretch; whatever the candidate's process takes to make
+  inputs and digest beyond the reference's own is charged to its calls. A digest off the reference's by more than ten
   standard deviations of honest rounding is `referee`.
 - the two speeds: a worker's speedup over eager more than `SPEEDUP_FACTOR` times the runner's (the median round), or
   one the runner could not time, is not believed: the pair's times are scaled to the runner's ratio (or to 1x), and a
   note names both. A noisy worker measurement (a loaded CPU, two rounds) is corrected, and so is a forged one, which
-  then earns nothing. More than `FORGED_FACTOR` times even the runner's best round, in two passes, is `referee`: no
-  noise explains that. Neither factor is calibrated on a GPU yet (hot back-to-back calls here, flushed and cloned
-  ones in the worker).
+  then earns nothing; a speed disagreement is never a verdict by itself (an honest CPU conv read 59x in its worker
+  and far less here: the two processes' conditions differ in ways not yet known). The factor is not calibrated on a
+  GPU yet (hot back-to-back calls here, flushed and cloned ones in the worker).
 
 A candidate that fails to load or raises outside its worker is `referee` as well: a candidate must not be able to
 escape the second opinion by refusing it."""
@@ -47,9 +47,7 @@ FRAME_BYTES = MAX_BYTES + (1 << 20)  # a frame from either process, at most
 STRETCH_S = 0.02  # a timed stretch lasts about this long on the reference's side
 MAX_CALLS = 64  # calls in one stretch, at most
 ROUNDS = 5
-HARNESS_FACTOR, HARNESS_SLACK_S = 2.0, 0.005  # the candidate's process making inputs or digesting, at most
 SPEEDUP_FACTOR = 2.0  # beyond it the worker's speed is replaced by the runner's
-FORGED_FACTOR = 5.0  # beyond it, confirmed, the worker's speed is a forgery
 SIGMAS = 10.0  # the product of two sums of random weights has heavier tails than a normal
 
 
@@ -201,13 +199,7 @@ def referee(task_path: str, candidate_path: str, settings, claimed_speedup: floa
             ruling.notes.append(f"the candidate's process was not confined ({str(ready.get('sandbox'))[:200]})")
         for _ in range(seeds):
             _values(ref, cand, secrets.randbelow(1 << 31), ruling)
-        ruling.speedup, best = _speed(ref, cand, ruling)
-        if claimed_speedup and best and claimed_speedup > FORGED_FACTOR * best:
-            best = max(best, _speed(ref, cand, ruling)[1] or 0.0)  # a second pass: no slow spell explains both
-            if claimed_speedup > FORGED_FACTOR * best:
-                raise _Refused(f"its worker reported {claimed_speedup:.2f}x over eager; timed by the runner from "
-                               f"outside the candidate's process it is {ruling.speedup:.2f}x (at best {best:.2f}x "
-                               f"in two passes)")
+        ruling.speedup, _ = _speed(ref, cand, ruling)
         if claimed_speedup and ruling.speedup is None and claimed_speedup > 1.0:  # nothing to believe it by
             ruling.scale = claimed_speedup
             ruling.notes.append(f"the runner could not time it: the worker's {claimed_speedup:.2f}x over eager is "
@@ -284,8 +276,8 @@ def _count(x) -> int | None:
 def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> tuple[float | None, float | None]:
     """Eager over the candidate from alternating stretches (each call on its own fresh draw), each checked by a
     digest of every call's outputs under a seed sent after it: (median round, the round best for the candidate),
-    (None, None) where too fast to time. Only the calls (`go`) are timed; the candidate's making of its inputs and
-    its digest may take at most `HARNESS_FACTOR` times the reference's own (work moved there is refused)."""
+    (None, None) where too fast to time. The calls (`go`) are timed, and whatever the candidate's process takes to
+    make its inputs and digest beyond the reference's own is added to its calls (work moved there still counts)."""
     probe_seed = secrets.randbelow(1 << 31)
     for side in (ref, cand):  # warm-up: first calls (lazy compiles, cuDNN's search) are not timed
         side.ask({"op": "prepare", "seed": probe_seed, "calls": 1})
@@ -308,11 +300,10 @@ def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> tuple[float | None, float
                 harness[side.role] = (prepared, digested)
                 if side is ref:  # the same digest with the spreads, untimed, and the stretch freed
                     answers["reference"], _ = ref.ask({"op": "digest", "seed": late, "spread": True})
-        for what, mine, its in zip(("making its inputs", "digesting its outputs"), harness["candidate"],
-                                   harness["reference"]):
-            if mine > HARNESS_FACTOR * its + HARNESS_SLACK_S:
-                raise _Refused(f"its process took {mine * 1e3:.1f} ms {what} for a stretch where the reference's "
-                               f"took {its * 1e3:.1f} ms: work moved out of its timed calls")
+        # time its process spent making inputs or digesting beyond what the reference's took is charged to its calls:
+        # work moved out of the timed calls still counts (an honest process slower there only reads slower)
+        went["candidate"][-1] += sum(max(0.0, mine - its) for mine, its in zip(harness["candidate"],
+                                                                                 harness["reference"]))
         _check_digests(answers["reference"], answers["candidate"])
     r, c = statistics.median(went["reference"]), statistics.median(went["candidate"])
     if r <= 0 or c <= 0:

@@ -53,17 +53,10 @@ def test_outputs_computed_outside_the_worker_that_are_wrong_are_its_verdict(tmp_
     assert ruling.verdict is Verdict.REFEREE and "its outputs are wrong" in ruling.detail
 
 
-def test_beyond_five_times_the_best_round_of_one_pass_a_second_pass_decides(tmp_path, monkeypatch):
-    passes = iter([(1.0, 1.1), (1.0, 4.0)])  # the second pass's best round explains the worker's 6x
-    monkeypatch.setattr(referee, "_speed", lambda ref, cand, ruling: next(passes))
-    ruling = rule(tmp_path, HONEST, claimed=6.0)
-    assert ruling.verdict is None and ruling.scale == pytest.approx(6.0)
-
-
-def test_a_speedup_its_worker_reported_far_beyond_what_the_runner_sees_twice_is_its_verdict(tmp_path):
+def test_a_speedup_its_worker_reported_far_beyond_what_the_runner_sees_earns_only_the_runner_s(tmp_path):
     ruling = rule(tmp_path, SLOW, claimed=50.0)
-    assert ruling.verdict is Verdict.REFEREE and "reported 50.00x over eager" in ruling.detail, ruling
-    assert "in two passes" in ruling.detail
+    assert ruling.verdict is None and ruling.speedup is not None, ruling
+    assert ruling.scale == pytest.approx(50.0 / ruling.speedup)
 
 
 def test_a_worker_speedup_the_runner_does_not_see_is_replaced_by_the_runner_s_ratio(tmp_path, monkeypatch):

@@ -31,16 +31,16 @@ class Fatal(Exception):
         self.verdict, self.detail = verdict, detail
 
 
-def os_children() -> set[int]:
-    """This process's child processes (Linux /proc/self/task/*/children; empty elsewhere)."""
+def os_children(pid: int | str = "self") -> set[int]:
+    """A process's child processes, this one's by default (Linux /proc/<pid>/task/*/children; empty elsewhere)."""
     out: set[int] = set()
     try:
-        tasks = os.listdir("/proc/self/task")
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return out
     for tid in tasks:
         try:
-            with open(f"/proc/self/task/{tid}/children") as fh:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
                 out.update(int(pid) for pid in fh.read().split())
         except (OSError, ValueError):  # a thread that ended meanwhile
             pass

@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 
 from kernelrl.harness.verdicts import Verdict
+from kernelrl.harness.worker_base import os_children
 from kernelrl.kernelbench import wire
 
 MAX_BYTES = 256 << 20  # outputs sent whole for the value comparison, at most
@@ -150,24 +151,13 @@ class _Frozen:
 
 
 def _descendants(pid: int) -> list[int]:
-    """Every live process below `pid`, from /proc (empty where /proc cannot be read)."""
-    children: dict[int, list[int]] = {}
-    try:
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                except (OSError, ValueError, IndexError):
-                    continue
-                children.setdefault(ppid, []).append(int(entry))
-    except OSError:
-        return []
-    out, todo = [], [pid]
+    """Every live process below `pid` (harness.worker_base.os_children, level by level)."""
+    out: list[int] = []
+    todo = [pid]
     while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
+        children = os_children(todo.pop())
+        out += children
+        todo += children
     return out
 
 
@@ -199,7 +189,7 @@ def referee(task_path: str, candidate_path: str, settings, claimed_speedup: floa
             ruling.notes.append(f"the candidate's process was not confined ({str(ready.get('sandbox'))[:200]})")
         for _ in range(seeds):
             _values(ref, cand, secrets.randbelow(1 << 31), ruling)
-        ruling.speedup, _ = _speed(ref, cand, ruling)
+        ruling.speedup = _speed(ref, cand, ruling)
         if claimed_speedup and ruling.speedup is None and claimed_speedup > 1.0:  # nothing to believe it by
             ruling.scale = claimed_speedup
             ruling.notes.append(f"the runner could not time it: the worker's {claimed_speedup:.2f}x over eager is "
@@ -273,10 +263,10 @@ def _count(x) -> int | None:
     return x if type(x) is int and x >= 0 else None
 
 
-def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> tuple[float | None, float | None]:
+def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> float | None:
     """Eager over the candidate from alternating stretches (each call on its own fresh draw), each checked by a
-    digest of every call's outputs under a seed sent after it: (median round, the round best for the candidate),
-    (None, None) where too fast to time. The calls (`go`) are timed, and whatever the candidate's process takes to
+    digest of every call's outputs under a seed sent after it: the median rounds' ratio, None where too fast to
+    time. The calls (`go`) are timed, and whatever the candidate's process takes to
     make its inputs and digest beyond the reference's own is added to its calls (work moved there still counts)."""
     probe_seed = secrets.randbelow(1 << 31)
     for side in (ref, cand):  # warm-up: first calls (lazy compiles, cuDNN's search) are not timed
@@ -308,8 +298,8 @@ def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> tuple[float | None, float
     r, c = statistics.median(went["reference"]), statistics.median(went["candidate"])
     if r <= 0 or c <= 0:
         ruling.notes.append(f"the referee's stretches ({calls} calls) were too short to time")
-        return None, None
-    return r / c, max(a / b for a, b in zip(went["reference"], went["candidate"]) if b > 0)
+        return None
+    return r / c
 
 
 def _check_digests(ref: dict, cand: dict) -> None:

@@ -125,27 +125,32 @@ def _handler(server: FakeServer):
                 server.in_flight += 1
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
             try:
-                item = server.next_item(body)
-                if item.get("delay_s"):
-                    time.sleep(item["delay_s"])
-                if item.get("status", 200) != 200:
-                    headers = {"Retry-After": str(item["retry_after"])} if item.get("retry_after") is not None else {}
-                    self._send(item["status"], {"error": {"message": item["message"], "type": "server_error",
-                                                          "code": item["status"]}}, headers)
-                    return
-                content = item["content"]
-                prompt = sum(len(m.get("content") or "") for m in body.get("messages", [])) // 4
-                completion = max(1, len(content) // 4)
-                self._send(200, {
-                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": item.get("finish_reason", "stop")}],
-                    "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                              "total_tokens": prompt + completion}})
+                status, payload, headers = self._answer(body)
             finally:
+                # Out of flight before the reply is written: the client may start its next request the moment it
+                # reads this one, before this thread would get back to a `finally` after the write.
                 with server.lock:
                     server.in_flight -= 1
+            self._send(status, payload, headers)
+
+        def _answer(self, body: dict) -> tuple[int, dict, dict]:
+            item = server.next_item(body)
+            if item.get("delay_s"):
+                time.sleep(item["delay_s"])
+            if item.get("status", 200) != 200:
+                headers = {"Retry-After": str(item["retry_after"])} if item.get("retry_after") is not None else {}
+                return item["status"], {"error": {"message": item["message"], "type": "server_error",
+                                                  "code": item["status"]}}, headers
+            content = item["content"]
+            prompt = sum(len(m.get("content") or "") for m in body.get("messages", [])) // 4
+            completion = max(1, len(content) // 4)
+            return 200, {
+                "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": int(time.time()),
+                "model": body.get("model"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                             "finish_reason": item.get("finish_reason", "stop")}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion}}, {}
     return Handler
 
 

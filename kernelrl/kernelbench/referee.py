@@ -47,6 +47,10 @@ MAX_BYTES = 256 << 20  # outputs sent whole for the value comparison, at most
 FRAME_BYTES = MAX_BYTES + (1 << 20)  # a frame from either process, at most
 STRETCH_S = 0.02  # a timed stretch lasts about this long on the reference's side
 MAX_CALLS = 64  # calls in one stretch, at most
+# a stretch's input sets and outputs may take this share of what the device had free before it: the other side's
+# process keeps its own model and context beside it, and a call's temporaries come on top (a real-size level-1 task's
+# inputs and output take 12.8 GB a call: five calls of it would not fit an 80 GB card)
+MEMORY_SHARE = 0.5
 ROUNDS = 5
 SPEEDUP_FACTOR = 2.0  # beyond it the worker's speed is replaced by the runner's
 SIGMAS = 10.0  # the product of two sums of random weights has heavier tails than a normal
@@ -274,10 +278,13 @@ def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> float | None:
         side.ask({"op": "go"})
         side.ask({"op": "digest", "seed": 0})
     with _Frozen(cand):
-        ref.ask({"op": "prepare", "seed": probe_seed, "calls": 1})
-        one, _ = ref.timed({"op": "go"})
+        sizes, _ = ref.ask({"op": "prepare", "seed": probe_seed, "calls": 1})
+        one, went_once = ref.timed({"op": "go"})
         ref.ask({"op": "digest", "seed": 0})
-    calls = max(1, min(MAX_CALLS, math.ceil(STRETCH_S / max(one, 1e-6))))
+    calls, by_time = stretch_calls(one, sizes, went_once)
+    if calls < by_time:
+        ruling.notes.append(f"stretches of {calls} calls where {by_time} would last {STRETCH_S * 1e3:.0f} ms: "
+                            f"{MEMORY_SHARE:.0%} of the device's free memory holds no more")
     went: dict[str, list[float]] = {"reference": [], "candidate": []}
     for _ in range(ROUNDS):
         seed, late = secrets.randbelow(1 << 30), secrets.randbelow(1 << 31)
@@ -300,6 +307,18 @@ def _speed(ref: _Side, cand: _Side, ruling: Ruling) -> float | None:
         ruling.notes.append(f"the referee's stretches ({calls} calls) were too short to time")
         return None
     return r / c
+
+
+def stretch_calls(one_s: float, prepared: dict, went: dict) -> tuple[int, int]:
+    """(calls in a stretch, the calls that would fill STRETCH_S): as many as fill it, at most MAX_CALLS, and no more
+    input sets and outputs than MEMORY_SHARE of the free memory the reference's process saw before its probe call
+    holds (`prepared`, `went`: that probe's answers; where they give no sizes, time alone decides)."""
+    by_time = max(1, min(MAX_CALLS, math.ceil(STRETCH_S / max(one_s, 1e-6))))
+    free, inputs, outputs = _count(prepared.get("free")), _count(prepared.get("input_bytes")), \
+        _count(went.get("output_bytes"))
+    if not free or inputs is None or outputs is None or inputs + outputs == 0:
+        return by_time, by_time
+    return max(1, min(by_time, int(MEMORY_SHARE * free) // (inputs + outputs))), by_time
 
 
 def _check_digests(ref: dict, cand: dict) -> None:

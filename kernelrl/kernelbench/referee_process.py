@@ -23,6 +23,7 @@ from kernelrl.harness.compare import closeness, nonfinite_mismatches
 from kernelrl.kernelbench import wire
 from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench.failed_builds import replaying
+from kernelrl.kernelbench.memory_plan import host_available
 from kernelrl.kernelbench.tasks import load_module
 from kernelrl.run.protocol import forget_spawn_arguments
 
@@ -30,6 +31,9 @@ DTYPES = {str(d): d for d in (torch.float32, torch.float16, torch.bfloat16, torc
                               torch.complex128, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
                               torch.bool)}
 INIT_SEED = 42  # the seed both sides are built under (the same weights), as the worker builds both
+# elements a digest weighs at once: its temporaries (the weights, a float copy) stay a few hundred MiB whatever the
+# output's size, where whole they were twice a real-size task's output beside the stretch's own calls
+DIGEST_CHUNK = 1 << 25
 
 
 def serve(conn, role: str, payload: dict) -> None:
@@ -116,6 +120,12 @@ class Side:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
 
+    def free_bytes(self) -> int:
+        """What the device has free now (the host's available memory on the CPU): the runner sizes stretches by it."""
+        if self.device.type == "cuda":
+            return int(torch.cuda.mem_get_info(self.device)[0])
+        return host_available()
+
     def handle(self, header: dict, body: bytes):
         op = header.get("op")
         if op == "outputs":  # the reference's side keeps them for `compare`; the candidate's sends and drops them
@@ -139,13 +149,14 @@ class Side:
             return {"dropped": True}, b""
         if op == "prepare":
             seed = int(header["seed"])  # each call its own draw: no output can be patched from another call's
+            free = self.free_bytes()  # before the stretch's inputs: what a stretch may take
             self.stretch = [self.inputs(seed + i) for i in range(int(header["calls"]))]
             self.sync()
-            return {"ready": True}, b""
+            return {"ready": True, "free": free, "input_bytes": _nbytes(self.stretch[0] if self.stretch else [])}, b""
         if op == "go":
             self.stretch = [self.call(inputs) for inputs in self.stretch]
             self.sync()
-            return {"done": True}, b""
+            return {"done": True, "output_bytes": _nbytes(self.stretch[0] if self.stretch else [])}, b""
         if op == "digest":  # the reference's side answers twice: timed (`keep`), then with the spreads
             seed = int(header["seed"])
             gen = torch.Generator(device=self.device).manual_seed(seed)
@@ -188,19 +199,33 @@ class Side:
         return {"ok": True, "detail": ""}
 
 
+def _nbytes(values: list) -> int:
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def _chunks(o):
+    """The output's elements in C order, DIGEST_CHUNK at a time, as float32 with non-finite values zeroed (each chunk
+    a fresh tensor), and the weights of each drawn in turn: the same chunks, so the same weights, on both sides."""
+    flat = o.reshape(-1)
+    for start in range(0, flat.numel(), DIGEST_CHUNK):
+        yield flat[start:start + DIGEST_CHUNK].float().nan_to_num(0.0, 0.0, 0.0)
+
+
+def _weights(part, gen):
+    return torch.rand(part.shape, generator=gen, device=part.device).mul_(2).sub_(1)
+
+
 def _weighted(o, gen) -> float:
     """sum(o * w) over weights uniform in (-1, 1), one per element, drawn from the runner's late seed: no shortcut
     computes it without the output itself (a rank-1 weight would let a linear task answer from its inputs)."""
-    w = torch.rand(o.shape, generator=gen, device=o.device).mul_(2).sub_(1)
-    return float(o.float().nan_to_num(0.0, 0.0, 0.0).mul_(w).sum(dtype=torch.float64))
+    return sum(float(part.mul_(_weights(part, gen)).sum(dtype=torch.float64)) for part in _chunks(o))
 
 
 def _spread(r, gen) -> float:
     """sqrt(sum(w^2 (1 + |r|)^2)) under the same weights: the standard deviation of the digest's difference when
     every element errs by at most its tolerance scale (1 + |r|), the signs independent of weights drawn later."""
-    w = torch.rand(r.shape, generator=gen, device=r.device).mul_(2).sub_(1)
-    scale = r.float().nan_to_num(0.0, 0.0, 0.0).abs_().add_(1.0).mul_(w)
-    return math.sqrt(float(scale.square_().sum(dtype=torch.float64)))
+    return math.sqrt(sum(float(part.abs_().add_(1.0).mul_(_weights(part, gen)).square_().sum(dtype=torch.float64))
+                         for part in _chunks(r)))
 
 
 def _encoded(outs: list, max_bytes: int) -> tuple[dict, bytes]:

@@ -7,11 +7,12 @@ import csv
 from pathlib import Path
 
 import pytest
+import torch
 
 from kernelrl.cli import main
 from kernelrl.examples import TASKS_DIR
 from kernelrl.harness.verdicts import Verdict
-from kernelrl.kernelbench import referee, wire
+from kernelrl.kernelbench import referee, referee_process, wire
 from kernelrl.kernelbench.pairs import KBSettings
 from tests.kb_helpers import candidate as kb_candidate
 from tests.kb_helpers import task as kb_task
@@ -206,3 +207,41 @@ if "kernelrl.kernelbench.referee_process" in sys.modules:
     pid = int(marker.read_text())
     stat = Path(f"/proc/{pid}/stat")
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # gone, or a zombie
+
+
+def test_a_stretch_holds_no_more_calls_than_its_share_of_the_free_memory():
+    # 1 ms calls would fill the 20 ms stretch with 20; 25 bytes a call in half of 100 free bytes holds 2
+    assert referee.stretch_calls(0.001, {"free": 100, "input_bytes": 10}, {"output_bytes": 15}) == (2, 20)
+
+
+def test_a_stretch_holds_one_call_where_even_one_does_not_fit_the_share():
+    assert referee.stretch_calls(0.001, {"free": 100, "input_bytes": 60}, {"output_bytes": 60}) == (1, 20)
+
+
+def test_stretches_cut_to_the_free_memory_still_referee_an_honest_candidate_and_say_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(referee, "MEMORY_SHARE", 1e-12)
+    ruling = rule(tmp_path, HONEST)
+    assert ruling.verdict is None, ruling.detail
+    assert any(n.startswith("stretches of 1 calls") for n in ruling.notes), ruling.notes
+
+
+def test_the_reference_side_reports_the_free_memory_and_a_call_s_input_and_output_bytes(tmp_path):
+    side = referee_process.Side("reference", {"device": "cpu", "task_path": TASK})
+    prepared, _ = side.handle({"op": "prepare", "seed": 1, "calls": 2}, b"")
+    went, _ = side.handle({"op": "go"}, b"")
+    assert prepared["free"] > 0
+    assert prepared["input_bytes"] == went["output_bytes"] == 64 * 16384 * 4  # the task's one fp32 input and output
+
+
+def test_a_digest_over_several_chunks_weighs_every_element_up_to_the_last(monkeypatch):
+    monkeypatch.setattr(referee_process, "DIGEST_CHUNK", 1000)
+    out = torch.randn(5003, generator=torch.Generator().manual_seed(0))
+    changed = out.clone()
+    changed[-1] += 100.0  # in the last, partial chunk
+
+    def digest(o):
+        return referee_process._weighted(o, torch.Generator().manual_seed(7))
+
+    spread = referee_process._spread(out, torch.Generator().manual_seed(7))
+    assert digest(out) == digest(out.clone())
+    assert abs(digest(changed) - digest(out)) > referee.SIGMAS * 1e-4 * spread

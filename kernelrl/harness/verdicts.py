@@ -77,7 +77,7 @@ class Verdict(str, Enum):
     CONTENT_DEPENDENT_SPEED = "content-dependent speed"
     DURING_TIMING = "during timing"
     HIDDEN_WORK = "hidden work"
-    REFEREE = "referee"  # processes the candidate never reached disagree with its worker (kernelbench/referee.py)
+    REFEREE = "referee"  # processes the candidate never reached disagree with its worker (harness/referee.py)
     DEVICE_STATE = "device state"
     SAME_TENSOR = "same tensor every call"
     RETURNED_INPUT = "returned an input"

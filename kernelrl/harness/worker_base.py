@@ -8,6 +8,7 @@ supplies `start()` (load what it needs before any candidate code runs) and `run_
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import threading
@@ -63,6 +64,30 @@ def os_threads() -> dict[int, str]:
         except OSError:  # it ended while we looked
             continue
     return out
+
+
+def host_available() -> int:
+    """The host's available memory in bytes (/proc/meminfo MemAvailable; 0 where it cannot be read: nothing is
+    spilled)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def forget_spawn_arguments() -> None:
+    """The process object keeps the arguments it was started with (`multiprocessing.current_process()._args`):
+    the connection to the parent and the payload. Any code in the process could read them there without an
+    audited call, and a candidate sent the runner its own result for its pair (corpus: forges_worker_result). From
+    here on only the worker and this module's frames hold them."""
+    process = multiprocessing.current_process()
+    for name, empty in (("_args", ()), ("_kwargs", {}), ("_target", None)):
+        if hasattr(process, name):
+            setattr(process, name, empty)
 
 
 class WorkerBase:

@@ -43,6 +43,8 @@ import itertools
 import math
 from dataclasses import dataclass, field, replace
 
+from kernelrl.harness.worker_base import host_available  # noqa: F401  (the host's side of a plan: worker_process, doctor)
+
 GIB = 1 << 30
 MIB = 1 << 20
 # mirrors of memguard.MIN_ARENA / MAX_CHECKED / CHUNK (kept here so this module imports nothing heavy)
@@ -315,19 +317,6 @@ def min_device(fp: Footprint, host_free: int = 1 << 62, input_sets: int = 3,
     if not reductions:
         return base.need
     return min((c.need for c in _configs(base) if c.host_need <= HOST_SHARE * host_free), default=math.inf)
-
-
-def host_available() -> int:
-    """The host's available memory in bytes (/proc/meminfo MemAvailable; 0 where it cannot be read: nothing is
-    spilled)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 def smallest_card(footprints, host_free: int = 1 << 62, input_sets: int = 3,

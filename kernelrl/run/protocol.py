@@ -17,14 +17,13 @@ environment (`sandbox`)."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import tempfile
 import traceback
 
 from kernelrl.harness.sandbox import confine_worker
 from kernelrl.harness.verdicts import Verdict
-from kernelrl.harness.worker_base import Fatal
+from kernelrl.harness.worker_base import Fatal, forget_spawn_arguments
 
 
 RECYCLE = "recycle"  # what run_task returns when the worker must not evaluate anything more
@@ -62,17 +61,6 @@ def serve(conn, payload: dict, worker, fatal: tuple[type[Fatal], ...] = ()) -> N
                         f"{type(exc).__name__}: {exc} | {traceback.format_exc(limit=3)[-400:]}")
             os._exit(4)
     worker.send("done")
-
-
-def forget_spawn_arguments() -> None:
-    """The process object keeps the arguments it was started with (`multiprocessing.current_process()._args`):
-    the connection to the parent and the payload. Any code in the process could read them there without an
-    audited call, and a candidate sent the runner its own result for its pair (corpus: forges_worker_result). From
-    here on only the worker and this module's frames hold them."""
-    process = multiprocessing.current_process()
-    for name, empty in (("_args", ()), ("_kwargs", {}), ("_target", None)):
-        if hasattr(process, name):
-            setattr(process, name, empty)
 
 
 def tasks_of(payload: dict) -> list | None:

@@ -1,7 +1,7 @@
-"""kernelbench/referee.py: an accepted pair is run again in two processes the candidate cannot reach (the task's
-reference alone, and the candidate alone), talking to the runner in plain frames; its values and its runner-timed
-speed must agree with what its worker reported. CPU processes; the forged report itself is in the corpus
-(forges_result_through_memmove)."""
+"""The referee (harness/referee.py) on KernelBench (kernelbench/referee.py): an accepted pair is run again in two
+processes the candidate cannot reach (the task's reference alone, and the candidate alone), talking to the runner in
+plain frames; its values and its runner-timed speed must agree with what its worker reported. CPU processes; the
+forged report itself is in the corpus (forges_result_through_memmove)."""
 
 import csv
 from pathlib import Path
@@ -12,7 +12,9 @@ import torch
 from kernelrl.cli import main
 from kernelrl.examples import TASKS_DIR
 from kernelrl.harness.verdicts import Verdict
-from kernelrl.kernelbench import referee, referee_process, wire
+from kernelrl.harness import referee as core
+from kernelrl.harness import referee_side, wire
+from kernelrl.kernelbench import referee, referee_process
 from kernelrl.kernelbench.pairs import KBSettings
 from tests.kb_helpers import candidate as kb_candidate
 from tests.kb_helpers import task as kb_task
@@ -30,7 +32,7 @@ def settings(tmp_path: Path) -> KBSettings:
                       extensions_dir=str(tmp_path / "ext"))
 
 
-def rule(tmp_path: Path, source: str, claimed: float | None = 1.0) -> referee.Ruling:
+def rule(tmp_path: Path, source: str, claimed: float | None = 1.0) -> core.Ruling:
     cand = tmp_path / "cand.py"
     cand.write_text(source)
     return referee.referee(TASK, str(cand), settings(tmp_path), claimed)
@@ -61,11 +63,11 @@ def test_a_speedup_its_worker_reported_far_beyond_what_the_runner_sees_earns_onl
 
 
 def test_a_worker_speedup_the_runner_does_not_see_is_replaced_by_the_runner_s_ratio(tmp_path, monkeypatch):
-    monkeypatch.setattr(referee, "_speed", lambda ref, cand, ruling: 1.0)  # a loaded CPU's timing is noise
+    monkeypatch.setattr(core, "_speed", lambda ref, cand, ruling: 1.0)  # a loaded CPU's timing is noise
     ruling = rule(tmp_path, HONEST, claimed=3.0)  # a noisy worker reading of an honest candidate (about 1x)
     assert ruling.verdict is None, ruling.detail
     assert ruling.scale == pytest.approx(3.0)
-    assert any("the pair's speedups are the runner's ratio" in n for n in ruling.notes)
+    assert any("its speedups are the runner's ratio" in n for n in ruling.notes)
 
 
 def test_a_candidate_that_will_not_run_outside_its_worker_is_its_verdict(tmp_path):
@@ -77,7 +79,7 @@ def test_a_ruling_that_does_not_believe_the_worker_s_speed_scales_the_candidate_
     records = [{"method": "candidate", "baseline": "eager", "verified": True, "speedup": 3.0, "candidate_us": 10.0},
                {"method": "candidate", "baseline": "compile_default", "verified": True, "speedup": 1.5,
                 "candidate_us": 10.0}]
-    referee.apply(records, referee.Ruling(None, "", 1.0, [], scale=3.0))
+    referee.apply(records, core.Ruling(None, "", 1.0, [], scale=3.0))
     assert [r["speedup"] for r in records] == [1.0, 0.5] and [r["candidate_us"] for r in records] == [30.0, 30.0]
     assert all(r["verified"] for r in records)
 
@@ -85,7 +87,7 @@ def test_a_ruling_that_does_not_believe_the_worker_s_speed_scales_the_candidate_
 def test_the_ruling_marks_every_candidate_record_and_leaves_baselines_alone():
     records = [{"method": "candidate", "baseline": "eager", "verified": True, "speedup": 50.0},
                {"method": "eager", "verified": True}]
-    referee.apply(records, referee.Ruling(Verdict.REFEREE, "timed from outside: 1.00x", 1.0, ["a note"]))
+    referee.apply(records, core.Ruling(Verdict.REFEREE, "timed from outside: 1.00x", 1.0, ["a note"]))
     assert records[0]["verified"] is False and records[0]["reason"] == "referee: timed from outside: 1.00x"
     assert records[0]["referee_speedup"] == 1.0 and records[0]["extra"]["notes"] == ["referee: a note"]
     assert records[1] == {"method": "eager", "verified": True}
@@ -149,15 +151,15 @@ class _StubReference:
 
     def ask(self, header, body=b""):
         if not self.runs:
-            raise referee._Refused("the reference outputs: out of memory", "reference")
+            raise core._Refused("the reference outputs: out of memory", "reference")
         return {}, b""
 
 
 @pytest.mark.parametrize("runs_alone", [True, False])
 def test_a_reference_that_fails_beside_the_candidate_is_tried_alone(runs_alone):
-    ruling = referee.Ruling()
-    referee._reference_failed(_StubReference(runs_alone),
-                              referee._Refused("the reference outputs: out of memory", "reference"), ruling)
+    ruling = core.Ruling()
+    core._reference_failed(_StubReference(runs_alone),
+                              core._Refused("the reference outputs: out of memory", "reference"), ruling)
     if runs_alone:  # the candidate's process kept it from running
         assert ruling.verdict is Verdict.REFEREE and "ran once that process was stopped" in ruling.detail
     else:  # the task cannot be refereed here: a note, no verdict
@@ -211,15 +213,15 @@ if "kernelrl.kernelbench.referee_process" in sys.modules:
 
 def test_a_stretch_holds_no_more_calls_than_its_share_of_the_free_memory():
     # 1 ms calls would fill the 20 ms stretch with 20; 25 bytes a call in half of 100 free bytes holds 2
-    assert referee.stretch_calls(0.001, {"free": 100, "input_bytes": 10}, {"output_bytes": 15}) == (2, 20)
+    assert core.stretch_calls(0.001, {"free": 100, "input_bytes": 10}, {"output_bytes": 15}) == (2, 20)
 
 
 def test_a_stretch_holds_one_call_where_even_one_does_not_fit_the_share():
-    assert referee.stretch_calls(0.001, {"free": 100, "input_bytes": 60}, {"output_bytes": 60}) == (1, 20)
+    assert core.stretch_calls(0.001, {"free": 100, "input_bytes": 60}, {"output_bytes": 60}) == (1, 20)
 
 
 def test_stretches_cut_to_the_free_memory_still_referee_an_honest_candidate_and_say_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(referee, "MEMORY_SHARE", 1e-12)
+    monkeypatch.setattr(core, "MEMORY_SHARE", 1e-12)
     ruling = rule(tmp_path, HONEST)
     assert ruling.verdict is None, ruling.detail
     assert any(n.startswith("stretches of 1 calls") for n in ruling.notes), ruling.notes
@@ -234,14 +236,14 @@ def test_the_reference_side_reports_the_free_memory_and_a_call_s_input_and_outpu
 
 
 def test_a_digest_over_several_chunks_weighs_every_element_up_to_the_last(monkeypatch):
-    monkeypatch.setattr(referee_process, "DIGEST_CHUNK", 1000)
+    monkeypatch.setattr(referee_side, "DIGEST_CHUNK", 1000)
     out = torch.randn(5003, generator=torch.Generator().manual_seed(0))
     changed = out.clone()
     changed[-1] += 100.0  # in the last, partial chunk
 
     def digest(o):
-        return referee_process._weighted(o, torch.Generator().manual_seed(7))
+        return referee_side._weighted(o, torch.Generator().manual_seed(7))
 
-    spread = referee_process._spread(out, torch.Generator().manual_seed(7))
+    spread = referee_side._spread(out, torch.Generator().manual_seed(7))
     assert digest(out) == digest(out.clone())
-    assert abs(digest(changed) - digest(out)) > referee.SIGMAS * 1e-4 * spread
+    assert abs(digest(changed) - digest(out)) > core.SIGMAS * 1e-4 * spread

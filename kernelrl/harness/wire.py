@@ -1,4 +1,4 @@
-"""Messages between a referee's runner and its processes (kernelbench/referee.py): a JSON header and raw bytes in
+"""Messages between a referee's runner and its processes (harness/referee.py): a JSON header and raw bytes in
 one frame. Nothing received is unpickled: the candidate's process is trusted with nothing, and what it sends is
 read as data only."""
 

@@ -43,6 +43,7 @@ def cmd_bench(args) -> int:
                       db_path=Path(args.db) if args.db else default_db(), csv_path=args.csv, arch=args.arch,
                       runner=args.runner, command="kernelrl " + shlex.join(sys.argv[1:]),
                       cuda_l2_untimed_padding=args.untimed_padding, ray_address=args.ray,
+                      referee=getattr(args, "referee", False),
                       library=Path(args.library) if getattr(args, "library", None) else None)
     if cfg.settings.rounds < 1:
         raise SystemExit("kernelrl: --rounds must be at least 1")

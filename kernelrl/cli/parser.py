@@ -31,6 +31,10 @@ def _add_common(p: argparse.ArgumentParser):
     p.add_argument("--untimed-padding", action="store_true",
                    help="CUDA-L2 kernel files: pad and transpose the inputs outside the timed call, as CUDA-L2's "
                         "own harness does (default: inside it)")
+    p.add_argument("--referee", action="store_true",
+                   help="run each candidate the workers verified on a shape again in processes of its own, beside "
+                        "torch alone (run/referee.py): a library's native code can forge its worker's report; about "
+                        "two process starts per candidate and shape (not yet run on a GPU)")
 
 
 def build_parser() -> argparse.ArgumentParser:

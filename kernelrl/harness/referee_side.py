@@ -91,8 +91,18 @@ class RefereeSide:
         raise NotImplementedError
 
     def tolerance(self, out: torch.Tensor) -> float:
-        """An output's tolerance scale for the digests: an honest element errs by at most this times (1 + |r|)."""
+        """An output's tolerance for the digests: an honest element errs by at most this times (floor + |r|)."""
         raise NotImplementedError
+
+    def answer(self, inputs: list) -> list:
+        """The outputs the values are judged by (`outputs`): one call, unless the workload's reference is computed
+        apart from the call it times (an exact product beside the library call it is timed against)."""
+        return self.call(inputs)
+
+    def spread_floor(self, out: torch.Tensor) -> float:
+        """The floor of an element's error scale (floor + |r|) in the digests' spread: 1 where the tolerance is
+        absolute and relative (atol = rtol), an output's own size where errors scale with it."""
+        return 1.0
 
     # -- shared ---------------------------------------------------------------------------------------------------
     def release(self) -> None:
@@ -113,7 +123,7 @@ class RefereeSide:
     def handle(self, header: dict, body: bytes):
         op = header.get("op")
         if op == "outputs":  # the reference's side keeps them for `compare`; the candidate's sends and drops them
-            outs = self.call(self.inputs(int(header["seed"])))
+            outs = self.answer(self.inputs(int(header["seed"])))
             if self.role == "reference" and (odd := [str(o.dtype) for o in outs if str(o.dtype) not in DTYPES]):
                 raise TypeError(f"outputs of dtype {', '.join(odd)}: not one the referee reads")
             self.sync()
@@ -148,7 +158,7 @@ class RefereeSide:
             spreads = None
             if header.get("spread"):  # the same weights again, for each output's spread
                 gen = torch.Generator(device=self.device).manual_seed(seed)
-                spreads = [[_spread(o, gen) for o in outs] for outs in self.stretch]
+                spreads = [[_spread(o, gen, self.spread_floor(o)) for o in outs] for outs in self.stretch]
             tolerances = [self.tolerance(o) for o in self.stretch[0]] if self.stretch else []
             if not header.get("keep"):
                 self.stretch = []
@@ -202,10 +212,10 @@ def _weighted(o, gen) -> float:
     return sum(float(part.mul_(_weights(part, gen)).sum(dtype=torch.float64)) for part in _chunks(o))
 
 
-def _spread(r, gen) -> float:
-    """sqrt(sum(w^2 (1 + |r|)^2)) under the same weights: the standard deviation of the digest's difference when
-    every element errs by at most its tolerance scale (1 + |r|), the signs independent of weights drawn later."""
-    return math.sqrt(sum(float(part.abs_().add_(1.0).mul_(_weights(part, gen)).square_().sum(dtype=torch.float64))
+def _spread(r, gen, floor: float = 1.0) -> float:
+    """sqrt(sum(w^2 (floor + |r|)^2)) under the same weights: the standard deviation of the digest's difference when
+    every element errs by at most its tolerance scale (floor + |r|), the signs independent of weights drawn later."""
+    return math.sqrt(sum(float(part.abs_().add_(floor).mul_(_weights(part, gen)).square_().sum(dtype=torch.float64))
                          for part in _chunks(r)))
 
 

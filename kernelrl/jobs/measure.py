@@ -28,6 +28,7 @@ from kernelrl.harness.verdicts import Rejected, Verdict
 from kernelrl.library import native
 from kernelrl.library.bench import LibraryPlan
 from kernelrl.results import write_csv
+from kernelrl.run import referee
 from kernelrl.run.runner import Runner, RunSettings, Task, verdict_records
 from kernelrl.workloads.hgemm import GemmProblem
 
@@ -108,6 +109,9 @@ class BenchConfig:
     stored_only: bool = False
     # Read the rows another machine's GPU (this name, e.g. "NVIDIA H200") stored: stored_only, and no GPU needed here.
     stored_gpu: str | None = None
+    # Each candidate the workers verified on a shape runs again in processes of its own (run/referee.py): for code
+    # not to be trusted (files, a model's kernels); the tuner's own generated points do not need it.
+    referee: bool = False
 
     @property
     def reads_only(self) -> bool:
@@ -331,8 +335,11 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
     expected = {t.id: {s["name"] for s in specs} - t.skip for t in tasks}
     partial: dict[int, tuple[Task, list[dict]]] = {}
 
+    measured: dict[int, tuple[Task, list[dict]]] = {}  # every task's records, for the referee
+
     def on_records(task: Task, records: list[dict]):
         db.add(gpu, task.problem, settings.cache, settings.qps, records, keys, env, run_id)
+        measured.setdefault(task.id, (task, []))[1].extend(records)
         held = partial.setdefault(task.id, (task, []))[1]
         held += records
         if {r["method"] for r in held} >= expected.get(task.id, set()):
@@ -352,6 +359,13 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
         with hold:
             runner.run(tasks, specs, settings, on_records, lt_cache=lt_cache, on_lt_algo=on_lt_algo, on_env=on_env,
                        on_progress=ui.progress)
+            if cfg.referee and (cfg.runner != "local" or cfg.ray_address):
+                ui.stage("the referee runs with the local runner only: these measurements were not refereed")
+            elif cfg.referee:
+                for task, records in measured.values():
+                    _referee_task(task, records, specs, settings, ui,
+                                  lambda t, rs: db.add(gpu, t.problem, settings.cache, settings.qps, rs, keys, env,
+                                                       run_id))
         for task, records in partial.values():  # a report left short of a method: the shape is done all the same
             ui.task_done(task, records)
     rows = db.rows(gpu, cfg.problems, cfg.modes, settings.cache, settings.qps, methods=keys)
@@ -365,6 +379,20 @@ def measure(built: Built, cfg: BenchConfig, ui, env: dict | None = None, started
     return BenchOutcome(rows=rows, env=env, seconds=time.perf_counter() - started, build_failures=failures,
                         lt_search_s=lt_search, measured_tasks=len(tasks), resumed_tasks=resumed,
                         unmeasured_tasks=unmeasured)
+
+
+def _referee_task(task: Task, records: list[dict], specs: list[dict], settings: RunSettings, ui,
+                  store: Callable[[Task, list[dict]], None], device: str = "cuda") -> None:
+    """The referee's ruling on every candidate the workers verified on this task's shape, stored over its records; a
+    line for each ruling that changed anything."""
+    by_name = {s["name"]: s for s in specs if s["kind"] == "candidate"}
+    for name in referee.to_referee(records, set(by_name)):
+        ruling = referee.referee(task.problem, by_name[name], device, settings.hang_timeout_s,
+                                 referee.claimed_speedup(records, name))
+        store(task, referee.apply(records, name, ruling))
+        if ruling.verdict is not None or ruling.scale or ruling.notes:
+            ui.stage(f"referee, {name} on {task.problem.name}: "
+                     + (ruling.verdict.reason(ruling.detail) if ruling.verdict else "; ".join(ruling.notes)))
 
 
 def _rebuild_shim_failures(results: list[BuildResult], requests: list[BuildRequest], adapted: set[str],

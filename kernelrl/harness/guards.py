@@ -208,3 +208,10 @@ def _restore(function, internals: tuple) -> None:
                 cell.cell_contents = value
     except (ValueError, TypeError):  # a closure of another size than the code now there expects
         pass
+
+
+def shadowed_methods(obj) -> list[str]:
+    """The names in `obj`'s own dict that hide a callable of its class: set on a worker object, such a name bypasses
+    the class's method, which the snapshot watches (a candidate that found the worker through the heap)."""
+    cls = type(obj)
+    return sorted(name for name in list(vars(obj)) if callable(getattr(cls, name, None)))

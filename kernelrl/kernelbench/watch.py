@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.dispatch_guard import DispatchGuard
 from kernelrl.harness.guards import (TIMING_SURFACE, Snapshot, _fixed, _raw_attr, _resolve,
-                                     evaluator_guards)
+                                     evaluator_guards, shadowed_methods)
 from kernelrl.harness.installed import library_prefixes
 from kernelrl.harness.rounds import Clocks
 from kernelrl.harness.sandbox import written_paths, writes_allowed
@@ -275,8 +275,7 @@ class WatchMixin:
             if field and clocks.get(field, gone) is not value:
                 out.append(f"the worker's {name}")
                 object.__setattr__(self.clocks, field, value)
-        cls = type(self)
-        for name in [n for n in names if n not in fixed and callable(getattr(cls, n, None))]:
+        for name in [n for n in shadowed_methods(self) if n not in fixed]:
             out.append(f"the worker's {name} (set on the worker over its class's method)")
             del names[name]
         if self.s != settings:

@@ -18,7 +18,7 @@ from kernelrl.baselines import native_lib
 from kernelrl.harness import process_settings
 from kernelrl.harness.device_state import DeviceState, context_usable
 from kernelrl.harness.dispatch_guard import DispatchGuard
-from kernelrl.harness.guards import Snapshot
+from kernelrl.harness.guards import Snapshot, shadowed_methods
 from kernelrl.harness.installed import library_prefixes
 from kernelrl.harness.record import Record
 from kernelrl.harness.stats import hidden_work, summarize
@@ -298,6 +298,12 @@ class Worker(ContentProbe, WorkerBase):
         if foreign:
             raise Fatal(Verdict.HARNESS_PATCH, f"{'; '.join(foreign[:3])} during {phase}: the checks compute on "
                                                f"PyTorch's operators in this process")
+        shadowed = shadowed_methods(self)
+        if shadowed:  # e.g. `_judge` set on this object: the class's method, which the snapshot watches, bypassed
+            for name in shadowed:
+                del self.__dict__[name]
+            raise Fatal(Verdict.HARNESS_PATCH, f"{', '.join(shadowed)} set on the worker object during {phase}, over "
+                                               f"its class's methods (corpus: cheat_replaces_worker_judge)")
 
     def _check_state(self, phase: str) -> None:
         """The device-global state after a method ran: any change is put back and is that method's verdict (after

@@ -44,6 +44,7 @@ def verdict(outcome, method):
     ("cheat_gpu_work_at_load", "background activity"),
     ("cheat_timer_at_load", "device state"),
     ("cheat_python_at_load", "harness patch"),
+    ("cheat_replaces_worker_judge", "harness patch"),
     ("bad_illegal_address", "crash"),
     ("bad_returns_error", "returned error: 1"),
     ("bad_no_entry", "no entry point"),

@@ -77,3 +77,20 @@ def test_a_kernel_registered_for_a_torch_operator_ends_the_worker():
     finally:
         lib._destroy()
     assert caught.value.verdict is Verdict.HARNESS_PATCH and "the CPU kernel of aten::sinc" in caught.value.detail
+
+
+@pytest.mark.nvcc
+def test_a_library_that_sets_the_judge_on_the_worker_object_at_load_ends_the_worker(tmp_path):
+    from kernelrl.build.builder import BuildRequest, LocalBuilder
+    from kernelrl.build.toolchain import Toolchain
+    source = CHEAT.with_name("cheat_replaces_worker_judge.cu").read_text()
+    builder = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False), cache_dir=tmp_path)
+    (built,) = builder.build_many([BuildRequest(source, name="cheat_replaces_worker_judge")], workers=1)
+    assert built.ok, built.log[-2000:]
+    worker = bare_worker()
+    ctypes.CDLL(built.lib_path)  # no GPU needed: its constructor runs Python, its kernel never runs here
+    assert "_judge" in vars(worker)  # the route works: the worker's own object, found through the heap
+    with pytest.raises(Fatal) as caught:
+        worker._check_tamper("loading the candidate")
+    assert caught.value.verdict is Verdict.HARNESS_PATCH and caught.value.detail.startswith("_judge set on")
+    assert "_judge" not in vars(worker)

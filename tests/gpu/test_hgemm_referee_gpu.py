@@ -36,3 +36,14 @@ def test_a_library_with_wrong_values_gets_the_referee_s_verdict(tmp_path):
     spec = next(s for s in build(cfg, NullUI(), {}).specs if s["kind"] == "candidate")
     ruling = referee.referee(cfg.problems[0], spec, "cuda", 60.0, 1.0)
     assert ruling.verdict is Verdict.REFEREE and "its outputs are wrong" in ruling.detail
+
+
+def test_a_library_that_forges_its_worker_s_report_is_rejected_by_the_referee(tmp_path):
+    """cheat_forges_worker_report: its zeros are reported verified and 3x torch by its own worker (the channel's
+    tag is the worker's: tests/run/test_tamper.py shows the forge on the CPU); the referee's processes see zeros."""
+    files = [CORPUS / "cheat_forges_worker_report.cu", CORPUS / "honest_wmma.cu"]
+    outcome = run_bench(config(tmp_path, files, "256x512x128", referee=True), NullUI())
+    rows = {r["method"]: r for r in outcome.rows}
+    cheat = rows["cheat_forges_worker_report"]
+    assert not cheat["verified"] and cheat["reason"].startswith("referee"), cheat["reason"]
+    assert rows["honest_wmma"]["verified"], rows["honest_wmma"]["reason"]

@@ -81,16 +81,40 @@ def test_a_kernel_registered_for_a_torch_operator_ends_the_worker():
 
 @pytest.mark.nvcc
 def test_a_library_that_sets_the_judge_on_the_worker_object_at_load_ends_the_worker(tmp_path):
-    from kernelrl.build.builder import BuildRequest, LocalBuilder
-    from kernelrl.build.toolchain import Toolchain
-    source = CHEAT.with_name("cheat_replaces_worker_judge.cu").read_text()
-    builder = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False), cache_dir=tmp_path)
-    (built,) = builder.build_many([BuildRequest(source, name="cheat_replaces_worker_judge")], workers=1)
-    assert built.ok, built.log[-2000:]
     worker = bare_worker()
-    ctypes.CDLL(built.lib_path)  # no GPU needed: its constructor runs Python, its kernel never runs here
+    ctypes.CDLL(built(tmp_path, "cheat_replaces_worker_judge"))  # its constructor runs Python; no GPU needed
     assert "_judge" in vars(worker)  # the route works: the worker's own object, found through the heap
     with pytest.raises(Fatal) as caught:
         worker._check_tamper("loading the candidate")
     assert caught.value.verdict is Verdict.HARNESS_PATCH and caught.value.detail.startswith("_judge set on")
     assert "_judge" not in vars(worker)
+
+
+def built(tmp_path, name: str) -> str:
+    """A corpus library built for sm_90a (nvcc, no GPU): its path."""
+    from kernelrl.build.builder import BuildRequest, LocalBuilder
+    from kernelrl.build.toolchain import Toolchain
+    builder = LocalBuilder(Toolchain.discover(arch="sm_90a", with_cutlass=False), cache_dir=tmp_path)
+    (result,) = builder.build_many([BuildRequest(CHEAT.with_name(f"{name}.cu").read_text(), name=name)], workers=1)
+    assert result.ok, result.log[-2000:]
+    return result.lib_path
+
+
+@pytest.mark.nvcc
+def test_a_library_that_rewrites_the_worker_s_tagged_reports_at_load_is_not_seen_in_the_worker(tmp_path):
+    """The hole the referee closes (run/referee.py; its GPU test rejects this cheat): its constructor replaces the
+    pickling function in the sender's slot, and a report that said its GEMM was wrong reaches the runner tagged with
+    the worker's key, verified and three times faster than torch."""
+    import multiprocessing
+    from kernelrl.harness.channel import Receiver, Sender, new_key
+    mine, theirs = multiprocessing.Pipe()
+    key = new_key()
+    sender, worker = Sender(mine, key), bare_worker()
+    ctypes.CDLL(built(tmp_path, "cheat_forges_worker_report"))
+    worker._check_tamper("loading the candidate")  # nothing of the worker's Python changed: no verdict
+    torch_rec = {"method": "torch", "mode": "offline", "verified": True, "time_us_median": 30.0, "samples": 7}
+    cheat_rec = {"method": "cheat_forges_worker_report", "mode": "offline", "verified": False,
+                 "reason": "wrong values: error 1 exceeds", "verdict": "wrong values", "time_us_median": None}
+    sender.send(("task", 0, [torch_rec, cheat_rec]))
+    _, _, records = Receiver(theirs, key).recv()
+    assert records[1]["verified"] is True and records[1]["time_us_median"] == 10.0

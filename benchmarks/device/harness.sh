@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The harness issue's GPU runs (from the repository root, on one H200), each with its own time limit:
 #   1. adversarial_mixed.csv: every HGEMM honest_*, cheat_* and bad_* candidate of tests/gpu/hgemm_corpus benched
-#      together, device and offline modes, three shapes (one with K >= 4096);
+#      together, device and offline modes, three shapes (one with K >= 4096), with --referee (MIXED_REFEREE= for none);
 #   2. kb_level1_reference.csv: all 100 KernelBench level-1 tasks against themselves, eager baseline;
 #   3. kb_public_examples.csv: KernelBench's few-shot and add examples, and its unit-test kernels;
 #   4. (STEPS=tests) the GPU test suites: HGEMM defences, KernelBench corpus, library, spaces;
@@ -33,7 +33,8 @@ STEPS=" ${STEPS:-mixed level1 examples} "
 if [[ $STEPS == *" mixed "* ]]; then
   /usr/bin/time -f "mixed: %e s" timeout "${MIXED_LIMIT:-200}" python3 -m kernelrl.cli bench --candidates tests/gpu/hgemm_corpus \
       --shapes 256x512x128,1024x1024x1024,128x256x4096 --mode device,offline --baselines torch,cublas_nn,cublaslt_auto_nn \
-      --timeout 20 --db "$OUT/mixed.db" --csv "$OUT/adversarial_mixed.csv" > "$OUT/adversarial_mixed.log" 2>&1
+      --timeout 20 ${MIXED_REFEREE---referee} --db "$OUT/mixed.db" --csv "$OUT/adversarial_mixed.csv" \
+      > "$OUT/adversarial_mixed.log" 2>&1
   tail -n 5 "$OUT/adversarial_mixed.log"
 fi
 if [[ $STEPS == *" level1 "* ]]; then

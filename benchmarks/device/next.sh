@@ -37,7 +37,14 @@
 # (sandbox on, H100): each accepted pair's line gives the worker's and the referee's speedup over eager: the referee's
 # factor of 2 (referee.SPEEDUP_FACTOR) is calibrated from them; then a level-1 share at real size (call 2's kind,
 # LEVEL_LIMIT) to see the referee's memory beside the largest tasks; then the timeline's other pairs.
-# Next: 0 (the referee, above), then 3 with PUBLISHED_LEVELS=2 PUBLISHED_BASELINES=eager,compile_default resuming
+# On 2026-12-08 (twenty-fourth session, no device time left: CPU only): the referee's stretches sized by the device's
+# free memory (49a29ce), its workload-neutral parts moved to harness/ (e57c9c5), an HGEMM referee (423dba1, opt-in:
+# kernelrl bench --referee), the HGEMM worker's shadowed-method check (cce7f81, corpus cheat_replaces_worker_judge)
+# and the forge it cannot see (98cb3cd, cheat_forges_worker_report): call 0 as above, then call 7 (now with
+# tests/gpu/test_hgemm_referee_gpu.py: honest libraries pass the HGEMM referee, the forge is rejected; and
+# cheat_replaces_worker_judge in test_verification), sandbox on, H100. Once both pass, the HGEMM referee can be made
+# the default for candidate files (bench, evolve).
+# Next: 0 (the referee, above), 7, then 3 with PUBLISHED_LEVELS=2 PUBLISHED_BASELINES=eager,compile_default resuming
 # `xz -dc benchmarks/results/h100/cuda_l1/published_8fa5932.db.xz` as .carry/published.db (44 pairs left), 9 with
 # CL2_STEPS=server (server mode: not run yet), 8, 2, 4, 6.
 #   0. the suite's pairs with a timeline (benchmarks/device/diag/kb_corpus_timeline.py: a line per build, worker
@@ -95,7 +102,7 @@ case "${CALL:-0}" in
      timeout "${PROFILE_LIMIT:-560}" python3 benchmarks/experiments/profile_gap.py - "$OUT/ncu" --points \
        "2048x2048x2048=$wide,1024x4096x4096=$wide,2048x1024x1024=$sub,1024x1024x1024=$sub,512x1024x8192=$sub,\
 512x512x4096=$sub" > "$OUT/ncu/profile.txt" 2>&1; echo "rc=$?"; tail -n 80 "$OUT/ncu/profile.txt" ;;
-  7) STEPS="env tests" TESTS_LIMIT="${TESTS_LIMIT:-300}" TESTS="tests/gpu/test_kernelbench_switches.py tests/gpu/test_verification.py::test_broken_candidate_is_rejected_for_its_reason" \
+  7) STEPS="env tests" TESTS_LIMIT="${TESTS_LIMIT:-300}" TESTS="tests/gpu/test_hgemm_referee_gpu.py tests/gpu/test_kernelbench_switches.py tests/gpu/test_verification.py::test_broken_candidate_is_rejected_for_its_reason" \
        bash benchmarks/device/sandbox.sh ;;
   8) source benchmarks/device/env.sh; carry_cute_dsl  # call K carries .carry/cute_dsl_K (the last, .whl/ninja too)
      if [ -d /tmp/cutedsl ]; then STEPS="env fewshot" FEWSHOT_LIMIT=400 bash benchmarks/device/sandbox.sh; fi ;;

@@ -262,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     evo.add_argument("--rounds", type=int, default=5)
     evo.add_argument("--timeout", type=float, default=None, help="seconds without progress before a hang verdict")
     evo.add_argument("--kb-device", default="cuda", choices=["cpu", "cuda"], help="--tasks: where candidates run")
+    evo.add_argument("--referee", action="store_true",
+                     help="--shapes: run each model-written kernel its worker verified again in processes of its own "
+                          "(bench --referee; --tasks pairs always are)")
     evo.add_argument("--own-kernels", action="store_true",
                      help="--tasks: a candidate whose call launches every kernel the reference's does (PyTorch "
                           "computed its output) is `reference kernels`, not a new member")

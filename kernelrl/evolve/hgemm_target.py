@@ -73,7 +73,7 @@ def score_rows(rows: list[dict], names: list[str], problems: list[GemmProblem], 
 class HgemmTarget(Target, kind="hgemm"):
     def __init__(self, problems: list[GemmProblem], db_path: str | Path, baselines=DEFAULT_BASELINES,
                  objective: str | None = None, runner: str = "local", settings: RunSettings | None = None,
-                 arch: str | None = None, command: str = "kernelrl evolve"):
+                 arch: str | None = None, command: str = "kernelrl evolve", referee: bool = False):
         if not problems:
             raise BenchError("no shapes to evolve for")
         if len({p.acc for p in problems}) != 1:
@@ -86,6 +86,7 @@ class HgemmTarget(Target, kind="hgemm"):
                              f"({', '.join(self.baselines) or 'none given'})")
         self.db_path = Path(db_path)
         self.runner, self.arch, self.command = runner, arch, command
+        self.referee = referee  # the model's kernels run again in processes of their own (run/referee.py)
         self.settings = settings or RunSettings(rounds=5)
         acc = self.problems[0].acc
         digest = hashlib.sha256(",".join(sorted(p.name for p in self.problems)).encode()).hexdigest()[:10]
@@ -151,7 +152,7 @@ class HgemmTarget(Target, kind="hgemm"):
     def evaluate(self, sources: dict[str, str], ui) -> dict[str, Evaluation]:
         cfg = BenchConfig(problems=self.problems, modes=["device"], baselines=self.baselines, settings=self.settings,
                           db_path=self.db_path, arch=self.arch, runner=self.runner, command=self.command,
-                          sources=dict(sources))
+                          sources=dict(sources), referee=self.referee)
         outcome = run_bench(cfg, ui)
         evals = score_rows(outcome.rows, list(sources), self.problems, self.baselines, self.objective)
         for name, failure in outcome.build_failures.items():  # built here already; only a changed toolchain lands here

@@ -51,7 +51,7 @@ def make_targets(args, db: Path, command: str) -> list:
         baselines = parse_baselines(args.baselines) if args.baselines else list(DEFAULT_BASELINES)
         settings = RunSettings(rounds=args.rounds, hang_timeout_s=args.timeout or 60.0)
         return [HgemmTarget(parse_shapes(args.shapes, acc=args.acc), db, baselines, args.objective, args.runner,
-                            settings, args.arch, command)]
+                            settings, args.arch, command, referee=getattr(args, "referee", False))]
     files, errors = discover(args.tasks)
     if errors:
         raise BenchError(errors[0])

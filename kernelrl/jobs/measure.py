@@ -388,7 +388,7 @@ def _referee_task(task: Task, records: list[dict], specs: list[dict], settings: 
     by_name = {s["name"]: s for s in specs if s["kind"] == "candidate"}
     for name in referee.to_referee(records, set(by_name)):
         ruling = referee.referee(task.problem, by_name[name], device, settings.hang_timeout_s,
-                                 referee.claimed_speedup(records, name))
+                                 referee.claimed_speedup(records, name, set(by_name)))
         store(task, referee.apply(records, name, ruling))
         if ruling.verdict is not None or ruling.scale or ruling.notes:
             ui.stage(f"referee, {name} on {task.problem.name}: "

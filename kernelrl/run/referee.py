@@ -32,14 +32,18 @@ def _serve(conn, role, payload):
     serve(conn, role, payload)
 
 
-def claimed_speedup(records: list[dict], name: str) -> float | None:
-    """The worker's speedup of candidate `name` over torch in the first mode where both were verified and timed."""
+def claimed_speedup(records: list[dict], name: str, candidates: set[str] | None = None) -> float | None:
+    """The worker's speedup of candidate `name` in the first mode where it was verified and timed: over torch (the
+    call the referee times beside it), else over the first verified baseline there (a cuBLAS call, about torch's
+    speed; none of `candidates`)."""
+    others = candidates or {name}
     for mode in dict.fromkeys(r["mode"] for r in records):
-        times = {r["method"]: r.get("time_us_median") for r in records
-                 if r["mode"] == mode and r.get("verified") and r["method"] in (name, TORCH)}
-        mine, torch_us = times.get(name), times.get(TORCH)
-        if mine and torch_us:
-            return torch_us / mine
+        here = [r for r in records if r["mode"] == mode and r.get("verified") and r.get("time_us_median")]
+        mine = next((r["time_us_median"] for r in here if r["method"] == name), None)
+        base = next((r["time_us_median"] for r in here if r["method"] == TORCH), None) or \
+            next((r["time_us_median"] for r in here if r["method"] not in others), None)
+        if mine and base:
+            return base / mine
     return None
 
 

@@ -118,3 +118,8 @@ def test_a_measured_shape_s_forged_acceptance_is_stored_over_with_the_referee_s_
                           RunSettings(hang_timeout_s=60.0), UI(), lambda task, rs: stored.extend(rs), device="cpu")
     assert [(r["method"], r["verified"], r["verdict"]) for r in stored] == [("cand", False, "referee")]
     assert said and said[0].startswith("referee, cand on 64x48x32: referee")
+
+
+def test_without_torch_the_claimed_speedup_is_over_the_first_baseline_measured():
+    rows = [{**r, "method": "cublas_tn"} if r["method"] == "torch" else r for r in records(cand_us=5.0)]
+    assert referee.claimed_speedup(rows, "cand", {"cand"}) == pytest.approx(4.0)

@@ -65,6 +65,7 @@ class Ruling:
     speedup: float | None = None  # eager over the candidate, as the runner timed them (median round)
     notes: list[str] = field(default_factory=list)
     scale: float | None = None  # where the worker's speed is not believed: its speedups are divided by this
+    seconds: float | None = None  # the ruling's wall time, process starts included (its cost beside the worker's)
 
 
 class _Refused(Exception):
@@ -172,6 +173,7 @@ def rule(target, payload: dict, timeout_s: float, claimed_speedup: float | None,
     each spawned process) serves the reference's side and the candidate's, `payload` tells them what to load (a
     scratch folder, removed afterwards, is added as `scratch`); `claimed_speedup`: the worker's speedup over the
     reference. `timeout_s` bounds every answer."""
+    started = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
     payload = {**payload, "scratch": tempfile.mkdtemp(prefix="kernelrl-referee-")}
     ref = _Side(ctx, "reference", target, payload, timeout_s)
@@ -209,6 +211,7 @@ def rule(target, payload: dict, timeout_s: float, claimed_speedup: float | None,
         cand.close()
         ref.close()
         shutil.rmtree(payload["scratch"], ignore_errors=True)
+        ruling.seconds = time.perf_counter() - started
     return ruling
 
 

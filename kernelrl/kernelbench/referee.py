@@ -33,6 +33,8 @@ def apply(records: list[dict], ruling: Ruling) -> None:
         if r.get("method") != "candidate":
             continue
         r["referee_speedup"] = ruling.speedup
+        if ruling.seconds is not None:
+            r.setdefault("extra", {})["referee_s"] = round(ruling.seconds, 2)
         if ruling.scale and ruling.verdict is None:  # the worker's speed not believed: the runner's ratio
             if r.get("speedup"):
                 r["speedup"] = r["speedup"] / ruling.scale

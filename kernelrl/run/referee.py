@@ -66,6 +66,8 @@ def apply(records: list[dict], name: str, ruling: Ruling) -> list[dict]:
             continue
         r = {**r, "extra": {**(r.get("extra") or {})}}
         r["extra"]["referee_speedup"] = ruling.speedup
+        if ruling.seconds is not None:
+            r["extra"]["referee_s"] = round(ruling.seconds, 2)
         if ruling.notes:
             r["extra"]["notes"] = [*(r["extra"].get("notes") or ()), *(f"referee: {n}" for n in ruling.notes)]
         if ruling.verdict is not None:

@@ -247,3 +247,10 @@ def test_a_digest_over_several_chunks_weighs_every_element_up_to_the_last(monkey
     spread = referee_side._spread(out, torch.Generator().manual_seed(7))
     assert digest(out) == digest(out.clone())
     assert abs(digest(changed) - digest(out)) > core.SIGMAS * 1e-4 * spread
+
+
+def test_a_ruling_s_wall_time_is_kept_in_the_candidate_s_records(tmp_path):
+    ruling = rule(tmp_path, HONEST)
+    records = [{"method": "candidate", "baseline": "eager", "verified": True, "speedup": 1.0}]
+    referee.apply(records, ruling)
+    assert ruling.seconds is not None and records[0]["extra"]["referee_s"] == round(ruling.seconds, 2) > 0

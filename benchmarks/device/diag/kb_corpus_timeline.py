@@ -49,7 +49,8 @@ def _notes(records) -> list[str]:
     """The worker's notes on a pair (an extension folder emptied and built again in the pair, a switch put
     back, ...), shortened: where a pair's time went besides its phases."""
     notes = sorted({n for r in records for n in (r.get("extra") or {}).get("notes", [])})
-    speeds = [f"| worker {r['speedup']:.2f}x, referee {r['referee_speedup']:.2f}x over eager" for r in records
+    speeds = [f"| worker {r['speedup']:.2f}x, referee {r['referee_speedup']:.2f}x over eager "
+              f"(ruled in {(r.get('extra') or {}).get('referee_s', float('nan')):.1f} s)" for r in records
               if r.get("method") == "candidate" and r.get("speedup") and r.get("referee_speedup")]
     return [f"| {n[:160]}" for n in notes] + speeds[:1]
 

@@ -66,6 +66,7 @@ class Ruling:
     notes: list[str] = field(default_factory=list)
     scale: float | None = None  # where the worker's speed is not believed: its speedups are divided by this
     seconds: float | None = None  # the ruling's wall time, process starts included (its cost beside the worker's)
+    facts: dict = field(default_factory=dict)  # what the reference's process found about the workload (its facts())
 
 
 class _Refused(Exception):
@@ -180,7 +181,7 @@ def rule(target, payload: dict, timeout_s: float, claimed_speedup: float | None,
     cand = _Side(ctx, "candidate", target, payload, timeout_s)
     ruling = Ruling()
     try:
-        ref.load()
+        ruling.facts = {k: v for k, v in ref.load().items() if k != "ready"}
         ready = cand.load()
         if ready.get("confined") is not True:  # said by the candidate's own process: a note, never a pass
             ruling.notes.append(f"the candidate's process was not confined ({str(ready.get('sandbox'))[:200]})")

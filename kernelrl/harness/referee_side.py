@@ -51,7 +51,7 @@ def serve(conn, role: str, payload: dict, make_side, on_confined=None) -> None:
     except Exception as exc:  # the workload or the candidate does not load here: the runner says so
         wire.send(conn, {"error": f"{type(exc).__name__}: {exc}"[:400]})
         return
-    wire.send(conn, {"ready": True, **(sandbox or {})})
+    wire.send(conn, {**side.facts(), "ready": True, **(sandbox or {})})
     while True:
         try:
             header, body = wire.recv(conn)
@@ -93,6 +93,12 @@ class RefereeSide:
     def tolerance(self, out: torch.Tensor) -> float:
         """An output's tolerance for the digests: an honest element errs by at most this times (floor + |r|)."""
         raise NotImplementedError
+
+    def facts(self) -> dict:
+        """What this side tells the runner once loaded (plain data), beside `ready`: the reference's findings about
+        the workload that the ruling carries (KernelBench: which profiles cannot tell its right answer from a
+        trivial one)."""
+        return {}
 
     def answer(self, inputs: list) -> list:
         """The outputs the values are judged by (`outputs`): one call, unless the workload's reference is computed

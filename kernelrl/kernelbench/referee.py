@@ -28,10 +28,18 @@ def _serve(conn, role, payload):
 
 def apply(records: list[dict], ruling: Ruling) -> None:
     """The ruling in a pair's candidate records: the runner-timed speedup and notes on each, the times scaled where
-    the worker's speed is not believed; a `referee` verdict makes every one of them unverified, with its reason."""
+    the worker's speed is not believed; a `referee` verdict makes every one of them unverified, with its reason. The
+    task verdicts the reference's process found (profiles that cannot tell the task's right answer from a trivial
+    one) are added to the worker's, and the pair is not correct under those profiles."""
+    found = ruling.facts.get("task_verdicts") if isinstance(ruling.facts.get("task_verdicts"), dict) else {}
+    notes = [*ruling.notes, *(n for n in ruling.facts.get("notes") or () if isinstance(n, str))]
     for r in records:
         if r.get("method") != "candidate":
             continue
+        if found:
+            r["task_verdicts"] = {**found, **(r.get("task_verdicts") or {})}
+            if isinstance(r.get("profiles"), dict):
+                r["profiles"] = {p: ok and p not in found for p, ok in r["profiles"].items()}
         r["referee_speedup"] = ruling.speedup
         if ruling.seconds is not None:
             r.setdefault("extra", {})["referee_s"] = round(ruling.seconds, 2)
@@ -41,9 +49,9 @@ def apply(records: list[dict], ruling: Ruling) -> None:
             for key in ("candidate_us", "time_us_median"):
                 if r.get(key):
                     r[key] = r[key] * ruling.scale
-        if ruling.notes:  # beside the worker's own notes (the CSV's `notes`)
+        if notes:  # beside the worker's own notes (the CSV's `notes`)
             extra = r.setdefault("extra", {})
-            extra["notes"] = [*(extra.get("notes") or ()), *(f"referee: {n}" for n in ruling.notes)]
+            extra["notes"] = [*(extra.get("notes") or ()), *(f"referee: {n}" for n in notes)]
         if ruling.verdict is not None:
             r.update(verified=False, verdict=ruling.verdict.value, reason=f"{ruling.verdict.value}: {ruling.detail}")
 

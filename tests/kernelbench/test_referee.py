@@ -254,3 +254,51 @@ def test_a_ruling_s_wall_time_is_kept_in_the_candidate_s_records(tmp_path):
     records = [{"method": "candidate", "baseline": "eager", "verified": True, "speedup": 1.0}]
     referee.apply(records, ruling)
     assert ruling.seconds is not None and records[0]["extra"]["referee_s"] == round(ruling.seconds, 2) > 0
+
+
+WIDE_SOFTMAX = str(TASKS_DIR / "14_WideSoftmax.py")
+
+
+def test_outputs_a_trivial_one_would_pass_by_atol_alone_are_judged_scale_aware_as_the_worker_judges_them(tmp_path):
+    # every output is near 1.5e-5, under the strict profile's atol = 1e-4: zeros meet atol = rtol alone, and a forged
+    # acceptance of them got no verdict from a referee that compared by it alone
+    cand = tmp_path / "cand.py"
+    cand.write_text(ZEROS)
+    ruling = referee.referee(WIDE_SOFTMAX, str(cand), settings(tmp_path), 1.0)
+    assert ruling.verdict is Verdict.REFEREE and "scale-aware error" in ruling.detail, ruling
+
+
+def test_an_honest_candidate_on_a_task_judged_scale_aware_gets_no_verdict(tmp_path):
+    cand = tmp_path / "cand.py"
+    cand.write_text(HEADER + "        return torch.softmax(x, dim=-1)\n")
+    ruling = referee.referee(WIDE_SOFTMAX, str(cand), settings(tmp_path), 1.0)
+    assert ruling.verdict is None, ruling.detail
+
+
+def test_a_task_that_draws_random_numbers_in_its_call_is_refereed_call_by_call_under_one_seed(tmp_path):
+    task = tmp_path / "task.py"
+    task.write_text(Path(TASK).read_text().replace("return x * torch.sigmoid(x) + 1.0",
+                                                   "return torch.nn.functional.dropout(x, 0.5, training=True)"))
+    cand = tmp_path / "cand.py"
+    cand.write_text(HEADER + "        return torch.nn.functional.dropout(x, 0.5, training=True)\n")
+    ruling = referee.referee(str(task), str(cand), settings(tmp_path), 1.0)
+    assert ruling.verdict is None, ruling.detail
+
+
+def test_a_task_whose_reference_ignores_its_input_is_found_by_the_referee_itself(tmp_path):
+    task = tmp_path / "task.py"
+    task.write_text(Path(TASK).read_text().replace("return x * torch.sigmoid(x) + 1.0",
+                                                   "return torch.ones_like(x) + 1e-9 * x"))
+    cand = tmp_path / "cand.py"
+    cand.write_text(HEADER + "        return torch.ones_like(x) + 1e-9 * x\n")
+    ruling = referee.referee(str(task), str(cand), settings(tmp_path), 1.0)
+    assert ruling.verdict is None and ruling.facts["task_verdicts"], ruling
+
+
+def test_task_verdicts_the_referee_found_join_the_worker_s_and_the_pair_is_not_correct_under_them():
+    records = [{"method": "candidate", "verified": True, "speedup": 2.0, "task_verdicts": None,
+                "profiles": {"strict": True, "kernelbench": True}}]
+    found = {"kernelbench": "zeros pass atol=rtol=0.01"}
+    referee.apply(records, core.Ruling(None, "", 2.0, [], facts={"task_verdicts": found, "notes": []}))
+    assert records[0]["task_verdicts"] == found
+    assert records[0]["profiles"] == {"strict": True, "kernelbench": False}

@@ -105,9 +105,10 @@ class RefereeSide:
         apart from the call it times (an exact product beside the library call it is timed against)."""
         return self.call(inputs)
 
-    def spread_floor(self, out: torch.Tensor) -> float:
-        """The floor of an element's error scale (floor + |r|) in the digests' spread: 1 where the tolerance is
-        absolute and relative (atol = rtol), an output's own size where errors scale with it."""
+    def spread_floor(self, i: int, out: torch.Tensor) -> float:
+        """The floor of output `i`'s error scale (floor + |r|) in the digests' spread: 1 where the tolerance is
+        absolute and relative (atol = rtol), the output's own size where its errors are judged relative to it (a
+        floor of 1 under outputs far below 1 would let a stretch of zeros pass its digests)."""
         return 1.0
 
     # -- shared ---------------------------------------------------------------------------------------------------
@@ -164,7 +165,8 @@ class RefereeSide:
             spreads = None
             if header.get("spread"):  # the same weights again, for each output's spread
                 gen = torch.Generator(device=self.device).manual_seed(seed)
-                spreads = [[_spread(o, gen, self.spread_floor(o)) for o in outs] for outs in self.stretch]
+                spreads = [[_spread(o, gen, self.spread_floor(i, o)) for i, o in enumerate(outs)]
+                           for outs in self.stretch]
             tolerances = [self.tolerance(o) for o in self.stretch[0]] if self.stretch else []
             if not header.get("keep"):
                 self.stretch = []

@@ -24,7 +24,8 @@ from kernelrl.kernelbench.build import use_extension_dir
 from kernelrl.kernelbench.failed_builds import replaying
 from kernelrl.kernelbench.inputs import _flatten
 from kernelrl.kernelbench.tasks import load_module
-from kernelrl.kernelbench.trivial import Rule, needs_exact_reference, probe, scale_error, task_verdict, with_noise
+from kernelrl.kernelbench.trivial import (Rule, needs_exact_reference, probe, rms, scale_error, task_verdict,
+                                          with_noise)
 
 INIT_SEED = 42  # the seed both sides are built under (the same weights), as the worker builds both
 CALL_SEED = 7  # torch.manual_seed before every call, on both sides
@@ -110,6 +111,15 @@ class Side(RefereeSide):
     def tolerance(self, out: torch.Tensor) -> float:
         return output_tolerance(out.dtype, self.profile)
 
+    def _rule(self, i: int, tol: float) -> Rule:
+        return self.probes[i].rule(tol) if i < len(self.probes) and self.probes[i] is not None else Rule.ALLCLOSE
+
+    def spread_floor(self, i: int, out: torch.Tensor) -> float:
+        """An output judged scale-aware errs relative to |r| + rms(r): its spread's floor is its rms, not atol's 1."""
+        if self._rule(i, output_tolerance(out.dtype, self.profile)) is Rule.SCALE:
+            return rms(out)
+        return 1.0
+
     def compare_one(self, i: int, theirs: torch.Tensor, mine: torch.Tensor) -> str | None:
         tol = output_tolerance(mine.dtype, self.profile)
         wrong, _ = nonfinite_mismatches(theirs, mine)
@@ -117,8 +127,7 @@ class Side(RefereeSide):
         if wrong or not tightest <= tol:
             return (f"output {i}: max abs error {max_abs:.3g} beyond atol = rtol = {tol:g}"
                     + (f", {wrong} non-finite elements unmatched" if wrong else ""))
-        rule = self.probes[i].rule(tol) if i < len(self.probes) and self.probes[i] is not None else Rule.ALLCLOSE
-        if rule is Rule.SCALE and not (err := scale_error(theirs, mine)) <= tol:  # NaN fails too
+        if self._rule(i, tol) is Rule.SCALE and not (err := scale_error(theirs, mine)) <= tol:  # NaN fails too
             return (f"output {i}: scale-aware error {err:.3g} beyond {tol:g} (a trivial output meets atol = rtol = "
                     f"{tol:g} on this task; the worker's rule asks both)")
         return None

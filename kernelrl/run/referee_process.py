@@ -104,6 +104,6 @@ class Side(RefereeSide):
     def tolerance(self, out: torch.Tensor) -> float:
         return self._allowed()
 
-    def spread_floor(self, out: torch.Tensor) -> float:
+    def spread_floor(self, i: int, out: torch.Tensor) -> float:
         """The output's root mean square: compare_output's errors are relative to |r| + rms."""
         return float(torch.linalg.vector_norm(out, dtype=torch.float32)) / max(out.numel(), 1) ** 0.5

@@ -302,3 +302,14 @@ def test_task_verdicts_the_referee_found_join_the_worker_s_and_the_pair_is_not_c
     referee.apply(records, core.Ruling(None, "", 2.0, [], facts={"task_verdicts": found, "notes": []}))
     assert records[0]["task_verdicts"] == found
     assert records[0]["profiles"] == {"strict": True, "kernelbench": False}
+
+
+SKIPS_TIMED_SOFTMAX = COUNTS_CALLS.replace("return x * torch.sigmoid(x) + 1.0", "return torch.softmax(x, dim=-1)")
+
+
+def test_timed_calls_that_skip_their_work_on_a_task_judged_scale_aware_are_seen_by_their_digests(tmp_path):
+    # zeros in the timed calls of a wide softmax: its digests' spread must be on the outputs' own scale, not atol's
+    cand = tmp_path / "cand.py"
+    cand.write_text(SKIPS_TIMED_SOFTMAX)
+    ruling = referee.referee(WIDE_SOFTMAX, str(cand), settings(tmp_path), 1.0)
+    assert ruling.verdict is Verdict.REFEREE and "did not compute what its checked ones did" in ruling.detail, ruling

@@ -69,6 +69,8 @@ DEFENCES = {
     "result: the referee's processes, which the candidate cannot reach": ["forges_result_through_memmove"],
     "the same forge of zeros on a task where zeros meet atol = rtol by atol alone (a wide softmax): the referee judges "
     "by the worker's rule, scale-aware there": ["forges_zeros_wide_softmax"],
+    "the same forge with honest checked calls and zeros in the referee's timed ones, on that task: its digests' "
+    "spread on the outputs' own scale": ["forges_skips_timed_wide_softmax"],
     "a clock swapped inside one timed call, put back by its first read before the watch compares": [
         "slows_own_clock_per_call"],
     "the reference model instance the worker keeps, changed (a forward set on it that slows it, or that answers the "

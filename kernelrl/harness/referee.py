@@ -78,8 +78,8 @@ class _Refused(Exception):
 
 
 class _Side:
-    def __init__(self, ctx, role: str, target, payload: dict, timeout_s: float):
-        self.role, self.timeout_s = role, timeout_s
+    def __init__(self, ctx, role: str, target, payload: dict, timeout_s: float, load_timeout_s: float | None = None):
+        self.role, self.timeout_s, self.load_timeout_s = role, timeout_s, max(timeout_s, load_timeout_s or 0.0)
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=target, args=(child, role, payload), daemon=True)
         self.proc.start()
@@ -89,14 +89,17 @@ class _Side:
     def load(self) -> dict:
         """Wait for the process's first answer (its task, and candidate, loaded), once."""
         reply: dict = {}
-        if not self.loaded:
-            reply, _ = self.ask({})
+        if not self.loaded:  # a process start, imports, the device's context, a library's load: its own bound
+            reply, _ = self.ask({}, timeout_s=self.load_timeout_s)
             self.loaded = True
         return reply
 
     def ask(self, header: dict, body: bytes = b"", timeout_s: float | None = None) -> tuple[dict, bytes]:
+        """Send a request and read its answer. Each request carries a fresh number its answer must repeat: a frame
+        written ahead of the request (a `done` before `go`), or a late answer to an earlier one, is not its answer."""
+        nonce = secrets.randbelow(1 << 62)
         if header:
-            wire.send(self.conn, header, body)
+            wire.send(self.conn, {**header, "n": nonce}, body)
         if not self.conn.poll(timeout_s or self.timeout_s):
             raise _Refused(f"the {self.role}'s process gave no answer within {timeout_s or self.timeout_s:.0f} s "
                            f"({header.get('op', 'load')})", self.role)
@@ -110,6 +113,9 @@ class _Side:
             raise _Refused(f"the {self.role}'s process answered what is not a frame: {exc}", self.role) from None
         if "error" in reply:
             raise _Refused(f"the {self.role} {header.get('op', 'load')}: {reply['error']}", self.role)
+        if header and reply.get("n") != nonce:
+            raise _Refused(f"the {self.role}'s process answered {header.get('op')} with a frame that is not its "
+                           f"answer", self.role)
         return reply, data
 
     def timed(self, header: dict) -> tuple[float, dict]:
@@ -169,16 +175,17 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def rule(target, payload: dict, timeout_s: float, claimed_speedup: float | None, seeds: int = 2) -> Ruling:
+def rule(target, payload: dict, timeout_s: float, claimed_speedup: float | None, seeds: int = 2,
+         load_timeout_s: float | None = None) -> Ruling:
     """The referee's ruling on one accepted candidate: `target(conn, role, payload)` (a module-level function, run in
     each spawned process) serves the reference's side and the candidate's, `payload` tells them what to load (a
     scratch folder, removed afterwards, is added as `scratch`); `claimed_speedup`: the worker's speedup over the
-    reference. `timeout_s` bounds every answer."""
+    reference. `timeout_s` bounds every answer, `load_timeout_s` (where longer) each process's first."""
     started = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
     payload = {**payload, "scratch": tempfile.mkdtemp(prefix="kernelrl-referee-")}
-    ref = _Side(ctx, "reference", target, payload, timeout_s)
-    cand = _Side(ctx, "candidate", target, payload, timeout_s)
+    ref = _Side(ctx, "reference", target, payload, timeout_s, load_timeout_s)
+    cand = _Side(ctx, "candidate", target, payload, timeout_s, load_timeout_s)
     ruling = Ruling()
     try:
         ruling.facts = {k: v for k, v in ref.load().items() if k != "ready"}
@@ -204,9 +211,8 @@ def rule(target, payload: dict, timeout_s: float, claimed_speedup: float | None,
             ruling.verdict, ruling.detail = Verdict.REFEREE, str(exc)
         else:
             cand.close()
-            if not ref.proc.is_alive():  # killed, or died: a fresh one for the second try
-                ref.close()
-                ref = _Side(ctx, "reference", target, payload, timeout_s)
+            ref.close()  # a fresh one for the second try: one still busy (or stalled by what it was sent) answers late
+            ref = _Side(ctx, "reference", target, payload, timeout_s, load_timeout_s)
             _reference_failed(ref, exc, ruling)
     finally:
         cand.close()
@@ -253,7 +259,7 @@ def _values(ref: _Side, cand: _Side, seed: int, ruling: Ruling) -> None:
     if not header.get("sent") or len(body) != size:
         raise _Refused(f"outside its worker, its outputs for fresh inputs came back as {len(body)} bytes where the "
                        f"reference's are {size}")
-    verdict, _ = ref.ask({"op": "compare", "tensors": header.get("tensors")}, body)
+    verdict, _ = ref.ask({"op": "compare"}, body)  # read with the reference's own dtypes and shapes
     if not verdict.get("ok"):
         raise _Refused(f"outside its worker, on fresh inputs, its outputs are wrong: {verdict.get('detail')}")
 

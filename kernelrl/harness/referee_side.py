@@ -39,7 +39,10 @@ def serve(conn, role: str, payload: dict, make_side, on_confined=None) -> None:
     sandbox = None
     if role == "candidate":
         os.setpgrp()  # its own process group: the runner ends it, and what it starts, together
-        confinement, _ = confine_worker(payload["scratch"], payload.get("writable") or [])
+        # its own part of the scratch folder only: the reference's working directory beside it is not its to touch
+        own = os.path.join(payload["scratch"], role)
+        os.makedirs(own, exist_ok=True)
+        confinement, _ = confine_worker(own, payload.get("writable") or [])
         sandbox = {"confined": confinement.active, "sandbox": str(confinement)}
         if on_confined is not None:
             on_confined(payload)
@@ -63,7 +66,8 @@ def serve(conn, role: str, payload: dict, make_side, on_confined=None) -> None:
             reply = ({"error": f"{type(exc).__name__}: {exc}"[:400]}, b"")
         if reply is None:
             return
-        wire.send(conn, *reply)
+        answer, data = reply
+        wire.send(conn, {**answer, "n": header.get("n")}, data)  # the request's number: this frame answers it
 
 
 class RefereeSide:
@@ -177,9 +181,11 @@ class RefereeSide:
         return {"error": f"unknown request {op!r}"}, b""
 
     def compare(self, header: dict, body: bytes) -> dict:
-        """The candidate's outputs (as it sent them) against this side's last ones."""
+        """The candidate's output bytes against this side's last outputs, read with this side's own dtypes and
+        shapes: nothing the candidate says about them is believed (a shape of huge numbers kept the reference busy
+        past its timeout, which left the pair unrefereed)."""
         try:
-            outs = _decoded(header, body)
+            outs = _decoded({"tensors": [{"dtype": str(k.dtype), "shape": list(k.shape)} for k in self.kept]}, body)
         except ValueError as exc:
             return {"ok": False, "detail": str(exc)}
         if len(outs) != len(self.kept):

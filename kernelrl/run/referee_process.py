@@ -57,15 +57,18 @@ class Side(RefereeSide):
             self.needs_bt = self.method.needs_bt
 
     def inputs(self, seed: int) -> list:
+        """A, B, B^T (N x K) and C poisoned with NaN. Both sides make the same set, whichever copy of B they read:
+        making B^T is not charged to one side only (the runner charges input making beyond the reference's)."""
         p = self.problem
         a, b = make_inputs(p.m, p.n, p.k, "normal", seed, device=self.device, dtype=p.dtype)
         c = torch.full((p.m, p.n), float("nan"), dtype=self.dtype, device=self.device)
-        return [a, b.t().contiguous() if self.needs_bt else b, c]
+        return [a, b, b.t().contiguous(), c]
 
     def call(self, inputs: list) -> list:
         """One call on this side's own stream, as the worker calls every method: the inputs were made and
         synchronized before (`prepare`, `answer`), and `go` ends with a device-wide synchronize."""
-        a, b, c = inputs
+        a, kn, nk, c = inputs
+        b = nk if self.needs_bt else kn
         if self.method is None:  # the worker's torch baseline
             with torch.cuda.stream(self.stream) if isinstance(self.stream, torch.cuda.Stream) \
                     else contextlib.nullcontext():
@@ -74,7 +77,7 @@ class Side(RefereeSide):
                 else:
                     torch.matmul(a, b, out=c)
             return [c]
-        bufs = Buffers(a, b, b, c)  # the candidate reads the one its layout names (b_of): B, or B^T made as such
+        bufs = Buffers(a, kn, nk, c)  # the candidate reads the one its layout names (b_of)
         rc = self.method.bind(self.problem, bufs, self.ws, self.stream)()
         if rc:
             raise RuntimeError(f"kernelrl_hgemm returned {rc}")
@@ -86,8 +89,8 @@ class Side(RefereeSide):
                 self.ws.fill_(0xFF)
             self.sync()  # the inputs and the workspace were written on the default stream
             return self.call(inputs)
-        a, b, _ = inputs
-        return [reference(a, b.t() if self.needs_bt else b).to(self.dtype)]
+        a, kn, _, _ = inputs
+        return [reference(a, kn).to(self.dtype)]
 
     def compare_one(self, i: int, theirs: torch.Tensor, mine: torch.Tensor) -> str | None:
         p = self.problem

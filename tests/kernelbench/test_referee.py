@@ -313,3 +313,22 @@ def test_timed_calls_that_skip_their_work_on_a_task_judged_scale_aware_are_seen_
     cand.write_text(SKIPS_TIMED_SOFTMAX)
     ruling = referee.referee(WIDE_SOFTMAX, str(cand), settings(tmp_path), 1.0)
     assert ruling.verdict is Verdict.REFEREE and "did not compute what its checked ones did" in ruling.detail, ruling
+
+
+def test_the_reference_reads_the_candidate_s_bytes_with_its_own_dtypes_and_shapes():
+    side = referee_process.Side("reference", {"device": "cpu", "task_path": TASK})
+    side.handle({"op": "outputs", "seed": 3, "max_bytes": 0}, b"")
+    body = b"".join(k.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() for k in side.kept)
+    huge = [{"dtype": "torch.float32", "shape": [10 ** 400] * 300}]  # a candidate's word: once decoded, minutes
+    verdict, _ = side.handle({"op": "compare", "tensors": huge}, body)
+    assert verdict == {"ok": True, "detail": ""}
+
+
+def test_a_frame_written_before_its_request_is_not_its_answer():
+    import multiprocessing
+    mine, theirs = multiprocessing.Pipe()
+    side = object.__new__(core._Side)
+    side.conn, side.role, side.timeout_s = mine, "candidate", 5.0
+    wire.send(theirs, {"done": True})  # ahead of `go`: a stretch that never ran
+    with pytest.raises(core._Refused, match="not its answer"):
+        side.ask({"op": "go"})

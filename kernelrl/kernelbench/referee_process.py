@@ -87,21 +87,26 @@ class Side(RefereeSide):
 
     def _probe(self) -> tuple[list, list[str]]:
         """The reference's trivial-output probes (trivial.probe, with its own float64 error where an output would be
-        judged scale-aware, as the worker's reference_probe does), and notes; none where they do not fit."""
+        judged scale-aware, as the worker's reference_probe does), and notes; none where they do not fit. Its outputs
+        are freed before the cache is given back: the candidate's process shares the device."""
         try:
-            refs, other = (self.call(self.inputs(seed)) for seed in PROBE_SEEDS)
-            probes = probe(refs, other)
-            if needs_exact_reference(probes):
-                exact = copy.deepcopy(self.model).double()
-                inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                          for x in self.inputs(PROBE_SEEDS[0])]
-                probes = with_noise(probes, refs, self.call(inputs, exact))
-            return probes, []
+            return self._probes(), []
         except Exception as exc:  # no memory for two outputs, or no float64 kernel: judged by atol = rtol alone
             return [], [f"no trivial-output probe in the referee ({type(exc).__name__}: {str(exc)[:160]}): outputs "
                         f"compared by atol = rtol alone"]
         finally:
             self.release()
+
+    def _probes(self) -> list:
+        refs, other = (self.call(self.inputs(seed)) for seed in PROBE_SEEDS)
+        probes = probe(refs, other)
+        del other
+        if needs_exact_reference(probes):
+            exact = copy.deepcopy(self.model).double()
+            inputs = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                      for x in self.inputs(PROBE_SEEDS[0])]
+            probes = with_noise(probes, refs, self.call(inputs, exact))
+        return probes
 
     def facts(self) -> dict:
         if self.role != "reference":

@@ -32,15 +32,17 @@
 # reads worker messages as plain data (30964d7) and the referee (cafadc9 and after: every accepted pair run again in
 # two processes the candidate cannot reach) change what every run does, with the corpus cheat
 # forges_result_through_memmove. First: call 0 with
-#   FIRST=forges_result_through_memmove,10_SwishPlusOne,11_GeluMul,12_ScaleAddClamp,13_RMSNorm,5_SumDim,6_MaxDim,\
-#   7_Softmax,8_LayerNorm,compiled_reduce_overhead_cloned,compiled_max_autotune,releases_cache LIMIT=12
+#   FIRST=forges_result_through_memmove,forges_zeros_wide_softmax,forges_skips_timed_wide_softmax,10_SwishPlusOne,11_GeluMul,12_ScaleAddClamp,13_RMSNorm,5_SumDim,6_MaxDim,\
+#   7_Softmax,8_LayerNorm,14_WideSoftmax,compiled_reduce_overhead_cloned,compiled_max_autotune,releases_cache LIMIT=15
 # (sandbox on, H100): each accepted pair's line gives the worker's and the referee's speedup over eager: the referee's
 # factor of 2 (referee.SPEEDUP_FACTOR) is calibrated from them; then a level-1 share at real size (call 2's kind,
 # LEVEL_LIMIT) to see the referee's memory beside the largest tasks; then the timeline's other pairs.
 # On 2026-12-08 (twenty-fourth session, no device time left: CPU only): the referee's stretches sized by the device's
 # free memory (49a29ce), its workload-neutral parts moved to harness/ (e57c9c5), an HGEMM referee (423dba1, opt-in:
 # kernelrl bench --referee), the HGEMM worker's shadowed-method check (cce7f81, corpus cheat_replaces_worker_judge)
-# and the forge it cannot see (98cb3cd, cheat_forges_worker_report): call 0 as above, then call 7 (now with
+# and the forge it cannot see (98cb3cd, cheat_forges_worker_report); the KernelBench referee judging by the worker's
+# rule with seeded calls (fb900d7), digests on an output's own scale (f32fa0d), a helper review's fixes (846e270): call
+# 0 as above (the two new wide-softmax forges among its first pairs), then call 7 (now with
 # tests/gpu/test_hgemm_referee_gpu.py: honest libraries pass the HGEMM referee, the forge is rejected; and
 # cheat_replaces_worker_judge in test_verification), sandbox on, H100. Once both pass, the HGEMM referee can be made
 # the default for candidate files (bench, evolve).

@@ -62,7 +62,7 @@ SIGMAS = 10.0  # the product of two sums of random weights has heavier tails tha
 class Ruling:
     verdict: Verdict | None = None
     detail: str = ""
-    speedup: float | None = None  # eager over the candidate, as the runner timed them (median round)
+    speedup: float | None = None  # the reference over the candidate, as the runner timed them (median round)
     notes: list[str] = field(default_factory=list)
     scale: float | None = None  # where the worker's speed is not believed: its speedups are divided by this
     seconds: float | None = None  # the ruling's wall time, process starts included (its cost beside the worker's)

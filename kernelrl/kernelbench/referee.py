@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 
 from kernelrl.harness.referee import Ruling, rule
+from kernelrl.harness.tolerance import input_independent
+from kernelrl.harness.verdicts import Verdict
 
 
 def referee(task_path: str, candidate_path: str, settings, claimed_speedup: float | None, seeds: int = 2,
@@ -30,7 +32,8 @@ def apply(records: list[dict], ruling: Ruling) -> None:
     """The ruling in a pair's candidate records: the runner-timed speedup and notes on each, the times scaled where
     the worker's speed is not believed; a `referee` verdict makes every one of them unverified, with its reason. The
     task verdicts the reference's process found (profiles that cannot tell the task's right answer from a trivial
-    one) are added to the worker's, and the pair is not correct under those profiles."""
+    one) are added to the worker's, and the pair is not correct under those profiles: under the one that decides it,
+    that is its verdict, as the worker gives it."""
     found = ruling.facts.get("task_verdicts") if isinstance(ruling.facts.get("task_verdicts"), dict) else {}
     notes = [*ruling.notes, *(n for n in ruling.facts.get("notes") or () if isinstance(n, str))]
     for r in records:
@@ -40,6 +43,10 @@ def apply(records: list[dict], ruling: Ruling) -> None:
             r["task_verdicts"] = {**found, **(r.get("task_verdicts") or {})}
             if isinstance(r.get("profiles"), dict):
                 r["profiles"] = {p: ok and p not in found for p, ok in r["profiles"].items()}
+            deciding = r.get("profile") or "strict"
+            if deciding in found and r.get("verified"):  # the worker's own verdict on such a pair, which a forged
+                blind = Verdict.INPUT_INDEPENDENT if input_independent(found) else Verdict.TOLERANCE_BLIND  # report
+                r.update(verified=False, verdict=blind.value, reason=blind.reason(found[deciding]))     # left out
         r["referee_speedup"] = ruling.speedup
         if ruling.seconds is not None:
             r.setdefault("extra", {})["referee_s"] = round(ruling.seconds, 2)

@@ -12,7 +12,9 @@ apart the task's verdict goes into the ruling (a forged report cannot drop it)."
 from __future__ import annotations
 
 import copy
+import random
 
+import numpy
 import torch
 from torch.utils import cpp_extension
 
@@ -29,6 +31,7 @@ from kernelrl.kernelbench.trivial import (Rule, needs_exact_reference, probe, rm
 
 INIT_SEED = 42  # the seed both sides are built under (the same weights), as the worker builds both
 CALL_SEED = 7  # torch.manual_seed before every call, on both sides
+INTEGER_DIGEST_SLACK = 1e-9  # an integer output's digest tolerance (a float tolerance let wrong indices through)
 PROBE_SEEDS = (11, 12)  # the reference's outputs on two input sets: what a trivial output would pass
 
 
@@ -73,7 +76,11 @@ class Side(RefereeSide):
             return cls(*init)
 
     def inputs(self, seed: int) -> list:
+        """The task's inputs for `seed`, on both sides the same: torch's, NumPy's and Python's generators seeded alike
+        (the worker hands both models one draw; here each process draws its own)."""
         torch.manual_seed(seed)
+        numpy.random.seed(seed % 2**32)
+        random.seed(seed)
         with torch.device(self.device):
             return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in self.task.get_inputs()]
 
@@ -114,6 +121,8 @@ class Side(RefereeSide):
         return {"task_verdicts": task_verdict(self.probes) if self.probes else {}, "notes": self.task_notes}
 
     def tolerance(self, out: torch.Tensor) -> float:
+        if not (out.is_floating_point() or out.is_complex()):  # integers are judged equal: float64 summation slack
+            return INTEGER_DIGEST_SLACK
         return output_tolerance(out.dtype, self.profile)
 
     def _rule(self, i: int, tol: float) -> Rule:

@@ -332,3 +332,51 @@ def test_a_frame_written_before_its_request_is_not_its_answer():
     wire.send(theirs, {"done": True})  # ahead of `go`: a stretch that never ran
     with pytest.raises(core._Refused, match="not its answer"):
         side.ask({"op": "go"})
+
+
+WRONG_INDICES_WHEN_TIMED = '''import torch
+import torch.nn as nn
+
+CALLS = [0]
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        CALLS[0] += 1
+        out = torch.argmax(x, dim=self.dim)
+        if CALLS[0] > 2:  # past the checked calls: two indices off by 3
+            out[0, 0] = (out[0, 0] + 3) % x.shape[-1]
+            out[1, 0] = (out[1, 0] + 3) % x.shape[-1]
+        return out
+'''
+
+
+def test_timed_calls_with_wrong_integer_outputs_answer_a_digest_that_is_not_the_reference_s(tmp_path):
+    cand = tmp_path / "cand.py"  # integers are judged equal: a float tolerance on their digests let these through
+    cand.write_text(WRONG_INDICES_WHEN_TIMED)
+    ruling = referee.referee(str(TASKS_DIR / "16_ArgmaxDim.py"), str(cand), settings(tmp_path), 1.0)
+    assert ruling.verdict is Verdict.REFEREE and "did not compute what its checked ones did" in ruling.detail, ruling
+
+
+def test_a_task_drawing_its_inputs_with_numpy_gives_both_processes_the_same_inputs(tmp_path):
+    source = ("import numpy as np\nimport torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+              "    def forward(self, x):\n        return x * 2\n\n\ndef get_inputs():\n"
+              "    return [torch.from_numpy(np.random.randn(64, 64).astype('float32'))]\n\n\n"
+              "def get_init_inputs():\n    return []\n")
+    task, cand = tmp_path / "task.py", tmp_path / "cand.py"
+    task.write_text(source)
+    cand.write_text(source.replace("class Model(", "class ModelNew("))
+    ruling = referee.referee(str(task), str(cand), settings(tmp_path), 1.0)
+    assert ruling.verdict is None, ruling.detail
+
+
+def test_a_task_verdict_under_the_deciding_profile_is_the_pair_s_verdict_as_the_worker_gives_it():
+    records = [{"method": "candidate", "verified": True, "speedup": 2.0, "profile": "strict",
+                "profiles": {"strict": True, "kernelbench": True}}]
+    found = {"strict": "zeros pass", "kernelbench": "zeros pass"}  # the strictest too: the reference ignores x
+    referee.apply(records, core.Ruling(None, "", 2.0, [], facts={"task_verdicts": found, "notes": []}))
+    assert records[0]["verified"] is False and records[0]["verdict"] == Verdict.INPUT_INDEPENDENT.value
